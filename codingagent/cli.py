@@ -1,0 +1,224 @@
+"""The command line: click commands and the console. Nothing else lives here.
+
+Console output goes to stderr; stdout carries only data (``show`` prints the outbox,
+``sessions`` prints the table), so both can be piped.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from . import __version__
+from .commands import CommandResult
+from .render import estimate_tokens
+from .session import SessionError, SessionState, SessionStore, age
+from .shell import Shell
+from .turn import TurnReport, apply_reply, apply_reply_file, ensure_outbox, start_session
+
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+STYLE = {True: "green", False: "red"}
+
+
+class _Group(click.Group):
+    """Turns user errors into one red line and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except SessionError as e:
+            console.print(Text("error: ", style="bold red") + Text(str(e)))
+            ctx.exit(1)
+
+
+root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    envvar="CODINGAGENT_ROOT",
+    help="Run directory holding workspace/, outbox/, inbox/ and sessions/.",
+)
+poll_option = click.option(
+    "--poll", is_flag=True, help="Poll inbox/ instead of using OS events (network drives, WSL)."
+)
+session_argument = click.argument("session", default="latest", required=False)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="codingagent")
+def main() -> None:
+    """Drive a coding agent with any chat LLM, by copy-paste.
+
+    `start` writes a prompt into outbox/; paste it into your chat LLM and save the reply as a
+    .txt file in inbox/; the agent applies it and writes the next prompt.
+    """
+
+
+@main.command()
+@click.argument("task")
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Work on this existing folder instead of ROOT/workspace.",
+)
+@root_option
+@click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
+@poll_option
+def start(task: str, workspace: Path | None, root: Path, no_watch: bool, poll: bool) -> None:
+    """Start a session for TASK and watch inbox/ for the LLM's replies."""
+    store = SessionStore(root)
+    state, outbox = start_session(store, task, workspace)
+    console.print(
+        Text.assemble(
+            ("Session ", ""), (state.session_id, "bold"), f" started on {state.workspace}"
+        )
+    )
+    _print_outbox(outbox)
+    if not no_watch:
+        _watch(store, state, poll)
+
+
+@main.command()
+@session_argument
+@root_option
+@poll_option
+def resume(session: str, root: Path, poll: bool) -> None:
+    """Continue watching for replies to SESSION (default: the latest)."""
+    store = SessionStore(root)
+    state = store.load(store.resolve(session))
+    if state.is_complete:
+        raise SessionError(f"Session {state.session_id} is complete: {state.summary or ''}".strip())
+    _print_outbox(ensure_outbox(store, state))
+    _watch(store, state, poll)
+
+
+@main.command()
+@click.argument("session")
+@click.argument("reply", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@root_option
+def step(session: str, reply: str, root: Path) -> None:
+    """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    lock = store.hold(session_id)
+    try:
+        if reply == "-":
+            data = sys.stdin.buffer.read()
+            report = apply_reply(
+                store, session_id, data, source="<stdin>", shell=Shell(), on_result=_print_result
+            )
+        else:
+            report = apply_reply_file(
+                store, session_id, Path(reply), Shell(), on_result=_print_result
+            )
+    finally:
+        lock.release()
+    _print_turn(report)
+
+
+@main.command()
+@root_option
+def sessions(root: Path) -> None:
+    """List the sessions, most recent first."""
+    store = SessionStore(root)
+    ids = store.ids()
+    if not ids:
+        console.print(f"No sessions in {store.sessions}")
+        return
+    table = Table("id", "task", "turn", "state", "updated")
+    for session_id in ids:
+        state = store.load(session_id)
+        table.add_row(
+            session_id,
+            Text(_shorten(state.task, 50)),
+            str(state.sequence_number),
+            "done" if state.is_complete else "open",
+            age(state.updated_at),
+        )
+    Console(soft_wrap=True).print(table)
+
+
+@main.command()
+@session_argument
+@root_option
+def show(session: str, root: Path) -> None:
+    """Print the current prompt of SESSION (default: the latest) to stdout."""
+    store = SessionStore(root)
+    state = store.load(store.resolve(session))
+    if state.is_complete:
+        console.print(Text(f"Session {state.session_id} is complete: {state.summary or ''}"))
+        return
+    click.echo(ensure_outbox(store, state).read_text(encoding="utf-8"), nl=False)
+
+
+# --- watching --------------------------------------------------------------------------
+
+
+def _watch(store: SessionStore, state: SessionState, poll: bool) -> None:
+    from .watcher import InboxWatcher  # watchdog is slow to import; only `start`/`resume` need it
+
+    session_id = state.session_id
+    shell = Shell()
+    lock = store.hold(session_id)
+
+    def handle(path: Path) -> bool:
+        console.print(Text(f"Reply {path.name} received", style="bold"))
+        report = apply_reply_file(store, session_id, path, shell, on_result=_print_result)
+        _print_turn(report)
+        return report.state.is_complete
+
+    try:
+        watcher = InboxWatcher(store.inbox, handle, poll=poll)
+        console.print(
+            f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a .txt "
+            "file. Ctrl-C stops."
+        )
+        watcher.run()
+    except KeyboardInterrupt:
+        console.print(f"Stopped. Continue later with: codingagent resume {session_id}")
+        sys.exit(130)
+    finally:
+        lock.release()
+
+
+# --- console output --------------------------------------------------------------------
+
+
+def _print_result(result: CommandResult) -> None:
+    console.print(Text(result.headline, style=STYLE[result.success]))
+
+
+def _print_turn(report: TurnReport) -> None:
+    outcome = report.outcome
+    for message in outcome.messages:
+        console.print(Text("Message from the LLM: ", style="bold cyan") + Text(message))
+    failed = sum(not r.success for r in outcome.results)
+    console.print(
+        f"Turn {report.state.sequence_number - 1}: {len(outcome.results)} results, "
+        f"{len(outcome.changed)} files changed, {failed} failed"
+    )
+    if report.outbox is None:
+        console.print(
+            Text("Session complete: ", style="bold green") + Text(report.state.summary or "")
+        )
+    else:
+        _print_outbox(report.outbox)
+
+
+def _print_outbox(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    console.print(
+        f"Next prompt: {path} ({len(text):,} characters, ~{estimate_tokens(text):,} tokens). "
+        "Paste it into your chat LLM."
+    )
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

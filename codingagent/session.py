@@ -1,0 +1,178 @@
+"""Session state and where it lives on disk.
+
+``SessionState`` is the JSON of ``sessions/{id}.json`` with the protocol document's camelCase
+field names. ``SessionStore`` knows the run-directory layout (workspace/, outbox/, inbox/,
+sessions/), writes state and history atomically, resolves session-id prefixes, and hands out
+the one-watcher-per-session lock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from .commands import CommandResult
+from .fsio import atomic_write
+
+SESSION_ID = re.compile(r"^[0-9a-f]{8}$")
+
+
+class SessionError(Exception):
+    """A problem the user must fix (unknown session, ambiguous prefix, session busy...)."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+class SessionState(BaseModel):
+    """One session, as stored in ``sessions/{sessionId}.json``.
+
+    The first eight fields are the protocol document's; ``workspace`` (absolute path of the
+    folder the LLM works on) and ``summary`` (the DONE text) are ours.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    session_id: str = Field(pattern=SESSION_ID.pattern)
+    task: str
+    sequence_number: int = Field(default=1, ge=1)
+    is_complete: bool = False
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+    last_results: list[CommandResult] = Field(default_factory=list)
+    read_file_requests: list[str] = Field(default_factory=list)
+    workspace: str
+    summary: str | None = None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+class SessionStore:
+    """The run directory: ``workspace/ outbox/ inbox/ sessions/`` under one root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self.workspace = self.root / "workspace"
+        self.outbox = self.root / "outbox"
+        self.inbox = self.root / "inbox"
+        self.sessions = self.root / "sessions"
+
+    @property
+    def agent_dirs(self) -> tuple[Path, ...]:
+        """The agent's own folders; the LLM may never write into them."""
+        return (self.outbox, self.inbox, self.sessions)
+
+    def ensure_dirs(self) -> None:
+        for folder in (self.workspace, *self.agent_dirs):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    # --- state -------------------------------------------------------------------------
+
+    def state_path(self, session_id: str) -> Path:
+        return self.sessions / f"{session_id}.json"
+
+    def new_id(self) -> str:
+        while True:
+            session_id = secrets.token_hex(4)
+            if not self.state_path(session_id).exists():
+                return session_id
+
+    def save(self, state: SessionState) -> None:
+        atomic_write(self.state_path(state.session_id), state.to_json())
+
+    def load(self, session_id: str) -> SessionState:
+        path = self.state_path(session_id)
+        try:
+            return SessionState.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            raise SessionError(f"No session '{session_id}' in {self.sessions}") from None
+        except ValidationError as e:
+            raise SessionError(f"{path} is not a valid session file: {e}") from None
+
+    def ids(self) -> list[str]:
+        """Every session id, most recently updated first."""
+        if not self.sessions.is_dir():
+            return []
+        found = [p for p in self.sessions.glob("*.json") if SESSION_ID.match(p.stem)]
+        found.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        return [p.stem for p in found]
+
+    def resolve(self, ref: str | None) -> str:
+        """Turn ``latest``, ``None`` or a unique id prefix into a session id."""
+        ids = self.ids()
+        if not ids:
+            raise SessionError(f"No sessions yet in {self.sessions}; run 'codingagent start TASK'")
+        if ref in (None, "", "latest"):
+            return ids[0]
+        matches = [i for i in ids if i.startswith(ref.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SessionError(f"No session matches '{ref}'")
+        raise SessionError(f"'{ref}' matches several sessions: {', '.join(sorted(matches))}")
+
+    # --- outbox ------------------------------------------------------------------------
+
+    def outbox_path(self, session_id: str, sequence: int) -> Path:
+        return self.outbox / f"{session_id}_seq{sequence:04d}.txt"
+
+    def write_outbox(self, session_id: str, sequence: int, text: str) -> Path:
+        path = self.outbox_path(session_id, sequence)
+        atomic_write(path, text)
+        return path
+
+    # --- history -----------------------------------------------------------------------
+
+    def turn_dir(self, session_id: str, sequence: int) -> Path:
+        """History of the turn that answered outbox ``sequence``."""
+        return self.sessions / session_id / "turns" / f"{sequence:04d}"
+
+    def write_history(self, session_id: str, sequence: int, files: dict[str, Any]) -> Path:
+        """Write a turn's history files; ``bytes``/``str`` values verbatim, others as JSON."""
+        folder = self.turn_dir(session_id, sequence)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, value in files.items():
+            if not isinstance(value, bytes | str):
+                value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+            atomic_write(folder / name, value)
+        return folder
+
+    def turns(self, session_id: str) -> list[Path]:
+        folder = self.sessions / session_id / "turns"
+        return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+    # --- lock --------------------------------------------------------------------------
+
+    def lock(self, session_id: str) -> FileLock:
+        """The session's lock; acquire it with :func:`hold` for one watcher or step at a time."""
+        return FileLock(self.sessions / f".{session_id}.lock")
+
+    def hold(self, session_id: str) -> FileLock:
+        lock = self.lock(session_id)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise SessionError(
+                f"Session {session_id} is already being watched or stepped by another "
+                f"codingagent process (lock file {lock.lock_file}); stop that one first"
+            ) from None
+        return lock
+
+
+def age(moment: datetime) -> str:
+    """``3m``, ``5h``, ``2d``: how long ago, for tables."""
+    seconds = max(0, int((utc_now() - moment).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

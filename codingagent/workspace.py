@@ -1,0 +1,166 @@
+"""The sandbox the LLM's file commands run in: one path guard, listing, read, write, delete.
+
+Every path the LLM writes is untrusted.  :meth:`Workspace.resolve` is the single place that
+turns such a path into a real one, so it can later be swapped for a race-free walk with
+directory file descriptors and ``O_NOFOLLOW`` without touching any caller.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fsio import atomic_write
+
+OUTSIDE = "Path is outside workspace"
+PROTECTED_GIT = "Path is protected ('.git/')"
+PROTECTED_AGENT = "Path is protected (agent folder)"
+SYMLINK = "Path is a symlink"
+
+# Folders the listing never enters: they are large, generated, and useless to the LLM.
+SKIPPED_DIRS = frozenset(
+    {
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".hypothesis",
+    }
+)
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class PathRejected(Exception):
+    """A path the LLM may not use; ``str(e)`` is the reason it is shown (after ``REJECTED:``)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The workspace's files as the LLM sees them."""
+
+    entries: list[tuple[str, int]]  # (posix path relative to the root, size in bytes), sorted
+    omitted: int  # files left out by the cap
+
+
+def _is_git(name: str) -> bool:
+    # Case-insensitive: on macOS and Windows `.GIT` is the same folder as `.git`.
+    return name.casefold() == ".git"
+
+
+def _check_spelling(rel: str) -> None:
+    """Reject what must never be joined to the root at all, before touching the file system."""
+    if (
+        not rel
+        or "\0" in rel
+        or "\\" in rel  # also every UNC path
+        or rel.startswith("/")
+        or _DRIVE.match(rel)
+    ):
+        raise PathRejected(OUTSIDE)
+
+
+class Workspace:
+    """The folder the LLM works in, with the agent's own folders fenced off."""
+
+    def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
+        root = Path(root).resolve(strict=True)
+        if not root.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "Workspace is not a folder", str(root))
+        self.root = root
+        # Resolved like the paths they are compared with.  A protected folder that contains the
+        # root fences off everything, which is the safe reading of a misconfiguration.
+        self._protected = tuple(Path(os.path.realpath(p)) for p in protected)
+
+    def resolve(self, rel: str, *, for_write: bool = False) -> Path:
+        """The real path ``rel`` names inside the root, or :class:`PathRejected`.
+
+        Every component is resolved (symlinks followed) and the result compared as a path with
+        the resolved root, never as a string prefix.  ``for_write`` also refuses a final
+        component that is a symlink, so a write or delete never goes through one.
+        """
+        _check_spelling(rel)
+        # os.path.realpath, not Path.resolve: on Python 3.11 the latter raises on symlink loops.
+        target = Path(os.path.realpath(self.root / rel))
+        if not target.is_relative_to(self.root):
+            raise PathRejected(OUTSIDE)
+        inner = target.relative_to(self.root).parts
+        if inner and _is_git(inner[0]):
+            raise PathRejected(PROTECTED_GIT)
+        if any(target.is_relative_to(p) for p in self._protected):
+            raise PathRejected(PROTECTED_AGENT)
+        if for_write and os.path.islink(self.root / rel):
+            raise PathRejected(SYMLINK)
+        return target
+
+    def relpath(self, rel: str) -> str:
+        """The posix path, relative to the root, of the file ``rel`` really names."""
+        return self.resolve(rel).relative_to(self.root).as_posix()
+
+    def list_files(self, limit: int = 1000) -> Listing:
+        """All regular files, sorted, at most ``limit`` of them; symlinks are neither listed
+        nor followed, so the listing never shows anything outside the root."""
+        entries = sorted(self._walk(self.root))
+        return Listing(entries=entries[:limit], omitted=max(0, len(entries) - limit))
+
+    def _walk(self, folder: Path) -> Iterator[tuple[str, int]]:
+        try:
+            with os.scandir(folder) as it:
+                children = list(it)
+        except OSError:
+            return  # an unreadable folder is simply not listed
+        for entry in children:
+            if entry.is_dir(follow_symlinks=False):
+                if not self._skipped(entry):
+                    yield from self._walk(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                rel = Path(entry.path).relative_to(self.root).as_posix()
+                yield rel, entry.stat(follow_symlinks=False).st_size
+
+    def _skipped(self, entry: os.DirEntry[str]) -> bool:
+        return (
+            _is_git(entry.name) or entry.name in SKIPPED_DIRS or Path(entry.path) in self._protected
+        )
+
+    def is_file(self, rel: str) -> bool:
+        """Whether ``rel`` names an existing regular file (symlinks to one count)."""
+        return self.resolve(rel).is_file()
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The file's bytes; :class:`FileNotFoundError` if it is missing or not a file."""
+        target = self.resolve(rel)
+        if not target.is_file():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
+        return target.read_bytes()
+
+    def read_text(self, rel: str) -> str:
+        """The file as text, exactly as stored (no newline translation, bad bytes replaced)."""
+        return self.read_bytes(rel).decode("utf-8", errors="replace")
+
+    def write_text(self, rel: str, text: str) -> bool:
+        """Write ``text`` atomically, creating parent folders; True if the file is new.
+
+        An existing file keeps its mode; a hard link is replaced, never written through.
+        """
+        target = self.resolve(rel, for_write=True)
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
+        created = not os.path.lexists(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text)
+        return created
+
+    def delete(self, rel: str) -> None:
+        """Remove one file; folders are refused with :class:`IsADirectoryError`."""
+        target = self.resolve(rel, for_write=True)
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
+        target.unlink()

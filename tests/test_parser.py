@@ -1,0 +1,701 @@
+"""Tests for codingagent.parser: the reply grammar of protocol 1.0 and its tolerances."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codingagent.commands import (
+    Command,
+    CreateFile,
+    DeleteFile,
+    Done,
+    EditFile,
+    Message,
+    ParseError,
+    ReadFile,
+    RunCommand,
+)
+from codingagent.parser import parse
+
+
+def unclosed(name: str, line: int) -> ParseError:
+    message = f"no closing [/{name}] tag; this command and the rest of the reply were ignored"
+    return ParseError(line=line, command=name, message=message)
+
+
+def error(name: str, line: int, message: str) -> ParseError:
+    return ParseError(line=line, command=name, message=message)
+
+
+# --- each command kind -------------------------------------------------------------------------
+
+
+def test_create_file_keeps_body_verbatim() -> None:
+    reply = '[CREATE_FILE path="src/app.py"]\ndef f():\n    return 1\n\n\n[/CREATE_FILE]\n'
+    content = "def f():\n    return 1\n\n\n"
+    assert parse(reply) == [CreateFile(line=1, path="src/app.py", content=content)]
+
+
+def test_create_file_with_empty_body_has_empty_content() -> None:
+    assert parse('[CREATE_FILE path="empty.txt"]\n[/CREATE_FILE]') == [
+        CreateFile(line=1, path="empty.txt", content="")
+    ]
+
+
+def test_create_file_with_one_blank_body_line_is_one_newline() -> None:
+    assert parse('[CREATE_FILE path="a"]\n\n[/CREATE_FILE]') == [
+        CreateFile(line=1, path="a", content="\n")
+    ]
+
+
+def test_edit_file() -> None:
+    reply = '[EDIT_FILE path="a.py" start_line="3" end_line="4"]\n    x = 2\n[/EDIT_FILE]'
+    assert parse(reply) == [
+        EditFile(line=1, path="a.py", start_line=3, end_line=4, content="    x = 2\n")
+    ]
+
+
+def test_delete_and_read_file_are_self_closing() -> None:
+    reply = '[DELETE_FILE path="old.txt"]\n[READ_FILE path="src/a.py"]\n'
+    assert parse(reply) == [DeleteFile(line=1, path="old.txt"), ReadFile(line=2, path="src/a.py")]
+
+
+def test_run_command_trims_blank_lines_around_it_only() -> None:
+    reply = "[RUN_COMMAND]\n\n  \ncd src &&\n\n  make  \n\n[/RUN_COMMAND]"
+    assert parse(reply) == [RunCommand(line=1, command="cd src &&\n\n  make  ")]
+
+
+def test_run_command_with_blank_body_is_empty() -> None:
+    assert parse("[RUN_COMMAND]\n   \n[/RUN_COMMAND]") == [RunCommand(line=1, command="")]
+
+
+def test_message_and_done_are_stripped() -> None:
+    reply = "[MESSAGE]\n\n  Hello\n  there  \n\n[/MESSAGE]\n[DONE]\n Built it. \n[/DONE]"
+    assert parse(reply) == [
+        Message(line=1, text="Hello\n  there"),
+        Done(line=7, summary="Built it."),
+    ]
+
+
+# --- prose, fences, line endings -----------------------------------------------------------------
+
+REPLY = """\
+Sure! I'll create the file first.
+
+[CREATE_FILE path="hello.py"]
+print("hi")
+[/CREATE_FILE]
+
+Now let's run it:
+[RUN_COMMAND]
+python hello.py
+[/RUN_COMMAND]
+That should print hi. [Note] unknown words in brackets are prose.
+[NOTE]
+[DONE]
+Created hello.py.
+[/DONE]
+Thanks!
+"""
+
+REPLY_COMMANDS = [
+    CreateFile(line=3, path="hello.py", content='print("hi")\n'),
+    RunCommand(line=8, command="python hello.py"),
+    Done(line=13, summary="Created hello.py."),
+]
+
+
+def test_prose_between_and_around_commands_is_ignored() -> None:
+    assert parse(REPLY) == REPLY_COMMANDS
+
+
+def test_empty_and_prose_only_replies_have_no_commands() -> None:
+    assert parse("") == []
+    assert parse("I think we are done, see [DONE] below? No.\n[TODO] later\n") == []
+
+
+@pytest.mark.parametrize("fence", ["```", "```text", "~~~"])
+def test_reply_wrapped_in_code_fence(fence: str) -> None:
+    closing = fence[:3]
+    reply = f"{fence}\n{REPLY}{closing}\n"
+    assert parse(reply) == [c.model_copy(update={"line": c.line + 1}) for c in REPLY_COMMANDS]
+
+
+def test_each_command_wrapped_in_its_own_fence() -> None:
+    reply = '```\n[READ_FILE path="a"]\n```\ntext\n~~~\n[MESSAGE]\nhi\n[/MESSAGE]\n~~~\n'
+    assert parse(reply) == [ReadFile(line=2, path="a"), Message(line=6, text="hi")]
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n"])
+def test_line_endings(newline: str) -> None:
+    reply = REPLY.replace("\n", newline)
+    assert parse(reply) == REPLY_COMMANDS
+
+
+def test_mixed_line_endings_count_crlf_as_one_break() -> None:
+    reply = 'a\r\nb\rc\n[READ_FILE path="x"]\r\n\r\n[DELETE_FILE path="y"]'
+    assert parse(reply) == [ReadFile(line=4, path="x"), DeleteFile(line=6, path="y")]
+
+
+def test_leading_bom_is_stripped() -> None:
+    assert parse('\ufeff[READ_FILE path="a"]\n[MESSAGE]hi[/MESSAGE]') == [
+        ReadFile(line=1, path="a"),
+        Message(line=2, text="hi"),
+    ]
+
+
+def test_only_one_bom_is_stripped_and_only_at_the_start() -> None:
+    assert parse('\ufeff\ufeff[READ_FILE path="a"]\n') == []
+
+
+def test_trailing_and_leading_spaces_on_tag_lines() -> None:
+    reply = '  [CREATE_FILE path="a"]   \t\nbody  \n\t[/CREATE_FILE]  \n  [DONE]  \nok\n [/DONE] '
+    assert parse(reply) == [
+        CreateFile(line=1, path="a", content="body  \n"),
+        Done(line=4, summary="ok"),
+    ]
+
+
+def test_form_feed_and_unicode_line_separators_survive_in_body() -> None:
+    body = "a\fb\n\x0bc\x1cd\x85e\u2028f\u2029g"
+    reply = f'[CREATE_FILE path="f.txt"]\n{body}\n[/CREATE_FILE]\n[READ_FILE path="g"]'
+    assert parse(reply) == [
+        CreateFile(line=1, path="f.txt", content=body + "\n"),
+        ReadFile(line=5, path="g"),
+    ]
+
+
+# --- tag names and attributes ----------------------------------------------------------------
+
+
+def test_tag_names_in_any_case() -> None:
+    reply = (
+        '[create_file path="a"]\nx\n[/Create_File]\n'
+        '[Edit_File path="b" start_line="1" end_line="1"]\ny\n[/edit_file]\n'
+        '[read_file path="c"]\n[Run_Command]\nls\n[/RUN_command]\n[done]bye[/DONE]'
+    )
+    assert parse(reply) == [
+        CreateFile(line=1, path="a", content="x\n"),
+        EditFile(line=4, path="b", start_line=1, end_line=1, content="y\n"),
+        ReadFile(line=7, path="c"),
+        RunCommand(line=8, command="ls"),
+        Done(line=11, summary="bye"),
+    ]
+
+
+def test_closing_tag_with_non_ascii_look_alike_is_body_text() -> None:
+    # "ı".upper() == "I" and "ſ".upper() == "S": such lines must not close the command.
+    reply = (
+        "[MESSAGE]\n[/MEſſAGE]\n[/message]\n[CREATE_FILE path=a]\n[/CREATE_FıLE]\n[/CREATE_FILE]"
+    )
+    assert parse(reply) == [
+        Message(line=1, text="[/MEſſAGE]"),
+        CreateFile(line=4, path="a", content="[/CREATE_FıLE]\n"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "[EDIT_FILE path='a b.py' start_line='2' end_line='5']",
+        '[EDIT_FILE path = "a b.py" start_line ="2" end_line= "5"]',
+        '[EDIT_FILE end_line="5" path="a b.py" start_line="2"]',
+        '[EDIT_FILE PATH="a b.py" Start_Line="2" END_LINE="5"]',
+        "[EDIT_FILE start_line=2 end_line=5 path='a b.py']",
+        '[EDIT_FILE path="a b.py" start_line=" 2 " end_line="+5"]',
+        '[EDIT_FILE path="a b.py"start_line="2"end_line="5"]',
+        '[EDIT_FILE path="a b.py" start_line="2" end_line="5" why="the bug"]',
+        '[EDIT_FILE path="a b.py" start_line="2" end_line="5" /]',
+        '[EDIT_FILE\tpath="a b.py"\tstart_line=2\tend_line=5/]',
+    ],
+)
+def test_attribute_syntax_variants(tag: str) -> None:
+    assert parse(f"{tag}\nnew\n[/EDIT_FILE]") == [
+        EditFile(line=1, path="a b.py", start_line=2, end_line=5, content="new\n")
+    ]
+
+
+def test_unquoted_value_ends_at_whitespace_or_bracket() -> None:
+    reply = "[READ_FILE path=src/a.py]\n[DELETE_FILE path=b.txt other=1]\n[READ_FILE path=a/b/]"
+    assert parse(reply) == [
+        ReadFile(line=1, path="src/a.py"),
+        DeleteFile(line=2, path="b.txt"),
+        ReadFile(line=3, path="a/b"),
+    ]
+
+
+def test_unquoted_slash_alone_is_a_value() -> None:
+    assert parse("[READ_FILE path=/]\n[READ_FILE path=/ /]") == [
+        ReadFile(line=1, path="/"),
+        ReadFile(line=2, path="/"),
+    ]
+
+
+def test_bracket_and_other_quote_inside_quoted_value() -> None:
+    reply = '[READ_FILE path="data/[x].txt"]\n[DELETE_FILE path=\'it"s]\']'
+    assert parse(reply) == [
+        ReadFile(line=1, path="data/[x].txt"),
+        DeleteFile(line=2, path='it"s]'),
+    ]
+
+
+def test_empty_quoted_value_is_an_attribute() -> None:
+    assert parse('[READ_FILE path=""]') == [ReadFile(line=1, path="")]
+
+
+def test_negative_and_zero_line_numbers_are_left_to_the_executor() -> None:
+    reply = '[EDIT_FILE path="a" start_line="-3" end_line="0"]\n[/EDIT_FILE]'
+    assert parse(reply) == [EditFile(line=1, path="a", start_line=-3, end_line=0, content="")]
+
+
+def test_tag_name_must_end_at_space_slash_or_bracket() -> None:
+    reply = '[CREATE_FILES path="a"]\n[DONEZO]\n[READ_FILE: path="x"]\n[READ_FILE/]\nx'
+    assert parse(reply) == [error("READ_FILE", 4, "missing required attribute 'path'")]
+
+
+def test_text_after_self_closing_tag_is_ignored_and_stray_closers_too() -> None:
+    reply = (
+        '[READ_FILE path="a"] and some words\n[/READ_FILE]\n'
+        '[DELETE_FILE path="b"]\n[/DELETE_FILE]\n[/CREATE_FILE]\n[/DONE]\n[MESSAGE]m[/MESSAGE]'
+    )
+    assert parse(reply) == [
+        ReadFile(line=1, path="a"),
+        DeleteFile(line=3, path="b"),
+        Message(line=7, text="m"),
+    ]
+
+
+# --- bodies --------------------------------------------------------------------------------
+
+
+def test_closing_tag_of_another_command_is_body_text() -> None:
+    reply = (
+        '[CREATE_FILE path="doc.md"]\n  [/EDIT_FILE]\n[/DONE]\n[/CREATE_FILE]\n[DONE]\nok\n[/DONE]'
+    )
+    assert parse(reply) == [
+        CreateFile(line=1, path="doc.md", content="  [/EDIT_FILE]\n[/DONE]\n"),
+        Done(line=5, summary="ok"),
+    ]
+
+
+def test_opening_tags_inside_a_body_are_body_text() -> None:
+    body = '[CREATE_FILE path="inner"]\n[DELETE_FILE path="x"]\n[RUN_COMMAND]\n[DONE]\n'
+    reply = f'[CREATE_FILE path="outer.md"]\n{body}[/CREATE_FILE]'
+    assert parse(reply) == [CreateFile(line=1, path="outer.md", content=body)]
+
+
+def test_body_ends_at_first_closing_tag() -> None:
+    reply = '[CREATE_FILE path="a"]\nx\n[/CREATE_FILE]\ny\n[/CREATE_FILE]'
+    assert parse(reply) == [CreateFile(line=1, path="a", content="x\n")]
+
+
+def test_single_line_forms() -> None:
+    reply = (
+        "[MESSAGE]hi there[/MESSAGE]\n"
+        "[DONE] All set. [/done]  \n"
+        "[RUN_COMMAND]  ls -la  [/RUN_COMMAND]\n"
+        '[CREATE_FILE path="a"]x = 1[/CREATE_FILE]\n'
+        '[CREATE_FILE path="b"][/CREATE_FILE]\n'
+        "[MESSAGE][/MESSAGE]"
+    )
+    assert parse(reply) == [
+        Message(line=1, text="hi there"),
+        Done(line=2, summary="All set."),
+        RunCommand(line=3, command="ls -la"),
+        CreateFile(line=4, path="a", content="x = 1\n"),
+        CreateFile(line=5, path="b", content=""),
+        Message(line=6, text=""),
+    ]
+
+
+def test_text_after_opening_tag_is_first_body_line() -> None:
+    reply = "[MESSAGE] Hello\nworld\n[/MESSAGE]\n[RUN_COMMAND] echo 1\necho 2\n[/RUN_COMMAND]"
+    assert parse(reply) == [
+        Message(line=1, text="Hello\nworld"),
+        RunCommand(line=4, command="echo 1\necho 2"),
+    ]
+
+
+# --- unclosed commands -----------------------------------------------------------------------
+
+
+def test_unclosed_command_after_good_one_swallows_the_rest() -> None:
+    reply = (
+        '[CREATE_FILE path="ok.py"]\npass\n[/CREATE_FILE]\n'
+        '[CREATE_FILE path="broken.py"]\nimport os\n'
+        '[DELETE_FILE path="important"]\n[RUN_COMMAND]\nrm -rf .\n[/RUN_COMMAND]\n'
+    )
+    assert parse(reply) == [
+        CreateFile(line=1, path="ok.py", content="pass\n"),
+        unclosed("CREATE_FILE", 4),
+    ]
+
+
+@pytest.mark.parametrize("name", ["create_file", "EDIT_FILE", "RUN_COMMAND", "Message"])
+def test_unclosed_message_names_the_canonical_tag(name: str) -> None:
+    reply = f'prose\n[{name} path="a" start_line=1 end_line=1]\nbody\n[/DONE]\n'
+    assert parse(reply) == [unclosed(name.upper(), 2)]
+
+
+def test_bare_done_at_end_is_accepted() -> None:
+    assert parse('[READ_FILE path="a"]\n[DONE]\n') == [
+        ReadFile(line=1, path="a"),
+        Done(line=2, summary=""),
+    ]
+
+
+def test_unclosed_done_takes_the_rest_of_the_reply_as_summary() -> None:
+    reply = '[DONE] Finished.\n\nAll tests pass.\n[READ_FILE path="a"]\n\n'
+    assert parse(reply) == [
+        Done(line=1, summary='Finished.\n\nAll tests pass.\n[READ_FILE path="a"]')
+    ]
+
+
+# --- parse errors --------------------------------------------------------------------------
+
+
+def test_missing_required_attribute() -> None:
+    reply = "[CREATE_FILE]\nx\n[/CREATE_FILE]\n[DELETE_FILE file='a']\n[READ_FILE path='b']"
+    assert parse(reply) == [
+        error("CREATE_FILE", 1, "missing required attribute 'path'"),
+        error("DELETE_FILE", 4, "missing required attribute 'path'"),
+        ReadFile(line=5, path="b"),
+    ]
+
+
+def test_missing_attributes_are_reported_in_table_order() -> None:
+    reply = (
+        '[EDIT_FILE start_line="x"]\n[/EDIT_FILE]\n[EDIT_FILE path="a" end_line="1"]\n[/EDIT_FILE]'
+    )
+    assert parse(reply) == [
+        error("EDIT_FILE", 1, "missing required attribute 'path'"),
+        error("EDIT_FILE", 3, "missing required attribute 'start_line'"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("abc", "abc"),
+        ("", ""),
+        ("1.5", "1.5"),
+        ("1e3", "1e3"),
+        ("1_000", "1_000"),
+        ("٣", "٣"),  # Arabic-Indic digit: int() would accept it, the protocol does not
+        ("- 1", "- 1"),
+        ("9" * 99 + "x", "9" * 57 + "..."),
+    ],
+)
+def test_integer_attribute_must_be_ascii_whole_number(value: str, shown: str) -> None:
+    reply = f'[EDIT_FILE path="a" start_line="{value}" end_line="1"]\nx\n[/EDIT_FILE]'
+    message = f"attribute 'start_line' must be a whole number, got '{shown}'"
+    assert parse(reply) == [error("EDIT_FILE", 1, message)]
+
+
+def test_integer_too_long_for_int_is_an_error_not_a_crash() -> None:
+    reply = f'[EDIT_FILE path="a" start_line="1" end_line="{"1" * 5000}"]\n[/EDIT_FILE]'
+    message = f"attribute 'end_line' must be a whole number, got '{'1' * 57}...'"
+    assert parse(reply) == [error("EDIT_FILE", 1, message)]
+
+
+def test_duplicate_attribute() -> None:
+    reply = "[READ_FILE path='a' Path='b']\n[DELETE_FILE x=1 path=a x=2]"
+    assert parse(reply) == [
+        error("READ_FILE", 1, "attribute 'path' is given twice"),
+        error("DELETE_FILE", 2, "attribute 'x' is given twice"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tag", "remainder"),
+    [
+        ('[READ_FILE path="a" junk]', "junk"),
+        ('[READ_FILE path="a" junk="b]', 'junk="b'),
+        ('[READ_FILE path="unterminated]', 'path="unterminated'),
+        ("[READ_FILE path=]", "path="),
+        ("[READ_FILE path= ]", "path= "),
+        ('[READ_FILE "a"]', '"a"'),
+        ('[READ_FILE path="a" / junk]', "/ junk"),
+        ('[READ_FILE path="a"', '[READ_FILE path="a"'),
+        ("[READ_FILE", "[READ_FILE"),
+        ('[READ_FILE path="a" ' + "x" * 100 + "]", "x" * 57 + "..."),
+    ],
+)
+def test_malformed_attributes(tag: str, remainder: str) -> None:
+    reply = f'{tag}\n[DELETE_FILE path="b"]'
+    assert parse(reply) == [
+        error("READ_FILE", 1, f"malformed attributes: {remainder}"),
+        DeleteFile(line=2, path="b"),
+    ]
+
+
+def test_malformed_body_command_still_consumes_its_body() -> None:
+    reply = (
+        '[CREATE_FILE path="a" junk]\n[DELETE_FILE path="x"]\n[/CREATE_FILE]\n'
+        "[MESSAGE oops]hi[/MESSAGE]\n"
+        '[EDIT_FILE path="b" start_line="one" end_line="2"]\n[RUN_COMMAND]\n[/EDIT_FILE]\n'
+        '[READ_FILE path="c"]'
+    )
+    assert parse(reply) == [
+        error("CREATE_FILE", 1, "malformed attributes: junk"),
+        error("MESSAGE", 4, "malformed attributes: oops"),
+        error("EDIT_FILE", 5, "attribute 'start_line' must be a whole number, got 'one'"),
+        ReadFile(line=8, path="c"),
+    ]
+
+
+def test_unclosed_and_malformed_reports_unclosed() -> None:
+    reply = '[CREATE_FILE path="a\nx\n[READ_FILE path="b"]'
+    assert parse(reply) == [unclosed("CREATE_FILE", 1)]
+
+
+def test_unclosed_malformed_done_reports_the_attribute_error() -> None:
+    assert parse("[DONE junk]\nsummary") == [error("DONE", 1, "malformed attributes: junk")]
+
+
+# --- linear time on adversarial input ----------------------------------------------------------
+
+ADVERSARIAL = {
+    "100k unclosed tags": '[CREATE_FILE path="x"\n' * 100_000,
+    "100k unclosed closed-bracket tags": '[CREATE_FILE path="x"]\n' * 100_000,
+    "one 2 MB unterminated quote": '[CREATE_FILE path="' + "a" * 2_000_000,
+    "one 2 MB unquoted value": "[READ_FILE path=" + "a" * 2_000_000 + "]",
+    "one 2 MB tag name": "[" + "A" * 2_000_000,
+    "2 MB of brackets": "[" * 2_000_000,
+    "nested code fences": "".join("`" * (3 + i % 50) + "python\n" for i in range(200_000)),
+    "200k attributes": "[READ_FILE " + "".join(f"a{i}='' " for i in range(200_000)) + "]",
+    "100k other closers in a body": "[MESSAGE]\n" + "[/DONE]\n" * 100_000 + "[/MESSAGE]",
+    "40k self-closing commands": '[READ_FILE path="x"]\n' * 40_000,
+    "2 MB number": f'[EDIT_FILE path="a" start_line="{"7" * 2_000_000}" end_line="1"]',
+}
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_adversarial_input_parses_fast(name: str) -> None:
+    text = ADVERSARIAL[name]
+    start = time.perf_counter()
+    commands = parse(text)
+    assert time.perf_counter() - start < 2.0
+    assert all(c.line >= 1 for c in commands)
+
+
+def test_adversarial_results_are_what_the_grammar_says() -> None:
+    assert parse(ADVERSARIAL["100k unclosed tags"]) == [unclosed("CREATE_FILE", 1)]
+    assert parse(ADVERSARIAL["one 2 MB unquoted value"]) == [ReadFile(line=1, path="a" * 2_000_000)]
+    assert parse(ADVERSARIAL["100k other closers in a body"]) == [
+        Message(line=1, text="\n".join(["[/DONE]"] * 100_000))
+    ]
+    assert len(parse(ADVERSARIAL["40k self-closing commands"])) == 40_000
+
+
+def test_ten_megabyte_single_line_in_a_body() -> None:
+    line = "x = '" + "[/CREATE_FILE" * 800_000 + "'"
+    reply = f'[CREATE_FILE path="big.py"]\n{line}\n[/CREATE_FILE]'
+    start = time.perf_counter()
+    commands = parse(reply)
+    assert time.perf_counter() - start < 2.0
+    assert commands == [CreateFile(line=1, path="big.py", content=line + "\n")]
+
+
+# --- hypothesis: totality ------------------------------------------------------------------
+
+FRAGMENTS = [
+    '[CREATE_FILE path="',
+    "[/CREATE_FILE]",
+    "[EDIT_FILE path=a start_line=",
+    "[/EDIT_FILE]",
+    "[RUN_COMMAND]",
+    "[/RUN_COMMAND]",
+    "[MESSAGE]",
+    "[/MESSAGE]",
+    "[DONE]",
+    "[/DONE]",
+    "[READ_FILE ",
+    "[delete_file path='",
+    " path=",
+    "start_line=",
+    "1",
+    "-",
+    "x",
+    "\n",
+    "\r",
+    "\r\n",
+    '"',
+    "'",
+    "]",
+    "[",
+    "/",
+    " ",
+    "=",
+    "\ufeff",
+    "\f",
+    "\u2028",
+    "```",
+]
+
+
+def assert_well_formed(text: str, commands: list[Command]) -> None:
+    lines = [c.line for c in commands]
+    assert lines == sorted(set(lines))
+    line_count = len(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    assert all(1 <= n <= line_count for n in lines)
+
+
+@given(st.text())
+def test_parse_never_raises_on_any_text(text: str) -> None:
+    assert_well_formed(text, parse(text))
+
+
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=60).map("".join))
+def test_parse_never_raises_on_tag_soup(text: str) -> None:
+    assert_well_formed(text, parse(text))
+
+
+# --- hypothesis: round trip ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Style:
+    """How the test renderer writes a tag; none of it may change what is parsed."""
+
+    name_case: str
+    quote: str
+    equals: str
+    indent: str
+    trailing: str
+    extra_attribute: bool
+    reverse_attributes: bool
+
+
+styles = st.builds(
+    Style,
+    name_case=st.sampled_from(["upper", "lower", "title"]),
+    quote=st.sampled_from(['"', "'", ""]),
+    equals=st.sampled_from(["=", " = ", "= "]),
+    indent=st.sampled_from(["", "  ", "\t"]),
+    trailing=st.sampled_from(["", " ", " \t "]),
+    extra_attribute=st.booleans(),
+    reverse_attributes=st.booleans(),
+)
+
+BODY_CHARS = st.characters(
+    codec="utf-8", exclude_characters="\r\n", exclude_categories=("Cs",)
+) | st.sampled_from(list("[]/\"' \t\f\x0b\x1c\x85\u2028"))
+TAG_LIKE_LINES = st.sampled_from(
+    [
+        "[/CREATE_FILE]",
+        "[/EDIT_FILE]",
+        "[/RUN_COMMAND]",
+        "[/MESSAGE]",
+        "[/DONE]",
+        "  [/create_file]  ",
+        '[CREATE_FILE path="inner"]',
+        '[READ_FILE path="x"]',
+        "[DONE]",
+        "[MESSAGE]hi[/MESSAGE]",
+    ]
+)
+body_lines = st.lists(st.text(BODY_CHARS, max_size=12) | TAG_LIKE_LINES, max_size=6)
+# An unquoted `path=a/]` means `a` plus a self-closing slash, so generated paths never end in `/`.
+paths = st.text(st.sampled_from("abcXYZ019._-/"), min_size=1, max_size=20).filter(
+    lambda p: not p.endswith("/")
+)
+integers = st.integers(min_value=-(10**6), max_value=10**6)
+prose_lines = st.lists(
+    st.text(BODY_CHARS, max_size=20).filter(lambda s: not s.strip().startswith("[")), max_size=3
+)
+
+
+def without(lines: list[str], name: str) -> list[str]:
+    """Body lines that would not close ``name``: a test-side copy of the closing-tag rule."""
+    closing = f"[/{name}]"
+    return [ln for ln in lines if not (ln.strip().isascii() and ln.strip().upper() == closing)]
+
+
+def trim_blank_edges(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+@st.composite
+def commands(draw: st.DrawFn) -> tuple[str, dict[str, object], list[str]]:
+    """A command as (tag name, fields without ``line``, body lines)."""
+    kind = draw(st.sampled_from(["CREATE", "EDIT", "DELETE", "READ", "RUN", "MESSAGE", "DONE"]))
+    if kind in ("DELETE", "READ"):
+        return f"{kind}_FILE", {"path": draw(paths)}, []
+    if kind in ("CREATE", "EDIT"):
+        name = f"{kind}_FILE"
+        lines = without(draw(body_lines), name)
+        fields: dict[str, object] = {
+            "path": draw(paths),
+            "content": "".join(f"{ln}\n" for ln in lines),
+        }
+        if kind == "EDIT":
+            fields |= {"start_line": draw(integers), "end_line": draw(integers)}
+        return name, fields, lines
+    if kind == "RUN":
+        lines = trim_blank_edges(without(draw(body_lines), "RUN_COMMAND"))
+        return "RUN_COMMAND", {"command": "\n".join(lines)}, lines
+    field = "text" if kind == "MESSAGE" else "summary"
+    lines = without(draw(body_lines), kind)
+    return kind, {field: "\n".join(lines).strip()}, lines
+
+
+MODELS = {
+    "CREATE_FILE": CreateFile,
+    "EDIT_FILE": EditFile,
+    "DELETE_FILE": DeleteFile,
+    "READ_FILE": ReadFile,
+    "RUN_COMMAND": RunCommand,
+    "MESSAGE": Message,
+    "DONE": Done,
+}
+ATTRIBUTES = ("path", "start_line", "end_line")
+
+
+def render_tag(name: str, fields: dict[str, object], style: Style) -> str:
+    tag_name = {"upper": name, "lower": name.lower(), "title": name.title()}[style.name_case]
+    attributes = [
+        f"{key}{style.equals}{style.quote}{fields[key]}{style.quote}"
+        for key in ATTRIBUTES
+        if key in fields
+    ]
+    if style.extra_attribute:
+        attributes.append('note="ignored ] here"')
+    if style.reverse_attributes:
+        attributes.reverse()
+    return "".join([style.indent, "[", " ".join([tag_name, *attributes]), "]", style.trailing])
+
+
+@given(
+    st.lists(st.tuples(prose_lines, commands(), styles), max_size=6),
+    prose_lines,
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.booleans(),
+)
+@settings(max_examples=300)
+def test_round_trip(
+    parts: list[tuple[list[str], tuple[str, dict[str, object], list[str]], Style]],
+    tail: list[str],
+    newline: str,
+    bom: bool,
+) -> None:
+    lines: list[str] = []
+    expected = []
+    for prose, (name, fields, body), style in parts:
+        lines.extend(prose)
+        lines.append(render_tag(name, fields, style))
+        expected.append(MODELS[name](line=len(lines), **fields))
+        if name not in ("DELETE_FILE", "READ_FILE"):
+            lines.extend([*body, f"{style.indent}[/{name}]{style.trailing}"])
+    lines.extend(tail)
+    text = ("\ufeff" if bom else "") + newline.join(lines)
+    assert parse(text) == expected

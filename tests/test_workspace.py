@@ -1,0 +1,337 @@
+"""The sandbox: which paths the LLM may use, what the listing shows, how files are written."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codingagent.workspace import Listing, PathRejected, Workspace
+
+OUTSIDE = "Path is outside workspace"
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    """``ws`` (the workspace) next to ``ws2`` and ``outside``, which must stay untouched."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "ws2").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    return ws, outside
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every path under ``folder`` (relative) with file contents, to prove nothing changed."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else b"<dir>"
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def rejected(ws: Workspace, rel: str) -> str:
+    with pytest.raises(PathRejected) as info:
+        ws.resolve(rel)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "",
+        "../ws2/x",
+        "..",
+        "../outside/secret.txt",
+        "a/../../outside/secret.txt",
+        "/etc/passwd",
+        "a\\b.txt",
+        "..\\outside\\secret.txt",
+        "C:x",
+        "c:/windows/x",
+        "\\\\srv\\s",
+        "a\0b",
+    ],
+)
+def test_guard_rejects_paths_outside(layout: tuple[Path, Path], rel: str) -> None:
+    ws_dir, _ = layout
+    assert rejected(Workspace(ws_dir), rel) == OUTSIDE
+
+
+@pytest.mark.parametrize(
+    ("rel", "expected"),
+    [
+        ("a.txt", "a.txt"),
+        ("src/main.py", "src/main.py"),
+        ("./src//main.py", "src/main.py"),
+        ("a/../b.txt", "b.txt"),
+        ("notes:v2.txt", "notes:v2.txt"),
+        (".gitignore", ".gitignore"),
+        ("sub/.git/config", "sub/.git/config"),
+    ],
+)
+def test_guard_accepts_paths_inside(layout: tuple[Path, Path], rel: str, expected: str) -> None:
+    ws_dir, _ = layout
+    ws = Workspace(ws_dir)
+    assert ws.resolve(rel) == ws_dir.resolve() / expected
+    assert ws.relpath(rel) == expected
+
+
+def test_sibling_folder_sharing_the_prefix_is_outside(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    ws = Workspace(ws_dir)
+    before = snapshot(ws_dir.parent)
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.write_text("../ws2/x", "pwned")
+    assert snapshot(ws_dir.parent) == before
+
+
+@pytest.mark.parametrize("rel", [".git/config", ".GIT/x", ".Git", "a/../.git/HEAD"])
+def test_git_folder_is_protected(layout: tuple[Path, Path], rel: str) -> None:
+    ws_dir, _ = layout
+    (ws_dir / ".git").mkdir()
+    ws = Workspace(ws_dir)
+    assert rejected(ws, rel) == "Path is protected ('.git/')"
+    with pytest.raises(PathRejected):
+        ws.write_text(rel, "x")
+    assert not (ws_dir / ".git" / "config").exists()
+
+
+def test_symlink_into_git_is_protected(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / ".git").mkdir()
+    (ws_dir / "g").symlink_to(ws_dir / ".git")
+    assert rejected(Workspace(ws_dir), "g/config") == "Path is protected ('.git/')"
+
+
+def test_agent_folders_inside_the_workspace_are_protected(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    outbox = ws_dir / "outbox"
+    outbox.mkdir()
+    ws = Workspace(ws_dir, protected=[outbox, ws_dir / "sessions"])
+    for rel in ["outbox/a_seq0001.txt", "outbox", "sessions/x.json", "x/../outbox/y"]:
+        assert rejected(ws, rel) == "Path is protected (agent folder)"
+    with pytest.raises(PathRejected):
+        ws.write_text("outbox/evil.txt", "x")
+    assert list(outbox.iterdir()) == []
+    assert ws.resolve("outboxes/x") == ws.root / "outboxes/x"  # a name prefix is not inside
+
+
+def test_symlinked_dir_pointing_outside_is_rejected(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    (ws_dir / "link").symlink_to(outside)
+    ws = Workspace(ws_dir)
+    before = snapshot(outside)
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.read_text("link/secret.txt")
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.write_text("link/new.txt", "x")
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.write_text("link/secret.txt", "x")
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.delete("link/secret.txt")
+    assert snapshot(outside) == before
+
+
+def test_dangling_symlink_to_outside_is_rejected(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    (ws_dir / "trap").symlink_to(outside / "not-yet.txt")
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        Workspace(ws_dir).write_text("trap", "x")
+    assert not (outside / "not-yet.txt").exists()
+
+
+def test_final_symlink_is_refused_for_write_and_delete(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "real.txt").write_text("real")
+    (ws_dir / "alias.txt").symlink_to("real.txt")
+    (ws_dir / "dangling.txt").symlink_to("missing.txt")
+    ws = Workspace(ws_dir)
+    assert ws.read_text("alias.txt") == "real"  # reading through an inside symlink is fine
+    for rel in ["alias.txt", "dangling.txt"]:
+        with pytest.raises(PathRejected, match="Path is a symlink"):
+            ws.write_text(rel, "changed")
+        with pytest.raises(PathRejected, match="Path is a symlink"):
+            ws.delete(rel)
+    assert (ws_dir / "real.txt").read_text() == "real"
+    assert not (ws_dir / "missing.txt").exists()
+    assert (ws_dir / "alias.txt").is_symlink()
+
+
+def test_symlink_loop_is_harmless(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "l1").symlink_to("l2")
+    (ws_dir / "l2").symlink_to("l1")
+    ws = Workspace(ws_dir)
+    with pytest.raises(OSError):
+        ws.read_text("l1/x")
+    with pytest.raises(PathRejected, match="Path is a symlink"):
+        ws.write_text("l1", "x")
+
+
+def test_root_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        Workspace(tmp_path / "missing")
+    (tmp_path / "f").write_text("")
+    with pytest.raises(NotADirectoryError):
+        Workspace(tmp_path / "f")
+
+
+# --- property: whatever the LLM writes, resolve() stays inside ---------------------------------
+
+_COMPONENTS = st.sampled_from(
+    ["..", ".", "a", "b", "out", "loop", "self", "", " ", "a b", "ä", "-x", "~", ":", "*", "..."]
+)
+
+
+@pytest.fixture(scope="module")
+def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace with a nested folder, a symlink out, a loop and a symlink to itself."""
+    base = tmp_path_factory.mktemp("maze")
+    ws = base / "ws"
+    (ws / "a" / "b").mkdir(parents=True)
+    (base / "outside").mkdir()
+    (ws / "out").symlink_to(base / "outside")
+    (ws / "a" / "out").symlink_to("../../outside")
+    (ws / "loop").symlink_to("loop")
+    (ws / "self").symlink_to(".")
+    return ws
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_COMPONENTS, min_size=1, max_size=8), odd=st.sampled_from(["", "\\", "\0"]))
+def test_resolve_never_leaves_the_root(maze: Path, parts: list[str], odd: str) -> None:
+    rel = "/".join(parts) + odd
+    ws = Workspace(maze)
+    try:
+        target = ws.resolve(rel)
+    except PathRejected as e:
+        assert str(e) == OUTSIDE
+    else:
+        real = Path(os.path.realpath(maze / rel))
+        assert target == real
+        assert target.is_relative_to(maze.resolve())
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+def test_listing_sizes_sorted_and_skips_heavy_folders(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    files = {
+        "b.txt": "bb",
+        "a.txt": "a",
+        "a/z.py": "zzz",
+        "src/deep/x.js": "",
+        ".gitignore": "*.pyc\n",
+        "sub/.git/HEAD": "ref",  # a nested repository's .git is skipped too
+        ".git/config": "[core]",
+        ".GIT/x": "x",
+        "outbox/a_seq0001.txt": "prompt",
+    }
+    for skipped in ["node_modules", "__pycache__", ".venv", "venv", ".mypy_cache"]:
+        files[f"{skipped}/junk.txt"] = "junk"
+        files[f"src/{skipped}/junk.txt"] = "junk"
+    for skipped in [".pytest_cache", ".ruff_cache", ".tox", ".hypothesis"]:
+        files[f"{skipped}/junk.txt"] = "junk"
+    for rel, text in files.items():
+        (ws_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws_dir / rel).write_text(text)
+    (ws_dir / "linkdir").symlink_to(outside)
+    (ws_dir / "linkfile.txt").symlink_to("b.txt")
+    listing = Workspace(ws_dir, protected=[ws_dir / "outbox"]).list_files()
+    assert listing == Listing(
+        entries=[
+            (".gitignore", 6),
+            ("a.txt", 1),
+            ("a/z.py", 3),
+            ("b.txt", 2),
+            ("src/deep/x.js", 0),
+        ],
+        omitted=0,
+    )
+
+
+def test_listing_is_capped_with_a_count(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    for i in range(12):
+        (ws_dir / f"f{i:02}.txt").write_text("x" * i)
+    listing = Workspace(ws_dir).list_files(limit=5)
+    assert listing.entries == [(f"f{i:02}.txt", i) for i in range(5)]
+    assert listing.omitted == 7
+    assert Workspace(ws_dir).list_files(limit=12).omitted == 0
+
+
+def test_listing_of_empty_workspace(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    assert Workspace(ws_dir).list_files() == Listing(entries=[], omitted=0)
+
+
+# --- reading and writing -----------------------------------------------------------------------
+
+
+def test_write_creates_parents_and_reports_creation(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    ws = Workspace(ws_dir)
+    assert ws.write_text("x/y/z.txt", "one\r\n") is True
+    assert ws.write_text("x/y/z.txt", "two\r\n") is False
+    assert (ws_dir / "x/y/z.txt").read_bytes() == b"two\r\n"
+    assert ws.read_text("x/y/z.txt") == "two\r\n"  # no newline translation
+
+
+def test_write_keeps_the_file_mode(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    script = ws_dir / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    Workspace(ws_dir).write_text("run.sh", "#!/bin/sh\necho hi\n")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+
+
+def test_write_replaces_a_hard_link_instead_of_writing_through(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    os.link(outside / "secret.txt", ws_dir / "hard.txt")
+    Workspace(ws_dir).write_text("hard.txt", "new")
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert (ws_dir / "hard.txt").read_text() == "new"
+
+
+def test_write_refuses_a_directory(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "d").mkdir()
+    with pytest.raises(IsADirectoryError):
+        Workspace(ws_dir).write_text("d", "x")
+
+
+def test_read_missing_or_folder_is_not_found(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "d").mkdir()
+    ws = Workspace(ws_dir)
+    for rel in ["nope.txt", "d"]:
+        with pytest.raises(FileNotFoundError):
+            ws.read_text(rel)
+
+
+def test_read_replaces_invalid_utf8(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "bin").write_bytes(b"ok\xff\n")
+    assert Workspace(ws_dir).read_text("bin") == "ok\ufffd\n"
+
+
+def test_delete(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "f.txt").write_text("x")
+    (ws_dir / "d").mkdir()
+    ws = Workspace(ws_dir)
+    ws.delete("f.txt")
+    assert not (ws_dir / "f.txt").exists()
+    with pytest.raises(FileNotFoundError):
+        ws.delete("f.txt")
+    with pytest.raises(IsADirectoryError):
+        ws.delete("d")
+    assert (ws_dir / "d").is_dir()
