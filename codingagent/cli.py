@@ -6,7 +6,10 @@ Console output goes to stderr; stdout carries only data (``show`` prints the out
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -19,7 +22,16 @@ from .commands import CommandResult
 from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore, age
 from .shell import Shell
-from .turn import TurnReport, apply_reply, apply_reply_file, ensure_outbox, start_session
+from .turn import (
+    REPLY_SIZE_CAP,
+    TurnReport,
+    apply_reply,
+    apply_reply_file,
+    ensure_outbox,
+    recover,
+    start_session,
+    undo,
+)
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 STYLE = {True: "green", False: "red"}
@@ -47,6 +59,14 @@ root_option = click.option(
 poll_option = click.option(
     "--poll", is_flag=True, help="Poll inbox/ instead of using OS events (network drives, WSL)."
 )
+max_reply_option = click.option(
+    "--max-reply-bytes",
+    type=click.IntRange(min=1),
+    default=REPLY_SIZE_CAP,
+    show_default=True,
+    envvar="CODINGAGENT_MAX_REPLY_BYTES",
+    help="Replies larger than this are not run; the LLM is told so.",
+)
 session_argument = click.argument("session", default="latest", required=False)
 
 
@@ -70,7 +90,10 @@ def main() -> None:
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
 @poll_option
-def start(task: str, workspace: Path | None, root: Path, no_watch: bool, poll: bool) -> None:
+@max_reply_option
+def start(
+    task: str, workspace: Path | None, root: Path, no_watch: bool, poll: bool, max_reply_bytes: int
+) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
     store = SessionStore(root)
     state, outbox = start_session(store, task, workspace)
@@ -79,47 +102,95 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, poll: b
             ("Session ", ""), (state.session_id, "bold"), f" started on {state.workspace}"
         )
     )
-    _print_outbox(outbox)
-    if not no_watch:
-        _watch(store, state, poll)
+    if no_watch:
+        _print_outbox(outbox)
+    else:
+        _watch(store, state, poll, max_reply_bytes)
 
 
 @main.command()
 @session_argument
 @root_option
 @poll_option
-def resume(session: str, root: Path, poll: bool) -> None:
-    """Continue watching for replies to SESSION (default: the latest)."""
+@max_reply_option
+def resume(session: str, root: Path, poll: bool, max_reply_bytes: int) -> None:
+    """Continue watching for replies to SESSION (default: the latest).
+
+    A turn interrupted by a crash is first rolled back and applied again.
+    """
     store = SessionStore(root)
     state = store.load(store.resolve(session))
-    if state.is_complete:
-        raise SessionError(f"Session {state.session_id} is complete: {state.summary or ''}".strip())
-    _print_outbox(ensure_outbox(store, state))
-    _watch(store, state, poll)
+    _watch(store, state, poll, max_reply_bytes)
 
 
 @main.command()
 @click.argument("session")
 @click.argument("reply", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @root_option
-def step(session: str, reply: str, root: Path) -> None:
+@click.option("--force", is_flag=True, help="Apply the reply even if it was applied before.")
+@max_reply_option
+def step(session: str, reply: str, root: Path, force: bool, max_reply_bytes: int) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
     store = SessionStore(root)
     session_id = store.resolve(session)
-    lock = store.hold(session_id)
-    try:
+    options = {"shell": Shell(), "on_result": _print_result, "max_reply_bytes": max_reply_bytes}
+    with _holding(store, session_id):
+        recovered = recover(store, session_id, **options)
+        if recovered is not None:
+            _print_turn(recovered)
         if reply == "-":
             data = sys.stdin.buffer.read()
-            report = apply_reply(
-                store, session_id, data, source="<stdin>", shell=Shell(), on_result=_print_result
-            )
+            report = apply_reply(store, session_id, data, source="<stdin>", force=force, **options)
         else:
-            report = apply_reply_file(
-                store, session_id, Path(reply), Shell(), on_result=_print_result
-            )
-    finally:
-        lock.release()
+            report = apply_reply_file(store, session_id, Path(reply), force=force, **options)
     _print_turn(report)
+
+
+@main.command(name="undo")
+@session_argument
+@root_option
+@click.option("--turns", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
+def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
+    """Restore the files of the last turns of SESSION exactly and rewind it."""
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    with _holding(store, session_id):
+        report = undo(store, session_id, turns, force)
+    numbers = ", ".join(map(str, report.turns))
+    files = ", ".join(report.restored) or "no files"
+    console.print(f"Undid turn {numbers} of session {session_id}: restored {files}")
+    _print_outbox(report.outbox)
+
+
+@main.command()
+@session_argument
+@root_option
+@click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
+def log(session: str, root: Path, as_json: bool) -> None:
+    """Show each turn of SESSION: when, which reply, each command's result and duration."""
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    entries = store.log(session_id)
+    if as_json:
+        click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
+        return
+    out = Console(soft_wrap=True, highlight=False)
+    if not entries:
+        out.print(f"Session {session_id} has no turns yet")
+    for entry in entries:
+        out.print(
+            Text(
+                f"Turn {entry['sequence']}  {entry['appliedAt']}  {entry['replyFile']}  "
+                f"{entry['durationMs']:.0f} ms",
+                style="bold",
+            )
+        )
+        for result in map(CommandResult.model_validate, entry["results"]):
+            out.print(
+                Text(f"  {result.headline}", style=STYLE[result.success])
+                + Text(f"  ({result.duration_ms:.0f} ms)", style="dim")
+            )
 
 
 @main.command()
@@ -160,31 +231,47 @@ def show(session: str, root: Path) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-def _watch(store: SessionStore, state: SessionState, poll: bool) -> None:
+@contextmanager
+def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
+    lock = store.hold(session_id)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _watch(store: SessionStore, state: SessionState, poll: bool, max_reply_bytes: int) -> None:
     from .watcher import InboxWatcher  # watchdog is slow to import; only `start`/`resume` need it
 
     session_id = state.session_id
-    shell = Shell()
-    lock = store.hold(session_id)
+    options = {"shell": Shell(), "on_result": _print_result, "max_reply_bytes": max_reply_bytes}
 
     def handle(path: Path) -> bool:
         console.print(Text(f"Reply {path.name} received", style="bold"))
-        report = apply_reply_file(store, session_id, path, shell, on_result=_print_result)
+        report = apply_reply_file(store, session_id, path, **options)
         _print_turn(report)
         return report.state.is_complete
 
-    try:
+    with _holding(store, session_id):
+        recovered = recover(store, session_id, **options)
+        if recovered is not None:
+            _print_turn(recovered)
+        state = store.load(session_id)
+        if state.is_complete:
+            if recovered is not None:
+                return
+            raise SessionError(f"Session {session_id} is complete: {state.summary or ''}".strip())
+        _print_outbox(ensure_outbox(store, state))
         watcher = InboxWatcher(store.inbox, handle, poll=poll)
         console.print(
             f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a .txt "
             "file. Ctrl-C stops."
         )
-        watcher.run()
-    except KeyboardInterrupt:
-        console.print(f"Stopped. Continue later with: codingagent resume {session_id}")
-        sys.exit(130)
-    finally:
-        lock.release()
+        try:
+            watcher.run()
+        except KeyboardInterrupt:
+            console.print(f"Stopped. Continue later with: codingagent resume {session_id}")
+            sys.exit(130)
 
 
 # --- console output --------------------------------------------------------------------
@@ -195,13 +282,17 @@ def _print_result(result: CommandResult) -> None:
 
 
 def _print_turn(report: TurnReport) -> None:
+    for note in report.notes:
+        console.print(Text(note, style="yellow"))
+    if report.skipped:
+        return
     outcome = report.outcome
     for message in outcome.messages:
         console.print(Text("Message from the LLM: ", style="bold cyan") + Text(message))
     failed = sum(not r.success for r in outcome.results)
     console.print(
-        f"Turn {report.state.sequence_number - 1}: {len(outcome.results)} results, "
-        f"{len(outcome.changed)} files changed, {failed} failed"
+        f"Turn {report.state.sequence_number - 1}: {_count(len(outcome.results), 'command')}, "
+        f"{_count(len(outcome.changed), 'file')} changed, {failed} failed"
     )
     if report.outbox is None:
         console.print(
@@ -217,6 +308,10 @@ def _print_outbox(path: Path) -> None:
         f"Next prompt: {path} ({len(text):,} characters, ~{estimate_tokens(text):,} tokens). "
         "Paste it into your chat LLM."
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _shorten(text: str, width: int) -> str:

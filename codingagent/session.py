@@ -147,9 +147,48 @@ class SessionStore:
             atomic_write(folder / name, value)
         return folder
 
+    def read_history(self, folder: Path, name: str) -> Any:
+        """A JSON file of a turn's history."""
+        return json.loads((folder / name).read_text(encoding="utf-8"))
+
     def turns(self, session_id: str) -> list[Path]:
+        """The history folders of the session's committed turns, oldest first.
+
+        A folder numbered at or past the current sequence belongs to a turn that never
+        committed (the agent died); it is not history.
+        """
         folder = self.sessions / session_id / "turns"
-        return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        if not folder.is_dir():
+            return []
+        current = self.load(session_id).sequence_number
+        found = [p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()]
+        return sorted(p for p in found if int(p.name) < current)
+
+    def log(self, session_id: str) -> list[dict[str, Any]]:
+        """Each committed turn's meta data and results, oldest first."""
+        return [
+            {**self.read_history(f, "meta.json"), "results": self.read_history(f, "results.json")}
+            for f in self.turns(session_id)
+        ]
+
+    def set_aside(self, session_id: str, folder: Path, kind: str) -> Path:
+        """Move a turn's history out of ``turns/`` into ``{kind}/`` (``undone``, ``aborted``),
+        keeping it: nothing a turn recorded is ever deleted."""
+        stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+        target = self.sessions / session_id / kind / f"{folder.name}-{stamp}"
+        n = 1
+        while target.exists():
+            n += 1
+            target = target.with_name(f"{folder.name}-{stamp}-{n}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(target)
+        return target
+
+    # --- journal: the turn in progress ----------------------------------------------------
+
+    def journal_path(self, session_id: str) -> Path:
+        """Present while a turn is being applied; see :mod:`codingagent.turn`."""
+        return self.sessions / session_id / "journal.json"
 
     # --- lock --------------------------------------------------------------------------
 

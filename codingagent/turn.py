@@ -1,29 +1,46 @@
-"""One turn: a reply in, its commands applied, the session advanced, the next outbox out.
+"""One turn as a transaction: a reply in, its commands applied, the next outbox out.
 
-    reply bytes -> decode -> parse -> execute -> new state -> render -> write outbox,
-    history, state
+    reply bytes -> dedupe -> journal -> decode -> parse -> execute (pre-images first)
+      -> history -> next outbox -> state (the commit point) -> journal removed
 
-Starting a session is the degenerate turn that only renders the first outbox.
+The journal (``sessions/{id}/journal.json``) exists exactly while a turn is in flight.  Before
+any workspace file is written or deleted, its pre-image (bytes and mode, or "did not exist") is
+appended to the turn's history and fsynced.  If the agent dies mid-turn, :func:`recover` finds
+the journal: if the state was already saved the turn is complete and only the journal goes;
+otherwise every file is put back from its pre-image and the reply is applied afresh.  So after
+any crash the workspace and session equal "turn not applied" or "turn fully applied".
+
+Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import re
+import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .commands import CommandResult
 from .executor import TurnOutcome, execute
+from .fsio import atomic_write
 from .parser import parse
 from .render import FileView, OutboxContext, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
-from .workspace import PathRejected, Workspace
+from .workspace import PathRejected, PreImage, Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 FILE_VIEW_CAP = 100_000  # characters of one requested file shown in the outbox
+CRASH_ENV = "CODINGAGENT_CRASH_AT"
+_SEQUENCE = re.compile(r"\bSequence:\s*(\d{1,9})\b")
+
+OnResult = Callable[[CommandResult], None]
 
 
 @dataclass
@@ -35,6 +52,18 @@ class TurnReport:
     outbox: Path | None  # the next prompt, or None when the session is complete
     history: Path
     notes: list[str] = field(default_factory=list)  # problems with the reply file itself
+    skipped: bool = False  # a duplicate: nothing was applied
+
+
+@dataclass
+class UndoReport:
+    turns: list[int]  # the sequence numbers of the undone turns, newest first
+    restored: list[str]  # files put back
+    state: SessionState
+    outbox: Path
+
+
+# --- sessions and outboxes ---------------------------------------------------------------
 
 
 def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
@@ -77,18 +106,17 @@ def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
     return path if path.exists() else write_outbox(store, state)
 
 
-def apply_reply_file(
-    store: SessionStore,
-    session_id: str,
-    path: Path,
-    shell: Shell,
-    on_result: Callable[[CommandResult], None] | None = None,
-) -> TurnReport:
-    """Apply a reply saved in a file; a reply taken from ``inbox/`` is moved into history."""
+# --- one turn ------------------------------------------------------------------------------
+
+
+def apply_reply_file(store: SessionStore, session_id: str, path: Path, **options) -> TurnReport:
+    """Apply a reply saved in a file; a reply taken from ``inbox/`` leaves it afterwards.
+
+    Its bytes are in the turn's history by then (or, for a duplicate, in an earlier turn's).
+    ``options`` are :func:`apply_reply`'s.
+    """
     path = Path(path)
-    report = apply_reply(
-        store, session_id, path.read_bytes(), source=path.name, shell=shell, on_result=on_result
-    )
+    report = apply_reply(store, session_id, path.read_bytes(), source=path.name, **options)
     if path.resolve().parent == store.inbox.resolve():
         path.unlink(missing_ok=True)
     return report
@@ -101,25 +129,58 @@ def apply_reply(
     *,
     source: str,
     shell: Shell,
-    on_result: Callable[[CommandResult], None] | None = None,
+    on_result: OnResult | None = None,
+    force: bool = False,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
 ) -> TurnReport:
-    """Run one turn: apply the reply ``data`` to the session and write the next outbox."""
+    """Apply the reply ``data`` to the session as one all-or-nothing turn.
+
+    A reply whose content was already applied in this session is skipped, unless it names the
+    current sequence (``Sequence: N``) or ``force`` is set.
+    """
     started = time.perf_counter()
     state = store.load(session_id)
+    if store.journal_path(session_id).exists():
+        raise SessionError(
+            f"Session {session_id} has an interrupted turn; run 'codingagent resume "
+            f"{session_id}' to recover it first"
+        )
+    digest = reply_digest(data)
+    if not force:
+        duplicate = _skip_duplicate(store, state, data, digest)
+        if duplicate is not None:
+            return duplicate
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
     ws = open_workspace(store, state)
 
-    text, problem = decode_reply(data)
+    answered = state.sequence_number
+    folder = store.turn_dir(session_id, answered)
+    if folder.exists():  # left by a crash before the journal was written: never committed
+        store.set_aside(session_id, folder, "aborted")
+    meta = {
+        "sequence": answered,
+        "replyFile": source,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "normalizedSha256": digest,
+        "receivedAt": utc_now().isoformat(),
+    }
+    store.write_history(
+        session_id, answered, {"reply.txt": data, "state-before.json": state.to_json()}
+    )
+    journal = _Journal(store, session_id, folder, meta)
+    _crash_point("journal")
+
+    text, problem = decode_reply(data, max_reply_bytes)
     commands = parse(text) if text is not None else []
-    notes = [problem.summary] if problem else []
     if problem and on_result:
         on_result(problem)
-    outcome = execute(commands, ws, shell, on_result=on_result)
+    ws.before_change = journal.record
+    outcome = execute(commands, ws, shell, on_result=_with_crash_point(on_result))
+    ws.before_change = None
     if problem:
         outcome.results.insert(0, problem)
 
-    answered = state.sequence_number
     state.sequence_number += 1
     state.last_results = outcome.results
     state.read_file_requests = outcome.read_requests
@@ -127,29 +188,34 @@ def apply_reply(
     if outcome.done is not None:
         state.is_complete = True
         state.summary = outcome.done
-    outbox = None if state.is_complete else write_outbox(store, state)
-
-    history = store.write_history(
+    store.write_history(
         session_id,
         answered,
         {
-            "reply.txt": data,
             "commands.json": [c.model_dump() for c in commands],
             "results.json": [r.model_dump(by_alias=True) for r in outcome.results],
-            "meta.json": {
-                "replyFile": source,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "appliedAt": state.updated_at.isoformat(),
-                "durationMs": round((time.perf_counter() - started) * 1000, 1),
-                "nextOutbox": outbox.name if outbox else None,
-            },
+            "postimages.json": {path: _digest(ws, path) for path in journal.paths},
         },
     )
-    store.save(state)
-    return TurnReport(state=state, outcome=outcome, outbox=outbox, history=history, notes=notes)
+    _crash_point("history")
+    outbox = None if state.is_complete else write_outbox(store, state)
+    meta |= {
+        "appliedAt": state.updated_at.isoformat(),
+        "durationMs": round((time.perf_counter() - started) * 1000, 1),
+        "nextOutbox": outbox.name if outbox else None,
+    }
+    store.write_history(session_id, answered, {"meta.json": meta})
+    _crash_point("outbox")
+    store.save(state)  # the commit point
+    _crash_point("state")
+    journal.close()
+    notes = [problem.summary] if problem else []
+    return TurnReport(state=state, outcome=outcome, outbox=outbox, history=folder, notes=notes)
 
 
-def decode_reply(data: bytes) -> tuple[str | None, CommandResult | None]:
+def decode_reply(
+    data: bytes, max_bytes: int = REPLY_SIZE_CAP
+) -> tuple[str | None, CommandResult | None]:
     """The reply's text, or ``None`` when it must not be parsed, and the problem, if any.
 
     Bad replies never stop the session: the problem becomes a result the LLM sees next turn.
@@ -158,11 +224,13 @@ def decode_reply(data: bytes) -> tuple[str | None, CommandResult | None]:
     def problem(summary: str) -> CommandResult:
         return CommandResult(command="REPLY", success=False, summary=summary)
 
-    if len(data) > REPLY_SIZE_CAP:
+    if len(data) > max_bytes:
         return None, problem(
-            f"Your reply was {len(data):,} bytes, over the {REPLY_SIZE_CAP:,}-byte limit; "
+            f"Your reply was {len(data):,} bytes, over the {max_bytes:,}-byte limit; "
             "nothing in it was run. Send smaller replies."
         )
+    if not data.strip():
+        return None, problem("Your reply was empty; nothing was run")
     if b"\0" in data:
         return None, problem("Your reply contained NUL bytes (binary data); nothing in it was run")
     try:
@@ -172,6 +240,182 @@ def decode_reply(data: bytes) -> tuple[str | None, CommandResult | None]:
             f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
             "it was read with replacement characters"
         )
+
+
+def reply_digest(data: bytes) -> str:
+    """sha256 of the reply without BOM and line-ending differences: a re-saved copy matches."""
+    normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return hashlib.sha256(normal).hexdigest()
+
+
+def _skip_duplicate(
+    store: SessionStore, state: SessionState, data: bytes, digest: str
+) -> TurnReport | None:
+    """A report saying the reply was skipped, if this content was applied before."""
+    for folder in store.turns(state.session_id):
+        meta = store.read_history(folder, "meta.json")
+        if meta.get("normalizedSha256") != digest:
+            continue
+        named = _SEQUENCE.search(data.decode("utf-8", errors="replace"))
+        if named and int(named.group(1)) == state.sequence_number:
+            return None  # the LLM resent it on purpose, for the current turn
+        note = (
+            f"This reply is identical to the one applied in turn {meta['sequence']} "
+            f"({meta['replyFile']}); it was skipped. To apply it again, use "
+            f"'codingagent step --force', or let the reply start with "
+            f"'Sequence: {state.sequence_number}'."
+        )
+        outbox = None if state.is_complete else ensure_outbox(store, state)
+        return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
+    return None
+
+
+# --- the journal and recovery ------------------------------------------------------------------
+
+
+class _Journal:
+    """The write-ahead record of one turn in flight.
+
+    ``journal.json`` marks the turn as open; ``preimages.jsonl`` in the turn's history folder
+    gets one fsynced line per file, written before the file is first changed.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str, folder: Path, meta: dict) -> None:
+        self.path = store.journal_path(session_id)
+        self.folder = folder
+        self.paths: list[str] = []
+        store.write_history(session_id, meta["sequence"], {"meta.json": meta})
+        atomic_write(self.path, json.dumps({"sequence": meta["sequence"], "turn": folder.name}))
+
+    def record(self, pre: PreImage) -> None:
+        if pre.path in self.paths:
+            return  # the first pre-image is the one that matters
+        blob = None
+        if pre.data is not None:
+            blob = f"pre/{len(self.paths):04d}"
+            (self.folder / "pre").mkdir(exist_ok=True)
+            atomic_write(self.folder / blob, pre.data)
+        entry = {
+            "path": pre.path,
+            "mode": pre.mode,
+            "blob": blob,
+            "createdDirs": list(pre.created_dirs),
+        }
+        with open(self.folder / "preimages.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.paths.append(pre.path)
+        _crash_point("preimage")
+
+    def close(self) -> None:
+        self.path.unlink()
+
+
+def _preimages(folder: Path) -> list[PreImage]:
+    """The pre-images a turn recorded, in order; a torn last line (crash mid-append) is skipped:
+    its file had not been touched yet."""
+    try:
+        lines = (folder / "preimages.jsonl").read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        data = (folder / entry["blob"]).read_bytes() if entry["blob"] else None
+        found.append(PreImage(entry["path"], data, entry["mode"], tuple(entry["createdDirs"])))
+    return found
+
+
+def recover(store: SessionStore, session_id: str, **options) -> TurnReport | None:
+    """Finish what an agent killed mid-turn left behind; ``None`` if there was nothing.
+
+    A turn whose state was saved is complete: only its journal is removed.  Otherwise its files
+    are restored from their pre-images, its unfinished history is set aside (kept in
+    ``aborted/``), and its reply is applied afresh. ``options`` are :func:`apply_reply`'s.
+    """
+    journal_path = store.journal_path(session_id)
+    if not journal_path.exists():
+        return None
+    sequence = json.loads(journal_path.read_text(encoding="utf-8"))["sequence"]
+    state = store.load(session_id)
+    folder = store.turn_dir(session_id, sequence)
+    if state.sequence_number > sequence:
+        journal_path.unlink()
+        return None
+    ws = open_workspace(store, state)
+    restored = _preimages(folder)
+    for pre in reversed(restored):
+        ws.restore(pre)
+    store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
+    data = (folder / "reply.txt").read_bytes()
+    source = store.read_history(folder, "meta.json")["replyFile"]
+    store.set_aside(session_id, folder, "aborted")
+    journal_path.unlink()
+    report = apply_reply(store, session_id, data, source=source, force=True, **options)
+    report.notes.insert(
+        0,
+        f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
+        f"{len(restored)} file(s) and applied {source} again",
+    )
+    return report
+
+
+# --- undo --------------------------------------------------------------------------------------
+
+
+def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = False) -> UndoReport:
+    """Restore the files of the last ``turns`` turns exactly and rewind the session.
+
+    Refuses, changing nothing, if a file those turns wrote was changed since (unless ``force``).
+    Undone turns' history is kept in ``undone/``.
+    """
+    state = store.load(session_id)
+    if store.journal_path(session_id).exists():
+        raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
+    history = store.turns(session_id)
+    if not 1 <= turns <= len(history):
+        raise SessionError(f"Session {session_id} has {len(history)} turn(s) to undo, not {turns}")
+    undoing = history[-turns:]
+    ws = open_workspace(store, state)
+    expected: dict[str, str | None] = {}
+    for folder in undoing:  # oldest first, so the newest post-image of each path wins
+        expected |= store.read_history(folder, "postimages.json")
+    changed = sorted(path for path, digest in expected.items() if _digest(ws, path) != digest)
+    if changed and not force:
+        raise SessionError(
+            f"Nothing undone: {', '.join(changed)} changed since the agent wrote "
+            f"{'it' if len(changed) == 1 else 'them'}; use --force to overwrite those changes"
+        )
+    restored: list[str] = []
+    for folder in reversed(undoing):
+        for pre in reversed(_preimages(folder)):
+            ws.restore(pre)
+            restored.append(pre.path)
+    rewound = SessionState.model_validate_json((undoing[0] / "state-before.json").read_bytes())
+    rewound.updated_at = utc_now()
+    for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
+        store.outbox_path(session_id, sequence).unlink(missing_ok=True)
+    outbox = ensure_outbox(store, rewound)
+    store.save(rewound)
+    for folder in undoing:
+        store.set_aside(session_id, folder, "undone")
+    numbers = [int(folder.name) for folder in reversed(undoing)]
+    return UndoReport(numbers, list(dict.fromkeys(restored)), rewound, outbox)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _digest(ws: Workspace, path: str) -> str | None:
+    """sha256 of a workspace file, or None if it does not exist."""
+    try:
+        return hashlib.sha256(ws.read_bytes(path)).hexdigest()
+    except (FileNotFoundError, PathRejected):
+        return None
 
 
 def _file_view(ws: Workspace, path: str) -> FileView:
@@ -187,3 +431,28 @@ def _file_view(ws: Workspace, path: str) -> FileView:
         hidden = len(text) - FILE_VIEW_CAP
         text = text[:FILE_VIEW_CAP] + f"\n[... {hidden:,} more characters not shown ...]\n"
     return FileView(path, text)
+
+
+_passed: Counter[str] = Counter()
+
+
+def _crash_point(name: str) -> None:
+    """Test hook for the crash tests: ``CODINGAGENT_CRASH_AT=name:n`` kills this process with
+    SIGKILL the n-th time (default: first) it passes the point ``name``."""
+    wanted = os.environ.get(CRASH_ENV)
+    if not wanted:
+        return
+    point, _, count = wanted.partition(":")
+    if point == name:
+        _passed[name] += 1
+        if _passed[name] == int(count or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _with_crash_point(on_result: OnResult | None) -> OnResult:
+    def after_command(result: CommandResult) -> None:
+        if on_result is not None:
+            on_result(result)
+        _crash_point("result")
+
+    return after_command

@@ -7,10 +7,12 @@ directory file descriptors and ``O_NOFOLLOW`` without touching any caller.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +53,20 @@ class Listing:
     omitted: int  # files left out by the cap
 
 
+@dataclass(frozen=True)
+class PreImage:
+    """A file as it was before a change: what undo and crash recovery put back.
+
+    ``data is None`` means the file did not exist; ``created_dirs`` are the folders the change
+    was about to create (outermost first), removed again on restore if they are empty.
+    """
+
+    path: str  # posix, relative to the root
+    data: bytes | None
+    mode: int | None
+    created_dirs: tuple[str, ...] = ()
+
+
 def _is_git(name: str) -> bool:
     # Case-insensitive: on macOS and Windows `.GIT` is the same folder as `.git`.
     return name.casefold() == ".git"
@@ -79,6 +95,9 @@ class Workspace:
         # Resolved like the paths they are compared with.  A protected folder that contains the
         # root fences off everything, which is the safe reading of a misconfiguration.
         self._protected = tuple(Path(os.path.realpath(p)) for p in protected)
+        # Called with the pre-image of every file just before it is written or deleted; the
+        # turn journal sets it so that a turn can be rolled back or undone.
+        self.before_change: Callable[[PreImage], None] | None = None
 
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`.
@@ -154,6 +173,7 @@ class Workspace:
         if target.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
         created = not os.path.lexists(target)
+        self._will_change(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, text)
         return created
@@ -163,4 +183,42 @@ class Workspace:
         target = self.resolve(rel, for_write=True)
         if target.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
+        if not target.exists():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
+        self._will_change(target)
         target.unlink()
+
+    # --- pre-images: what undo and recovery restore -------------------------------------
+
+    def _will_change(self, target: Path) -> None:
+        if self.before_change is not None:
+            self.before_change(self._preimage(target))
+
+    def _preimage(self, target: Path) -> PreImage:
+        rel = target.relative_to(self.root).as_posix()
+        try:
+            info = os.lstat(target)
+        except FileNotFoundError:
+            missing = [p for p in target.parents if not p.exists() and p.is_relative_to(self.root)]
+            dirs = tuple(p.relative_to(self.root).as_posix() for p in reversed(missing))
+            return PreImage(rel, None, None, dirs)
+        return PreImage(rel, target.read_bytes(), stat.S_IMODE(info.st_mode))
+
+    def restore(self, pre: PreImage) -> None:
+        """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up.
+
+        Also removes a temp file an interrupted atomic write may have left beside it, and the
+        folders the change created, when they are empty again.
+        """
+        target = self.resolve(pre.path, for_write=True)
+        for stray in target.parent.glob(f".{target.name}.*.tmp"):
+            stray.unlink(missing_ok=True)
+        if pre.data is None:
+            if target.is_file():
+                target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, pre.data, mode=pre.mode)
+        for folder in reversed(pre.created_dirs):
+            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+                (self.root / folder).rmdir()

@@ -100,7 +100,7 @@ def test_step_applies_a_reply_file_and_writes_the_next_outbox(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "workspace/hello.py").read_text() == 'print("Hello from the agent")\n'
     assert "[OK] CREATE_FILE: Created 'hello.py'" in result.stderr
-    assert "Turn 1: 3 results, 1 files changed, 0 failed" in result.stderr
+    assert "Turn 1: 3 commands, 1 file changed, 0 failed" in result.stderr
     assert reply.exists(), "a reply outside inbox/ is the user's file and stays"
     text = (tmp_path / "outbox" / f"{session_id}_seq0002.txt").read_text()
     assert "[OK] RUN_COMMAND: Ran 'python3 hello.py' (exit code 0)\n" in text
@@ -128,7 +128,9 @@ def test_done_completes_the_session_and_writes_no_further_outbox(tmp_path):
     assert sorted(p.name for p in (tmp_path / "outbox").glob("*.txt")) == [
         f"{only_session(tmp_path)}_seq0001.txt"
     ]
-    again = run(tmp_path, "step", "latest", "-", input=REPLY_DONE)
+    duplicate = run(tmp_path, "step", "latest", "-", input=REPLY_DONE)
+    assert duplicate.exit_code == 0 and "identical to the one applied in turn 1" in duplicate.stderr
+    again = run(tmp_path, "step", "latest", "-", input="[MESSAGE]\nmore\n[/MESSAGE]\n")
     assert again.exit_code == 1
     assert "is complete; it takes no more replies" in again.stderr
     resumed = run(tmp_path, "resume")

@@ -1,0 +1,312 @@
+"""Turns as transactions: history, duplicates, bad replies, recovery, undo and the log."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from codingagent.cli import main
+from codingagent.session import SessionError, SessionStore
+from codingagent.shell import Shell
+from codingagent.turn import apply_reply, apply_reply_file, recover, start_session, undo
+
+
+@pytest.fixture
+def store(tmp_path) -> SessionStore:
+    return SessionStore(tmp_path)
+
+
+@pytest.fixture
+def sid(store) -> str:
+    state, _ = start_session(store, "task")
+    return state.session_id
+
+
+def step(store, sid, text: str | bytes, **options):
+    data = text.encode() if isinstance(text, str) else text
+    return apply_reply(store, sid, data, source="r.txt", shell=Shell(), **options)
+
+
+def ws(store):
+    return store.workspace
+
+
+def outbox_text(store, sid, sequence: int) -> str:
+    return store.outbox_path(sid, sequence).read_text()
+
+
+def cli(store, *args: str, input: str | None = None):
+    return CliRunner().invoke(main, [*args, "--root", str(store.root)], input=input)
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+def test_history_keeps_reply_commands_results_and_preimages(store, sid):
+    (ws(store) / "old.txt").write_text("old\n")
+    os.chmod(ws(store) / "old.txt", 0o640)
+    reply = (
+        '[CREATE_FILE path="old.txt"]\nnew\n[/CREATE_FILE]\n'
+        '[CREATE_FILE path="n/new.txt"]\nx\n[/CREATE_FILE]\n'
+    )
+    report = step(store, sid, reply)
+    folder = store.turn_dir(sid, 1)
+    assert report.history == folder
+    assert (folder / "reply.txt").read_text() == reply
+    assert [c["kind"] for c in json.loads((folder / "commands.json").read_text())] == [
+        "CREATE_FILE",
+        "CREATE_FILE",
+    ]
+    results = json.loads((folder / "results.json").read_text())
+    assert [r["summary"] for r in results] == ["Overwrote 'old.txt'", "Created 'n/new.txt'"]
+    assert all(r["durationMs"] >= 0 for r in results)
+    pre = [json.loads(line) for line in (folder / "preimages.jsonl").read_text().splitlines()]
+    assert pre[0] == {"path": "old.txt", "mode": 0o640, "blob": "pre/0000", "createdDirs": []}
+    assert (folder / "pre/0000").read_text() == "old\n"
+    assert pre[1] == {"path": "n/new.txt", "mode": None, "blob": None, "createdDirs": ["n"]}
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["replyFile"] == "r.txt" and meta["nextOutbox"] == f"{sid}_seq0002.txt"
+    assert meta["durationMs"] > 0
+    assert not store.journal_path(sid).exists()
+
+
+# --- duplicates --------------------------------------------------------------------------------
+
+
+def test_a_duplicate_save_is_skipped_and_leaves_the_inbox(store, sid):
+    reply = '[CREATE_FILE path="a.txt"]\n1\n[/CREATE_FILE]\n'
+    step(store, sid, reply)
+    (ws(store) / "a.txt").write_text("changed by the user\n")
+    copy = store.inbox / "copy.txt"
+    copy.write_bytes(b"\xef\xbb\xbf" + reply.replace("\n", "\r\n").encode())  # BOM, CRLF
+    report = apply_reply_file(store, sid, copy, shell=Shell())
+    assert report.skipped
+    assert report.notes == [
+        "This reply is identical to the one applied in turn 1 (r.txt); it was skipped. To apply "
+        "it again, use 'codingagent step --force', or let the reply start with 'Sequence: 2'."
+    ]
+    assert (ws(store) / "a.txt").read_text() == "changed by the user\n"
+    assert store.load(sid).sequence_number == 2
+    assert not copy.exists()
+
+
+def test_the_same_content_naming_the_current_sequence_is_applied(store, sid):
+    reply = "Sequence: {n}\n[RUN_COMMAND]\necho again >> log.txt\n[/RUN_COMMAND]\n"
+    step(store, sid, reply.format(n=1))
+    step(store, sid, "[MESSAGE]\nbetween\n[/MESSAGE]\n")
+    assert step(store, sid, reply.format(n=1)).skipped
+    report = step(store, sid, reply.format(n=1).replace("1", "3"))
+    assert not report.skipped and (ws(store) / "log.txt").read_text() == "again\nagain\n"
+
+
+def test_force_applies_a_duplicate(store, sid):
+    reply = "[RUN_COMMAND]\necho x >> log.txt\n[/RUN_COMMAND]\n"
+    step(store, sid, reply)
+    assert not step(store, sid, reply, force=True).skipped
+    assert (ws(store) / "log.txt").read_text() == "x\nx\n"
+    result = cli(store, "step", "latest", "-", "--force", input=reply)
+    assert result.exit_code == 0 and (ws(store) / "log.txt").read_text() == "x\nx\nx\n"
+
+
+# --- bad replies -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "summary"),
+    [
+        (b"", "Your reply was empty; nothing was run"),
+        (b" \n\r\n\t", "Your reply was empty; nothing was run"),
+        (
+            b'[CREATE_FILE path="x"]\n\0\x01\x02\n[/CREATE_FILE]\n',
+            "Your reply contained NUL bytes (binary data); nothing in it was run",
+        ),
+        (
+            b"x" * 2001,
+            "Your reply was 2,001 bytes, over the 2,000-byte limit; nothing in it was run. "
+            "Send smaller replies.",
+        ),
+    ],
+)
+def test_bad_replies_are_reported_to_the_llm_and_kept(store, sid, data, summary):
+    report = step(store, sid, data, max_reply_bytes=2000)
+    assert report.notes == [summary]
+    assert f"[FAILED] REPLY: {summary}" in outbox_text(store, sid, 2)
+    assert (store.turn_dir(sid, 1) / "reply.txt").read_bytes() == data
+    assert list(ws(store).iterdir()) == []
+
+
+def test_invalid_utf8_is_read_with_replacement_and_said(store, sid):
+    report = step(store, sid, b'[CREATE_FILE path="a.txt"]\ncaf\xe9\n[/CREATE_FILE]\n')
+    note = (
+        "Your reply was not valid UTF-8 (first bad byte at offset 30); it was read with "
+        "replacement characters"
+    )
+    assert report.notes == [note]
+    assert (ws(store) / "a.txt").read_text() == "caf\ufffd\n"
+    assert f"[FAILED] REPLY: {note}\n[OK] CREATE_FILE: Created 'a.txt'" in outbox_text(
+        store, sid, 2
+    )
+
+
+def test_cli_reply_cap_is_configurable(store, sid):
+    result = cli(store, "step", "latest", "-", "--max-reply-bytes", "10", input="x" * 11)
+    assert result.exit_code == 0
+    assert "over the 10-byte limit" in result.stderr
+
+
+# --- recovery ----------------------------------------------------------------------------------
+
+
+def test_recover_rolls_back_an_uncommitted_turn_and_applies_it_afresh(store, sid):
+    (ws(store) / "keep.txt").write_text("original\n")
+    reply = '[CREATE_FILE path="keep.txt"]\nnew\n[/CREATE_FILE]\n'
+    step(store, sid, reply)
+    # Fake a crash after the files changed but before the state was saved: rewind the state
+    # and put the journal back, leaving the workspace as the killed agent left it.
+    state = store.load(sid)
+    before = (store.turn_dir(sid, 1) / "state-before.json").read_text()
+    store.state_path(sid).write_text(before)
+    store.journal_path(sid).write_text(json.dumps({"sequence": 1, "turn": "0001"}))
+    (ws(store) / "keep.txt").write_text("half-written by the dead agent\n")
+    (ws(store) / ".keep.txt.abc123.tmp").write_text("stray temp file")
+
+    report = recover(store, sid, shell=Shell())
+    assert report is not None and report.notes[0] == (
+        "Recovered turn 1, interrupted when the agent stopped: put back 1 file(s) and applied "
+        "r.txt again"
+    )
+    assert (ws(store) / "keep.txt").read_text() == "new\n"
+    assert sorted(p.name for p in ws(store).iterdir()) == ["keep.txt"]
+    assert store.load(sid).sequence_number == state.sequence_number
+    assert not store.journal_path(sid).exists()
+    assert len(list((store.sessions / sid / "aborted").iterdir())) == 1
+    assert recover(store, sid, shell=Shell()) is None
+
+
+def test_recover_after_the_commit_point_only_removes_the_journal(store, sid):
+    step(store, sid, '[CREATE_FILE path="a.txt"]\n1\n[/CREATE_FILE]\n')
+    store.journal_path(sid).write_text(json.dumps({"sequence": 1, "turn": "0001"}))
+    assert recover(store, sid, shell=Shell()) is None
+    assert not store.journal_path(sid).exists()
+    assert store.load(sid).sequence_number == 2 and len(store.turns(sid)) == 1
+
+
+def test_a_turn_is_refused_while_an_interrupted_one_waits(store, sid):
+    store.journal_path(sid).parent.mkdir(parents=True, exist_ok=True)
+    store.journal_path(sid).write_text(json.dumps({"sequence": 1, "turn": "0001"}))
+    with pytest.raises(SessionError, match="interrupted turn"):
+        step(store, sid, "[MESSAGE]\nx\n[/MESSAGE]\n")
+
+
+# --- undo --------------------------------------------------------------------------------------
+
+
+def snapshot(folder):
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    } | {p.relative_to(folder).as_posix() + "/": None for p in folder.rglob("*") if p.is_dir()}
+
+
+THREE_TURNS = [
+    '[CREATE_FILE path="run.sh"]\necho two\n[/CREATE_FILE]\n[DELETE_FILE path="gone.txt"]\n',
+    '[EDIT_FILE path="keep.txt" start_line="1" end_line="1"]\nedited\n[/EDIT_FILE]\n'
+    '[CREATE_FILE path="deep/er/new.txt"]\nnew\n[/CREATE_FILE]\n',
+    '[DELETE_FILE path="run.sh"]\n[CREATE_FILE path="keep.txt"]\nthird\n[/CREATE_FILE]\n',
+]
+
+
+def three_turns(store, sid) -> list[dict]:
+    (ws(store) / "run.sh").write_bytes(b"echo one\r\n")
+    os.chmod(ws(store) / "run.sh", 0o751)
+    (ws(store) / "keep.txt").write_text("line\n")
+    (ws(store) / "gone.txt").write_bytes(bytes(range(256)))
+    os.chmod(ws(store) / "gone.txt", 0o600)
+    snaps = [snapshot(ws(store))]
+    for reply in THREE_TURNS:
+        step(store, sid, reply)
+        snaps.append(snapshot(ws(store)))
+    return snaps
+
+
+def test_undo_restores_bytes_modes_and_deleted_files_turn_by_turn(store, sid):
+    snaps = three_turns(store, sid)
+    for turn in (3, 2, 1):
+        report = undo(store, sid)
+        assert report.turns == [turn]
+        assert snapshot(ws(store)) == snaps[turn - 1]
+        assert store.load(sid).sequence_number == turn
+        assert report.outbox == store.outbox_path(sid, turn) and report.outbox.exists()
+        assert not store.outbox_path(sid, turn + 1).exists()
+    assert stat.S_IMODE(os.stat(ws(store) / "run.sh").st_mode) == 0o751
+    with pytest.raises(SessionError, match="has 0 turn"):
+        undo(store, sid)
+    assert len(list((store.sessions / sid / "undone").iterdir())) == 3
+
+
+def test_undo_several_turns_at_once_and_then_redo(store, sid):
+    snaps = three_turns(store, sid)
+    report = undo(store, sid, turns=3)
+    assert report.turns == [3, 2, 1] and snapshot(ws(store)) == snaps[0]
+    state = store.load(sid)
+    assert (state.sequence_number, state.last_results) == (1, [])
+    assert outbox_text(store, sid, 1).endswith("=== PROMPT ===\ntask\n")
+    step(store, sid, THREE_TURNS[0])  # no longer a duplicate: its turn was undone
+    assert snapshot(ws(store)) == snaps[1]
+
+
+def test_undo_refuses_when_a_file_was_edited_by_hand(store, sid):
+    snaps = three_turns(store, sid)
+    (ws(store) / "keep.txt").write_text("my own edit\n")
+    with pytest.raises(SessionError, match=r"Nothing undone: keep\.txt changed since"):
+        undo(store, sid)
+    assert (ws(store) / "keep.txt").read_text() == "my own edit\n"
+    assert store.load(sid).sequence_number == 4
+    refused = cli(store, "undo")
+    assert refused.exit_code == 1 and "use --force" in refused.stderr
+    forced = cli(store, "undo", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert "Undid turn 3" in forced.stderr
+    assert snapshot(ws(store)) == snaps[2]
+
+
+def test_undo_rewrites_a_missing_outbox_and_reopens_a_done_session(store, sid):
+    step(store, sid, "[MESSAGE]\nhi\n[/MESSAGE]\n")
+    step(store, sid, "[DONE]\nall done\n[/DONE]\n")
+    assert store.load(sid).is_complete
+    store.outbox_path(sid, 2).unlink()
+    result = cli(store, "undo", sid[:4])
+    assert result.exit_code == 0, result.output
+    state = store.load(sid)
+    assert not state.is_complete and state.sequence_number == 2
+    assert "[OK] MESSAGE: Shown to the user" in outbox_text(store, sid, 2)
+
+
+# --- log ---------------------------------------------------------------------------------------
+
+
+def test_log_shows_each_turn_and_json(store, sid):
+    step(store, sid, '[CREATE_FILE path="a.py"]\nx = 1\n[/CREATE_FILE]\n[DELETE_FILE path="b"]\n')
+    step(store, sid, "[RUN_COMMAND]\necho hi\n[/RUN_COMMAND]\n")
+    text = cli(store, "log")
+    assert text.exit_code == 0
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("Turn 1  ") and lines[0].split("  ")[2] == "r.txt"
+    assert lines[1].startswith("  [OK] CREATE_FILE: Created 'a.py'  (")
+    assert lines[2].startswith("  [FAILED] DELETE_FILE: File 'b' not found  (")
+    assert lines[3].startswith("Turn 2  ")
+    assert lines[4].startswith("  [OK] RUN_COMMAND: Ran 'echo hi' (exit code 0)  (")
+    data = json.loads(cli(store, "log", "--json").stdout)
+    assert [turn["sequence"] for turn in data] == [1, 2]
+    assert data[0]["results"][1]["summary"] == "File 'b' not found"
+    assert data[1]["replyFile"] == "r.txt" and "appliedAt" in data[1]
+
+
+def test_log_of_a_new_session(store, sid):
+    result = cli(store, "log")
+    assert result.exit_code == 0 and "has no turns yet" in result.stdout
