@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import __version__
-from .commands import CommandResult
+from .commands import CommandResult, plural
 from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore, age
 from .shell import Shell
@@ -33,7 +33,7 @@ from .turn import (
     undo,
 )
 
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 STYLE = {True: "green", False: "red"}
 
 
@@ -175,7 +175,7 @@ def log(session: str, root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
-    out = Console(soft_wrap=True, highlight=False)
+    out = Console(soft_wrap=True, highlight=False, markup=False)
     if not entries:
         out.print(f"Session {session_id} has no turns yet")
     for entry in entries:
@@ -212,7 +212,7 @@ def sessions(root: Path) -> None:
             "done" if state.is_complete else "open",
             age(state.updated_at),
         )
-    Console(soft_wrap=True).print(table)
+    Console(soft_wrap=True, markup=False).print(table)
 
 
 @main.command()
@@ -241,17 +241,10 @@ def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
 
 
 def _watch(store: SessionStore, state: SessionState, poll: bool, max_reply_bytes: int) -> None:
-    from .watcher import InboxWatcher  # watchdog is slow to import; only `start`/`resume` need it
+    from .watcher import session_watcher  # watchdog is slow to import; only watching needs it
 
     session_id = state.session_id
     options = {"shell": Shell(), "on_result": _print_result, "max_reply_bytes": max_reply_bytes}
-
-    def handle(path: Path) -> bool:
-        console.print(Text(f"Reply {path.name} received", style="bold"))
-        report = apply_reply_file(store, session_id, path, **options)
-        _print_turn(report)
-        return report.state.is_complete
-
     with _holding(store, session_id):
         recovered = recover(store, session_id, **options)
         if recovered is not None:
@@ -262,7 +255,9 @@ def _watch(store: SessionStore, state: SessionState, poll: bool, max_reply_bytes
                 return
             raise SessionError(f"Session {session_id} is complete: {state.summary or ''}".strip())
         _print_outbox(ensure_outbox(store, state))
-        watcher = InboxWatcher(store.inbox, handle, poll=poll)
+        watcher = session_watcher(
+            store, session_id, poll=poll, on_reply=_print_reply, on_turn=_print_turn, **options
+        )
         console.print(
             f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a .txt "
             "file. Ctrl-C stops."
@@ -275,6 +270,10 @@ def _watch(store: SessionStore, state: SessionState, poll: bool, max_reply_bytes
 
 
 # --- console output --------------------------------------------------------------------
+
+
+def _print_reply(path: Path) -> None:
+    console.print(Text(f"Reply {path.name} received", style="bold"))
 
 
 def _print_result(result: CommandResult) -> None:
@@ -291,8 +290,8 @@ def _print_turn(report: TurnReport) -> None:
         console.print(Text("Message from the LLM: ", style="bold cyan") + Text(message))
     failed = sum(not r.success for r in outcome.results)
     console.print(
-        f"Turn {report.state.sequence_number - 1}: {_count(len(outcome.results), 'command')}, "
-        f"{_count(len(outcome.changed), 'file')} changed, {failed} failed"
+        f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')}, "
+        f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
     )
     if report.outbox is None:
         console.print(
@@ -308,10 +307,6 @@ def _print_outbox(path: Path) -> None:
         f"Next prompt: {path} ({len(text):,} characters, ~{estimate_tokens(text):,} tokens). "
         "Paste it into your chat LLM."
     )
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _shorten(text: str, width: int) -> str:

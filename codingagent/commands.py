@@ -80,6 +80,11 @@ Command = Annotated[
 ]
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 line``, ``3 lines``: counts in result lines and the console."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class CommandResult(BaseModel):
     """The outcome of one command, as the LLM sees it in ``## Previous Command Results``.
 

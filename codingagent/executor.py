@@ -25,6 +25,7 @@ from .commands import (
     ParseError,
     ReadFile,
     RunCommand,
+    plural,
 )
 from .shell import Shell
 from .workspace import PathRejected, Workspace
@@ -51,6 +52,7 @@ class _Turn:
     workspace: Workspace
     shell: Shell
     outcome: TurnOutcome
+    remaining: int = 0  # commands after the one running now
 
     def mark_changed(self, path: str) -> None:
         rel = self.workspace.relpath(path)
@@ -63,10 +65,16 @@ def execute(
     workspace: Workspace,
     shell: Shell,
     on_result: Callable[[CommandResult], None] | None = None,
+    preceding: Sequence[CommandResult] = (),
 ) -> TurnOutcome:
-    """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists."""
-    turn = _Turn(workspace, shell, TurnOutcome())
-    for command in commands:
+    """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
+
+    ``preceding`` are results the turn already has (a problem with the reply itself); they
+    come first and count as failures for DONE.
+    """
+    turn = _Turn(workspace, shell, TurnOutcome(results=list(preceding)))
+    for index, command in enumerate(commands):
+        turn.remaining = len(commands) - index - 1
         started = time.perf_counter()
         verdict = _run_one(command, turn)
         result = CommandResult(
@@ -104,6 +112,8 @@ def _create_file(cmd: CreateFile, turn: _Turn) -> _Verdict:
 
 
 def _edit_file(cmd: EditFile, turn: _Turn) -> _Verdict:
+    if turn.workspace.is_dir(cmd.path):
+        return _Verdict(False, f"'{cmd.path}' is a directory")
     try:
         text = turn.workspace.read_bytes(cmd.path).decode("utf-8")
     except FileNotFoundError:
@@ -148,6 +158,8 @@ def _delete_file(cmd: DeleteFile, turn: _Turn) -> _Verdict:
 
 
 def _read_file(cmd: ReadFile, turn: _Turn) -> _Verdict:
+    if turn.workspace.is_dir(cmd.path):
+        return _Verdict(False, f"'{cmd.path}' is a directory")
     if not turn.workspace.is_file(cmd.path):
         return _Verdict(False, f"File '{cmd.path}' not found")
     rel = PurePosixPath(cmd.path).as_posix()
@@ -176,7 +188,14 @@ def _message(cmd: Message, turn: _Turn) -> _Verdict:
 
 
 def _done(cmd: Done, turn: _Turn) -> _Verdict:
-    # A session must not end on results the LLM has not seen yet.
+    # A session must not end on results the LLM has not seen yet: DONE comes last, after
+    # commands that all worked.
+    if turn.remaining:
+        return _Verdict(
+            False,
+            f"Not accepted: {plural(turn.remaining, 'command')} came after [DONE]; "
+            "send [DONE] alone, as the last command, once the work is finished",
+        )
     failed = sum(not r.success for r in turn.outcome.results)
     if failed:
         return _Verdict(
@@ -233,4 +252,4 @@ def _strip_eol(line: str) -> str:
 
 
 def _count(n: int) -> str:
-    return f"{n} line" if n == 1 else f"{n} lines"
+    return plural(n, "line")

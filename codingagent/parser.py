@@ -11,6 +11,7 @@ one new row plus its model in ``commands.py``.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -118,16 +119,56 @@ def parse(text: str) -> list[Command]:
     command ends the parse: the rest of the reply may have been meant as its body, and
     running it as commands would be worse than asking the LLM again.
     """
-    lines = _LINE_BREAK.split(text.removeprefix(_BOM))
+    reply = _Reply(_LINE_BREAK.split(text.removeprefix(_BOM)))
     commands: list[Command] = []
     index = 0
-    while index < len(lines):
-        opening = _opening_tag(lines[index], index + 1)
+    while index < len(reply.lines):
+        opening = reply.openings.get(index)
         index += 1
         if opening is not None:
-            command, index = _read_command(opening, lines, index)
+            command, index = _read_command(opening, reply, index)
             commands.append(command)
     return commands
+
+
+class _Reply:
+    """The reply's lines, with every opening and closing tag found in one pass up front.
+
+    Looking the next closing tag up (bisect) instead of scanning for it keeps the parse linear
+    even for a reply of 100,000 unclosed tags.
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.openings: dict[int, _Opening] = {}
+        self.closings: dict[str, list[int]] = {name: [] for name in _TAGS}
+        for index, line in enumerate(lines):
+            opening = _opening_tag(line, index + 1)
+            if opening is not None:
+                self.openings[index] = opening
+            name = _closing_name(line.strip())
+            if name is not None:
+                self.closings[name].append(index)
+        self.opening_lines = sorted(self.openings)
+
+    def next_closing(self, name: str, start: int) -> int | None:
+        """Index of the first ``[/NAME]`` line at or after ``start``."""
+        found = self.closings[name]
+        at = bisect_left(found, start)
+        return found[at] if at < len(found) else None
+
+    def next_opening(self, start: int) -> int:
+        """Index of the first line at or after ``start`` that opens a command (or the end)."""
+        at = bisect_left(self.opening_lines, start)
+        return self.opening_lines[at] if at < len(self.opening_lines) else len(self.lines)
+
+
+def _closing_name(text: str) -> str | None:
+    """``NAME`` if ``text`` is exactly a closing tag ``[/NAME]`` of a known command."""
+    if not (text.startswith("[/") and text.endswith("]") and text.isascii()):
+        return None
+    name = text[2:-1].upper()
+    return name if name in _TAGS else None
 
 
 def _opening_tag(line: str, line_number: int) -> _Opening | None:
@@ -147,7 +188,7 @@ def _ends_name(char: str) -> bool:
     return char.isspace() or char in "/]"
 
 
-def _read_command(opening: _Opening, lines: list[str], index: int) -> tuple[Command, int]:
+def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command, int]:
     """Read the command ``opening`` starts; ``index`` is the line after the tag.
 
     Returns the command (or its ParseError) and the index of the first line after it.
@@ -161,7 +202,7 @@ def _read_command(opening: _Opening, lines: list[str], index: int) -> tuple[Comm
     except _TagError as exc:
         rest, fields, error = None, {}, exc.message
     if spec.body is not None:
-        body, index, closed = _read_body(opening, rest, lines, index)
+        body, index, closed = _read_body(opening, rest, reply, index, spec.body.closing_optional)
         if not closed and not spec.body.closing_optional:
             return _error(opening, _UNCLOSED.format(name=opening.name)), index
         fields[spec.body.field] = spec.body.render(body)
@@ -257,13 +298,15 @@ def _whole_number(key: str, value: str) -> int:
 
 
 def _read_body(
-    opening: _Opening, rest: str | None, lines: list[str], index: int
+    opening: _Opening, rest: str | None, reply: _Reply, index: int, closing_optional: bool
 ) -> tuple[list[str], int, bool]:
     """Collect the body of a body command up to its closing tag.
 
     ``rest`` is the text after the tag's ``]``, or None if the tag could not be read (then
     only a closing tag at the end of the tag's own line makes it a single-line command).
     Returns the body lines, the index after the command and whether a closing tag was found.
+    Without one, a command whose closing tag is optional (DONE) ends where the next command
+    begins; any other runs to the end of the reply.
     """
     closing = f"[/{opening.name}]"
     if rest is None:
@@ -276,10 +319,13 @@ def _read_body(
             inline = rest[: -len(closing)].strip()
             return ([inline] if inline else []), index, True
         first = [rest] if rest else []
-    for end in range(index, len(lines)):
-        if _is_tag(lines[end].strip(), closing):
-            return first + lines[index:end], end + 1, True
-    return first + lines[index:], len(lines), False
+    end = reply.next_closing(opening.name, index)
+    if end is not None:
+        return first + reply.lines[index:end], end + 1, True
+    if closing_optional:
+        end = reply.next_opening(index)
+        return first + reply.lines[index:end], end, False
+    return first + reply.lines[index:], len(reply.lines), False
 
 
 def _ends_with_tag(text: str, tag: str) -> bool:

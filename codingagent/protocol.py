@@ -30,15 +30,17 @@ the complete content of the file
 new lines
 [/EDIT_FILE]
   Replaces lines 3 to 5 (1-based, inclusive) with the new lines, which may be more, fewer or
-  none. start_line="4" end_line="3" inserts before line 4; start_line = last line + 1 appends.
-  Line numbers refer to the file as it is when the command runs. Several EDIT_FILE commands on
-  one file: order them from the bottom of the file up, so earlier numbers stay valid.
+  none. start_line="4" end_line="3" inserts before line 4; on a 10-line file, start_line="11"
+  end_line="10" appends. Line numbers refer to the file as it is when the command runs.
+  Several EDIT_FILE commands on one file: order them from the bottom of the file up, so the
+  earlier line numbers stay valid.
 
 [DELETE_FILE path="old/notes.txt"]
   Deletes a file. No closing tag.
 
 [READ_FILE path="src/app.py"]
-  Shows you the file's content in the next message, under "Requested File Contents".
+  Shows you the file in the next message, under "Requested File Contents", between the lines
+  "--- path ---" and "--- end path ---" (those two lines are not part of the file).
   No closing tag. Read a file before you edit it by line numbers.
 
 [RUN_COMMAND]
@@ -55,17 +57,21 @@ text for the user
 [DONE]
 a short summary of what you did
 [/DONE]
-  Ends the task. Send it only after you have seen your last changes work; it is refused if a
-  command before it in the same reply failed.
+  Ends the task. Send it only after you have seen your last changes work, alone or as the
+  last command of a reply: it is refused if any command of the same reply failed or comes
+  after it.
 
 RULES
 - Paths are relative to the workspace folder and use forward slashes. Absolute paths, paths
   that leave the workspace (..), and .git/ are refused.
-- Text outside commands is ignored: think, explain and plan freely around them.
+- Lines outside commands are ignored, so think, explain and plan freely around them; but
+  never start a line of prose with a command tag such as [DONE].
 - Write the tags as plain text, not inside ``` code fences, and put file content directly
   between the tags, not in a code fence.
-- Commands run in order, all of them, before you see any result. Do not guess what a command
-  prints or what a file holds: READ_FILE or RUN_COMMAND now, and decide in your next reply.
+- Commands run in order before you see any result. Do not guess what a command prints or
+  what a file holds: READ_FILE or RUN_COMMAND now, and decide in your next reply.
+- Close every command that has a closing tag: if one is missing, that command and everything
+  after it in your reply are ignored.
 
 EXAMPLE REPLY
 I will create the module, check that it works, and look at the README.

@@ -88,6 +88,7 @@ class SessionStore:
                 return session_id
 
     def save(self, state: SessionState) -> None:
+        self.sessions.mkdir(parents=True, exist_ok=True)
         atomic_write(self.state_path(state.session_id), state.to_json())
 
     def load(self, session_id: str) -> SessionState:
@@ -128,6 +129,7 @@ class SessionStore:
 
     def write_outbox(self, session_id: str, sequence: int, text: str) -> Path:
         path = self.outbox_path(session_id, sequence)
+        self.outbox.mkdir(parents=True, exist_ok=True)  # the user may have removed it
         atomic_write(path, text)
         return path
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from collections import Counter
@@ -33,7 +34,7 @@ from .parser import parse
 from .render import FileView, OutboxContext, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
-from .workspace import PathRejected, PreImage, Workspace
+from .workspace import PathRejected, PreImage, Workspace, display_name
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 FILE_VIEW_CAP = 100_000  # characters of one requested file shown in the outbox
@@ -84,9 +85,8 @@ def start_session(
     if not folder.is_dir():
         raise SessionError(f"Workspace folder does not exist: {folder}")
     state = SessionState(session_id=store.new_id(), task=task.strip(), workspace=str(folder))
-    outbox = write_outbox(store, state)
-    store.save(state)
-    return state, outbox
+    store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
+    return state, write_outbox(store, state)
 
 
 def write_outbox(store: SessionStore, state: SessionState) -> Path:
@@ -109,17 +109,49 @@ def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
 # --- one turn ------------------------------------------------------------------------------
 
 
-def apply_reply_file(store: SessionStore, session_id: str, path: Path, **options) -> TurnReport:
-    """Apply a reply saved in a file; a reply taken from ``inbox/`` leaves it afterwards.
+def apply_reply_file(
+    store: SessionStore,
+    session_id: str,
+    path: Path,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
+    **options,
+) -> TurnReport:
+    """Apply a reply saved in a file; ``options`` are :func:`apply_reply`'s.
 
-    Its bytes are in the turn's history by then (or, for a duplicate, in an earlier turn's).
-    ``options`` are :func:`apply_reply`'s.
+    At most ``max_reply_bytes + 1`` bytes are read. A reply taken from ``inbox/`` leaves it
+    afterwards, unless it was saved again meanwhile (then the new version is the next reply);
+    its bytes are in the turn's history by then, and an oversized reply is moved there whole.
     """
     path = Path(path)
-    report = apply_reply(store, session_id, path.read_bytes(), source=path.name, **options)
-    if path.resolve().parent == store.inbox.resolve():
-        path.unlink(missing_ok=True)
+    before = path.stat()
+    with open(path, "rb") as f:
+        data = f.read(max_reply_bytes + 1)
+    report = apply_reply(
+        store,
+        session_id,
+        data,
+        source=display_name(path.name),
+        max_reply_bytes=max_reply_bytes,
+        **options,
+    )
+    if path.resolve().parent == store.inbox.resolve() and _unchanged(path, before):
+        if len(data) > max_reply_bytes and not report.skipped:
+            shutil.move(path, report.history / "reply.txt")
+        else:
+            path.unlink(missing_ok=True)
     return report
+
+
+def _unchanged(path: Path, before: os.stat_result) -> bool:
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    return (now.st_ino, now.st_size, now.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
 
 
 def apply_reply(
@@ -173,13 +205,12 @@ def apply_reply(
 
     text, problem = decode_reply(data, max_reply_bytes)
     commands = parse(text) if text is not None else []
+    preceding = [problem] if problem else []
     if problem and on_result:
         on_result(problem)
     ws.before_change = journal.record
-    outcome = execute(commands, ws, shell, on_result=_with_crash_point(on_result))
+    outcome = execute(commands, ws, shell, _with_crash_point(on_result), preceding)
     ws.before_change = None
-    if problem:
-        outcome.results.insert(0, problem)
 
     state.sequence_number += 1
     state.last_results = outcome.results
@@ -420,16 +451,18 @@ def _digest(ws: Workspace, path: str) -> str | None:
 
 def _file_view(ws: Workspace, path: str) -> FileView:
     try:
-        data = ws.read_bytes(path)
+        size = ws.resolve(path).stat().st_size
+        data = ws.read_bytes(path, limit=4 * FILE_VIEW_CAP)  # UTF-8: at most 4 bytes a character
     except (OSError, PathRejected) as e:
         reason = getattr(e, "strerror", None) or str(e)
         return FileView(path, None, f"cannot be shown: {reason}")
     if b"\0" in data:
-        return FileView(path, None, f"binary file, {len(data):,} bytes, not shown")
+        return FileView(path, None, f"binary file, {size:,} bytes, not shown")
     text = data.decode("utf-8", errors="replace")
-    if len(text) > FILE_VIEW_CAP:
-        hidden = len(text) - FILE_VIEW_CAP
-        text = text[:FILE_VIEW_CAP] + f"\n[... {hidden:,} more characters not shown ...]\n"
+    if len(text) > FILE_VIEW_CAP or len(data) < size:
+        text = text[:FILE_VIEW_CAP]
+        shown = f"only its first {len(text):,} characters are shown"
+        text += f"\n[... the file has {size:,} bytes; {shown} ...]\n"
     return FileView(path, text)
 
 

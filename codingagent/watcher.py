@@ -31,10 +31,10 @@ Latency
 -------
 With inotify a reply written and closed is handed over within milliseconds: the event stores the
 hint and sets a ``threading.Event`` the loop waits on; there is no sleep on that path. One
-watchdog detail adds up to 0.5 s: a file renamed *out* of the inbox (the turn engine archiving the
-previous reply) is held that long while watchdog looks for the matching half of the move, and
-later events queue behind it. Replies arrive seconds apart at human speed, so this only shows
-when several replies land at once.
+watchdog detail adds up to 0.5 s: a file renamed *out* of the inbox is held that long while
+watchdog looks for the matching half of the move, and later events queue behind it. The turn
+engine therefore deletes a reply it has archived (its bytes are already in the history) rather
+than moving it; only an oversized reply is moved whole, and only a user's ``mv`` pays the delay.
 
 The signature is checked once more right before the hand-over, and every version handed over is
 remembered by ``(name, size, mtime_ns)`` so a reply the callback leaves in place is not handed
@@ -64,6 +64,9 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
+
+from .session import SessionStore
+from .turn import TurnReport, apply_reply_file
 
 _Signature = tuple[int, int]
 """``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
@@ -322,3 +325,26 @@ class InboxWatcher:
         now = time.monotonic()
         waits = [self._ready_in(name, sig, now) for name, (sig, _) in self._first_seen.items()]
         return max(0.0, min([self._rescan_interval, *waits]))
+
+
+def session_watcher(
+    store: SessionStore,
+    session_id: str,
+    *,
+    poll: bool = False,
+    on_reply: Callable[[Path], None] | None = None,
+    on_turn: Callable[[TurnReport], None] | None = None,
+    **options,
+) -> InboxWatcher:
+    """A watcher on ``store.inbox`` that applies each complete reply to the session as one turn,
+    and stops once the session is complete. ``options`` are ``turn.apply_reply_file``'s."""
+
+    def handle(path: Path) -> bool:
+        if on_reply is not None:
+            on_reply(path)
+        report = apply_reply_file(store, session_id, path, **options)
+        if on_turn is not None:
+            on_turn(report)
+        return report.state.is_complete
+
+    return InboxWatcher(store.inbox, handle, poll=poll)

@@ -19,6 +19,10 @@ from pathlib import Path
 from .fsio import atomic_write
 
 OUTSIDE = "Path is outside workspace"
+EMPTY = "Path is empty"
+BACKSLASH = "Path contains a backslash; use forward slashes (/)"
+NUL = "Path contains a NUL character"
+FOLDER = "Path ends with '/'; name a file"
 PROTECTED_GIT = "Path is protected ('.git/')"
 PROTECTED_AGENT = "Path is protected (agent folder)"
 SYMLINK = "Path is a symlink"
@@ -74,14 +78,19 @@ def _is_git(name: str) -> bool:
 
 def _check_spelling(rel: str) -> None:
     """Reject what must never be joined to the root at all, before touching the file system."""
-    if (
-        not rel
-        or "\0" in rel
-        or "\\" in rel  # also every UNC path
-        or rel.startswith("/")
-        or _DRIVE.match(rel)
-    ):
+    if not rel:
+        raise PathRejected(EMPTY)
+    if "\0" in rel:
+        raise PathRejected(NUL)
+    if "\\" in rel:  # also every UNC path and Windows-style relative path
+        raise PathRejected(BACKSLASH)
+    if rel.startswith("/") or _DRIVE.match(rel):
         raise PathRejected(OUTSIDE)
+
+
+def display_name(name: str) -> str:
+    """A file name as text the outbox can hold: undecodable bytes become ``\\xff`` escapes."""
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
 class Workspace:
@@ -116,6 +125,8 @@ class Workspace:
             raise PathRejected(PROTECTED_GIT)
         if any(target.is_relative_to(p) for p in self._protected):
             raise PathRejected(PROTECTED_AGENT)
+        if for_write and rel.endswith("/"):
+            raise PathRejected(FOLDER)
         if for_write and os.path.islink(self.root / rel):
             raise PathRejected(SYMLINK)
         return target
@@ -127,22 +138,29 @@ class Workspace:
     def list_files(self, limit: int = 1000) -> Listing:
         """All regular files, sorted, at most ``limit`` of them; symlinks are neither listed
         nor followed, so the listing never shows anything outside the root."""
-        entries = sorted(self._walk(self.root))
+        entries = sorted(self._walk())
         return Listing(entries=entries[:limit], omitted=max(0, len(entries) - limit))
 
-    def _walk(self, folder: Path) -> Iterator[tuple[str, int]]:
-        try:
-            with os.scandir(folder) as it:
-                children = list(it)
-        except OSError:
-            return  # an unreadable folder is simply not listed
-        for entry in children:
-            if entry.is_dir(follow_symlinks=False):
-                if not self._skipped(entry):
-                    yield from self._walk(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                rel = Path(entry.path).relative_to(self.root).as_posix()
-                yield rel, entry.stat(follow_symlinks=False).st_size
+    def _walk(self) -> Iterator[tuple[str, int]]:
+        # Iterative, not recursive: a reply's RUN_COMMAND can nest folders thousands deep.
+        pending = [self.root]
+        while pending:
+            folder = pending.pop()
+            try:
+                with os.scandir(folder) as it:
+                    children = list(it)
+            except OSError:
+                continue  # an unreadable folder is simply not listed
+            for entry in children:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not self._skipped(entry):
+                            pending.append(Path(entry.path))
+                    elif entry.is_file(follow_symlinks=False):
+                        rel = Path(entry.path).relative_to(self.root).as_posix()
+                        yield display_name(rel), entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    continue  # vanished while we looked
 
     def _skipped(self, entry: os.DirEntry[str]) -> bool:
         return (
@@ -153,16 +171,18 @@ class Workspace:
         """Whether ``rel`` names an existing regular file (symlinks to one count)."""
         return self.resolve(rel).is_file()
 
-    def read_bytes(self, rel: str) -> bytes:
-        """The file's bytes; :class:`FileNotFoundError` if it is missing or not a file."""
+    def is_dir(self, rel: str) -> bool:
+        """Whether ``rel`` names an existing folder."""
+        return self.resolve(rel).is_dir()
+
+    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+        """The file's bytes, at most ``limit`` of them; :class:`FileNotFoundError` if it is
+        missing or not a file."""
         target = self.resolve(rel)
         if not target.is_file():
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
-        return target.read_bytes()
-
-    def read_text(self, rel: str) -> str:
-        """The file as text, exactly as stored (no newline translation, bad bytes replaced)."""
-        return self.read_bytes(rel).decode("utf-8", errors="replace")
+        with open(target, "rb") as f:
+            return f.read(-1 if limit is None else limit)
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new.

@@ -234,7 +234,10 @@ def test_whole_session_through_the_watcher(tmp_path):
         session_id = only_session(tmp_path)
         drop_reply(tmp_path, "reply1.txt", REPLY_1)
         second = tmp_path / "outbox" / f"{session_id}_seq0002.txt"
-        wait_for(second.exists)
+        # The outbox is written before the state (the commit point) and before the reply
+        # leaves inbox/: wait for the last of them.
+        wait_for(lambda: not (tmp_path / "inbox/reply1.txt").exists())
+        assert state_of(tmp_path)["sequenceNumber"] == 2
         text = second.read_text()
         context = text.split("=== CONTEXT ===\n", 1)[1]
         assert context.startswith("## Workspace Files\n  hello.py (30 bytes)\n")
@@ -251,7 +254,6 @@ def test_whole_session_through_the_watcher(tmp_path):
             'print("Hello from the agent")\n'
             "--- end hello.py ---\n"
         ) in context
-        assert not (tmp_path / "inbox/reply1.txt").exists(), "processed replies leave inbox/"
         drop_reply(tmp_path, "reply2.txt", REPLY_DONE)
         _, stderr = agent.communicate(timeout=20)
     finally:
@@ -270,8 +272,7 @@ def test_resume_processes_replies_saved_while_nobody_watched_and_ctrl_c_stops(tm
     drop_reply(tmp_path, "early.txt", "[MESSAGE]\nsaved before resume\n[/MESSAGE]\n")
     agent = spawn(tmp_path, "resume")
     try:
-        second = tmp_path / "outbox" / f"{only_session(tmp_path)}_seq0002.txt"
-        wait_for(second.exists)
+        wait_for(lambda: not (tmp_path / "inbox/early.txt").exists())
         second_watcher = run(tmp_path, "resume")
         assert second_watcher.exit_code == 1 and "already being watched" in second_watcher.stderr
         time.sleep(0.2)
@@ -282,3 +283,25 @@ def test_resume_processes_replies_saved_while_nobody_watched_and_ctrl_c_stops(tm
     assert agent.returncode == 130
     assert "Message from the LLM: saved before resume" in stderr
     assert "codingagent resume" in stderr
+
+
+def test_console_prints_paths_and_llm_text_literally(tmp_path):
+    root = tmp_path / "x[/red]q[bold]"
+    result = run(root, "start", "t [red]", "--no-watch")
+    assert result.exit_code == 0, result.output
+    assert f"Next prompt: {root}" in result.stderr
+    stepped = run(
+        root, "step", "latest", "-", input="[MESSAGE]\n[bold red]x[/] [link=f]y\n[/MESSAGE]\n"
+    )
+    assert "Message from the LLM: [bold red]x[/] [link=f]y" in stepped.stderr
+    assert "t [red]" in run(root, "sessions").stdout
+
+
+def test_a_removed_outbox_folder_is_recreated(tmp_path):
+    run(tmp_path, "start", "t", "--no-watch")
+    for outbox in (tmp_path / "outbox").iterdir():
+        outbox.unlink()
+    (tmp_path / "outbox").rmdir()
+    result = run(tmp_path, "step", "latest", "-", input="[MESSAGE]\nhi\n[/MESSAGE]\n")
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "outbox").glob("*_seq0002.txt"))) == 1

@@ -349,11 +349,32 @@ def test_bare_done_at_end_is_accepted() -> None:
     ]
 
 
-def test_unclosed_done_takes_the_rest_of_the_reply_as_summary() -> None:
+def test_unclosed_done_ends_where_the_next_command_begins() -> None:
     reply = '[DONE] Finished.\n\nAll tests pass.\n[READ_FILE path="a"]\n\n'
     assert parse(reply) == [
-        Done(line=1, summary='Finished.\n\nAll tests pass.\n[READ_FILE path="a"]')
+        Done(line=1, summary="Finished.\n\nAll tests pass."),
+        ReadFile(line=4, path="a"),
     ]
+
+
+def test_a_done_checklist_line_in_prose_does_not_swallow_the_commands_after_it() -> None:
+    # The executor then refuses this DONE, because commands follow it.
+    reply = (
+        'Checklist:\n[done] read the task\n\n[CREATE_FILE path="app.py"]\nprint(1)\n'
+        "[/CREATE_FILE]\n"
+    )
+    assert parse(reply) == [
+        Done(line=2, summary="read the task"),
+        CreateFile(line=4, path="app.py", content="print(1)\n"),
+    ]
+
+
+def test_many_unclosed_dones_stay_linear() -> None:
+    reply = "[DONE]\n" * 100_000
+    started = time.perf_counter()
+    commands = parse(reply)
+    assert len(commands) == 100_000
+    assert time.perf_counter() - started < 5
 
 
 # --- parse errors --------------------------------------------------------------------------

@@ -126,7 +126,7 @@ def test_protocol_section_teaches_every_command():
     for tag in ("CREATE_FILE", "EDIT_FILE", "DELETE_FILE", "READ_FILE", "RUN_COMMAND", "MESSAGE"):
         assert f"[{tag}" in PROTOCOL_TEXT
     assert "[DONE]" in PROTOCOL_TEXT and "EXAMPLE REPLY" in PROTOCOL_TEXT
-    assert "Text outside commands is ignored" in PROTOCOL_TEXT
+    assert "Lines outside commands are ignored" in PROTOCOL_TEXT
 
 
 def test_token_estimate_is_about_four_characters_a_token():

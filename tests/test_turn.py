@@ -310,3 +310,59 @@ def test_log_shows_each_turn_and_json(store, sid):
 def test_log_of_a_new_session(store, sid):
     result = cli(store, "log")
     assert result.exit_code == 0 and "has no turns yet" in result.stdout
+
+
+# --- what the reviewer broke once ----------------------------------------------------------------
+
+
+def test_a_reply_saved_again_during_its_turn_stays_in_the_inbox(store, sid):
+    reply = store.inbox / "reply.txt"
+    reply.write_text(
+        "[RUN_COMMAND]\nprintf '[CREATE_FILE path=\"second.txt\"]\\nv2\\n[/CREATE_FILE]\\n'"
+        " > ../inbox/reply.txt\n[/RUN_COMMAND]\n"
+    )
+    apply_reply_file(store, sid, reply, shell=Shell())
+    assert reply.read_text() == '[CREATE_FILE path="second.txt"]\nv2\n[/CREATE_FILE]\n'
+    apply_reply_file(store, sid, reply, shell=Shell())
+    assert (ws(store) / "second.txt").read_text() == "v2\n" and not reply.exists()
+
+
+def test_an_oversized_reply_is_moved_whole_into_history(store, sid):
+    reply = store.inbox / "huge.txt"
+    reply.write_bytes(b"y" * 5000)
+    report = apply_reply_file(store, sid, reply, shell=Shell(), max_reply_bytes=1000)
+    assert "over the 1,000-byte limit" in report.notes[0]
+    assert not reply.exists()
+    assert (report.history / "reply.txt").read_bytes() == b"y" * 5000
+
+
+def test_undecodable_names_never_break_a_turn(store, sid):
+    reply = store.inbox / os.fsdecode(b"r\xff.txt")
+    reply.write_text("[RUN_COMMAND]\ntouch \"$(printf 'bad\\377name.txt')\"\n[/RUN_COMMAND]\n")
+    report = apply_reply_file(store, sid, reply, shell=Shell())
+    assert report.outcome.results[0].success
+    assert json.loads((report.history / "meta.json").read_text())["replyFile"] == "r\\xff.txt"
+    assert "  bad\\xffname.txt (0 bytes)" in outbox_text(store, sid, 2)
+
+
+def test_requested_files_that_cannot_be_inlined_are_explained(store, sid):
+    (ws(store) / "blob.bin").write_bytes(b"\x89PNG\0\0\0" * 10)
+    (ws(store) / "big.txt").write_text("0123456789\n" * 300_000)  # 3.3 MB
+    (ws(store) / "soon-gone.txt").write_text("x\n")
+    step(
+        store,
+        sid,
+        '[READ_FILE path="blob.bin"]\n[READ_FILE path="big.txt"]\n'
+        '[READ_FILE path="soon-gone.txt"]\n[DELETE_FILE path="soon-gone.txt"]\n',
+    )
+    text = outbox_text(store, sid, 2)
+    assert "--- blob.bin ---\n(binary file, 70 bytes, not shown)\n--- end blob.bin ---" in text
+    assert (
+        "\n[... the file has 3,300,000 bytes; only its first 100,000 characters are shown ...]\n"
+        "--- end big.txt ---"
+    ) in text
+    assert len(text) < 110_000
+    assert (
+        "--- soon-gone.txt ---\n(cannot be shown: No such file or directory)\n"
+        "--- end soon-gone.txt ---"
+    ) in text

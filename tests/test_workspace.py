@@ -10,9 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codingagent.workspace import Listing, PathRejected, Workspace
-
-OUTSIDE = "Path is outside workspace"
+from codingagent.workspace import (
+    BACKSLASH,
+    EMPTY,
+    FOLDER,
+    NUL,
+    OUTSIDE,
+    Listing,
+    PathRejected,
+    Workspace,
+)
 
 
 @pytest.fixture
@@ -35,32 +42,32 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def rejected(ws: Workspace, rel: str) -> str:
+def rejected(ws: Workspace, rel: str, for_write: bool = False) -> str:
     with pytest.raises(PathRejected) as info:
-        ws.resolve(rel)
+        ws.resolve(rel, for_write=for_write)
     return str(info.value)
 
 
 @pytest.mark.parametrize(
-    "rel",
+    ("rel", "reason"),
     [
-        "",
-        "../ws2/x",
-        "..",
-        "../outside/secret.txt",
-        "a/../../outside/secret.txt",
-        "/etc/passwd",
-        "a\\b.txt",
-        "..\\outside\\secret.txt",
-        "C:x",
-        "c:/windows/x",
-        "\\\\srv\\s",
-        "a\0b",
+        ("", EMPTY),
+        ("../ws2/x", OUTSIDE),
+        ("..", OUTSIDE),
+        ("../outside/secret.txt", OUTSIDE),
+        ("a/../../outside/secret.txt", OUTSIDE),
+        ("/etc/passwd", OUTSIDE),
+        ("a\\b.txt", BACKSLASH),
+        ("..\\outside\\secret.txt", BACKSLASH),
+        ("C:x", OUTSIDE),
+        ("c:/windows/x", OUTSIDE),
+        ("\\\\srv\\s", BACKSLASH),
+        ("a\0b", NUL),
     ],
 )
-def test_guard_rejects_paths_outside(layout: tuple[Path, Path], rel: str) -> None:
+def test_guard_rejects_paths_outside(layout: tuple[Path, Path], rel: str, reason: str) -> None:
     ws_dir, _ = layout
-    assert rejected(Workspace(ws_dir), rel) == OUTSIDE
+    assert rejected(Workspace(ws_dir), rel) == reason
 
 
 @pytest.mark.parametrize(
@@ -128,7 +135,7 @@ def test_symlinked_dir_pointing_outside_is_rejected(layout: tuple[Path, Path]) -
     ws = Workspace(ws_dir)
     before = snapshot(outside)
     with pytest.raises(PathRejected, match=OUTSIDE):
-        ws.read_text("link/secret.txt")
+        ws.read_bytes("link/secret.txt")
     with pytest.raises(PathRejected, match=OUTSIDE):
         ws.write_text("link/new.txt", "x")
     with pytest.raises(PathRejected, match=OUTSIDE):
@@ -152,7 +159,7 @@ def test_final_symlink_is_refused_for_write_and_delete(layout: tuple[Path, Path]
     (ws_dir / "alias.txt").symlink_to("real.txt")
     (ws_dir / "dangling.txt").symlink_to("missing.txt")
     ws = Workspace(ws_dir)
-    assert ws.read_text("alias.txt") == "real"  # reading through an inside symlink is fine
+    assert ws.read_bytes("alias.txt") == b"real"  # reading through an inside symlink is fine
     for rel in ["alias.txt", "dangling.txt"]:
         with pytest.raises(PathRejected, match="Path is a symlink"):
             ws.write_text(rel, "changed")
@@ -169,7 +176,7 @@ def test_symlink_loop_is_harmless(layout: tuple[Path, Path]) -> None:
     (ws_dir / "l2").symlink_to("l1")
     ws = Workspace(ws_dir)
     with pytest.raises(OSError):
-        ws.read_text("l1/x")
+        ws.read_bytes("l1/x")
     with pytest.raises(PathRejected, match="Path is a symlink"):
         ws.write_text("l1", "x")
 
@@ -211,7 +218,7 @@ def test_resolve_never_leaves_the_root(maze: Path, parts: list[str], odd: str) -
     try:
         target = ws.resolve(rel)
     except PathRejected as e:
-        assert str(e) == OUTSIDE
+        assert str(e) in (OUTSIDE, EMPTY, BACKSLASH, NUL)
     else:
         real = Path(os.path.realpath(maze / rel))
         assert target == real
@@ -281,7 +288,7 @@ def test_write_creates_parents_and_reports_creation(layout: tuple[Path, Path]) -
     assert ws.write_text("x/y/z.txt", "one\r\n") is True
     assert ws.write_text("x/y/z.txt", "two\r\n") is False
     assert (ws_dir / "x/y/z.txt").read_bytes() == b"two\r\n"
-    assert ws.read_text("x/y/z.txt") == "two\r\n"  # no newline translation
+    assert ws.read_bytes("x/y/z.txt") == b"two\r\n"  # no newline translation
 
 
 def test_write_keeps_the_file_mode(layout: tuple[Path, Path]) -> None:
@@ -314,13 +321,38 @@ def test_read_missing_or_folder_is_not_found(layout: tuple[Path, Path]) -> None:
     ws = Workspace(ws_dir)
     for rel in ["nope.txt", "d"]:
         with pytest.raises(FileNotFoundError):
-            ws.read_text(rel)
+            ws.read_bytes(rel)
+    assert ws.is_dir("d") and not ws.is_dir("nope.txt")
 
 
-def test_read_replaces_invalid_utf8(layout: tuple[Path, Path]) -> None:
+def test_read_stops_at_the_limit(layout: tuple[Path, Path]) -> None:
     ws_dir, _ = layout
-    (ws_dir / "bin").write_bytes(b"ok\xff\n")
-    assert Workspace(ws_dir).read_text("bin") == "ok\ufffd\n"
+    (ws_dir / "big").write_bytes(b"x" * 10_000)
+    assert Workspace(ws_dir).read_bytes("big", limit=10) == b"x" * 10
+
+
+def test_writing_to_a_folder_name_is_rejected(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    assert rejected(Workspace(ws_dir), "sub/", for_write=True) == FOLDER
+    assert not (ws_dir / "sub").exists()
+
+
+def test_listing_survives_undecodable_names_and_deep_trees(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / os.fsdecode(b"bad\xffname.txt")).write_text("x")
+    depth = 1100  # deeper than Python's recursion limit
+    folders = [ws_dir / ("d/" * n) for n in range(1, depth + 1)]
+    for folder in folders:  # not os.makedirs: it recurses per level too
+        folder.mkdir()
+    (folders[-1] / "leaf.txt").write_text("leaf")
+    try:
+        entries = dict(Workspace(ws_dir).list_files().entries)
+    finally:
+        (folders[-1] / "leaf.txt").unlink()
+        for folder in reversed(folders):  # nor can pytest's recursive clean-up remove it
+            folder.rmdir()
+    assert entries["bad\\xffname.txt"] == 1
+    assert entries["d/" * depth + "leaf.txt"] == 4
 
 
 def test_delete(layout: tuple[Path, Path]) -> None:
