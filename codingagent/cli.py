@@ -1,29 +1,35 @@
 """The command line: click commands and the console. Nothing else lives here.
 
 Console output goes to stderr; stdout carries only data (``show`` prints the outbox,
-``sessions`` prints the table), so both can be piped.
+``sessions`` and ``log`` print tables or JSON), so both can be piped.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import __version__
 from .commands import CommandResult, plural
+from .fsio import atomic_write
 from .render import estimate_tokens
-from .session import SessionError, SessionState, SessionStore, age
+from .session import SessionError, SessionState, SessionStore, age, utc_now
+from .settings import Settings, SettingsError, load_settings
 from .shell import Shell
 from .turn import (
-    REPLY_SIZE_CAP,
     TurnReport,
     apply_reply,
     apply_reply_file,
@@ -43,9 +49,27 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except SessionError as e:
+        except (SessionError, SettingsError) as e:
             console.print(Text("error: ", style="bold red") + Text(str(e)))
             ctx.exit(1)
+
+
+# --- options -----------------------------------------------------------------------------
+
+
+def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion: the session ids of the run directory, with their tasks."""
+    root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
+    store = SessionStore(Path(root))
+    try:
+        states = [store.load(session_id) for session_id in store.ids()]
+    except SessionError:
+        return []
+    return [
+        CompletionItem(s.session_id, help=_shorten(s.task, 40))
+        for s in states
+        if s.session_id.startswith(incomplete)
+    ]
 
 
 root_option = click.option(
@@ -56,18 +80,134 @@ root_option = click.option(
     envvar="CODINGAGENT_ROOT",
     help="Run directory holding workspace/, outbox/, inbox/ and sessions/.",
 )
+session_argument = click.argument(
+    "session", default="latest", required=False, shell_complete=_complete_session
+)
+
+
+def tuning_options(command: Callable) -> Callable:
+    """Flags that override settings; ``None`` means "not given, use the settings"."""
+    options = [
+        click.option("--timeout", "command_timeout", type=float, help="RUN_COMMAND time limit, s."),
+        click.option("--max-reply-bytes", type=int, help="Larger replies are not run."),
+        click.option("--max-turns", type=int, help="Stop the session after this many turns."),
+        click.option("--copy/--no-copy", "clipboard", default=None, help="Copy new prompts."),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
 poll_option = click.option(
-    "--poll", is_flag=True, help="Poll inbox/ instead of using OS events (network drives, WSL)."
+    "--poll/--no-poll",
+    default=None,
+    help="Poll inbox/ instead of using OS file events (network drives, WSL, containers).",
 )
-max_reply_option = click.option(
-    "--max-reply-bytes",
-    type=click.IntRange(min=1),
-    default=REPLY_SIZE_CAP,
-    show_default=True,
-    envvar="CODINGAGENT_MAX_REPLY_BYTES",
-    help="Replies larger than this are not run; the LLM is told so.",
-)
-session_argument = click.argument("session", default="latest", required=False)
+
+
+@dataclass
+class _Run:
+    """A run directory with its settings: what every command that applies replies needs."""
+
+    store: SessionStore
+    settings: Settings
+    clipboard_note_shown: bool = False
+
+    @classmethod
+    def open(cls, root: Path, **flags: Any) -> _Run:
+        return cls(SessionStore(root), load_settings(Path(root), flags))
+
+    def turn_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``apply_reply``/``recover``."""
+        shell = Shell(timeout=self.settings.command_timeout, max_output=self.settings.max_output)
+        return {
+            "shell": _ConsoleShell(shell),
+            "on_result": _print_result,
+            "max_reply_bytes": self.settings.max_reply_bytes,
+        }
+
+    def check_turn_limit(self, state: SessionState) -> None:
+        limit = self.settings.max_turns
+        if limit is not None and state.sequence_number > limit:
+            raise SessionError(
+                f"Session {state.session_id} reached max_turns ({limit}); raise it "
+                "(--max-turns, CODINGAGENT_MAX_TURNS or codingagent.toml) to go on"
+            )
+
+    def announce(self, path: Path) -> None:
+        """Say where the next prompt is, how big it is, and copy it to the clipboard."""
+        text = path.read_text(encoding="utf-8")
+        tokens = estimate_tokens(text)
+        console.print(
+            f"Next prompt: {path} ({len(text):,} characters, ~{tokens:,} tokens). "
+            "Paste it into your chat LLM."
+        )
+        if tokens > self.settings.token_budget:
+            console.print(
+                Text(
+                    f"warning: the prompt is over the token budget ({tokens:,} > "
+                    f"{self.settings.token_budget:,}); some chat UIs will cut it",
+                    style="yellow",
+                )
+            )
+        if self.settings.clipboard:
+            problem = copy_to_clipboard(text)
+            if problem is None:
+                console.print("Copied to the clipboard.")
+            elif not self.clipboard_note_shown:
+                self.clipboard_note_shown = True
+                console.print(Text(f"note: prompt not copied: {problem}", style="dim"))
+
+
+class _ConsoleShell:
+    """The Shell, with a spinner on the console while a command runs."""
+
+    def __init__(self, shell: Shell) -> None:
+        self._shell = shell
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shell, name)
+
+    def run(self, command: str, cwd: Path) -> Any:
+        first = (command.strip().splitlines() or [""])[0]
+        with console.status(Text(f"Running {_shorten(first, 60)}")):
+            return self._shell.run(command, cwd)
+
+
+def copy_to_clipboard(text: str) -> str | None:
+    """Copy ``text``; the reason it could not, or None. A missing clipboard is never an error."""
+    try:
+        import pyperclip
+    except ImportError:
+        return "pyperclip is not installed"
+    try:
+        pyperclip.copy(text)
+    except pyperclip.PyperclipException:
+        return _NO_CLIPBOARD
+    return None
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def paste_from_clipboard() -> str:
+    problem = "pyperclip is not installed"
+    try:
+        import pyperclip
+
+        return pyperclip.paste()
+    except ImportError:
+        pass
+    except pyperclip.PyperclipException:
+        problem = _NO_CLIPBOARD
+    raise SessionError(
+        f"No clipboard here ({problem}); pipe the reply: codingagent paste < reply.txt"
+    )
+
+
+_NO_CLIPBOARD = "no clipboard tool found; on Linux install xclip, xsel or wl-clipboard"
+
+
+# --- commands ----------------------------------------------------------------------------
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,7 +216,11 @@ def main() -> None:
     """Drive a coding agent with any chat LLM, by copy-paste.
 
     `start` writes a prompt into outbox/; paste it into your chat LLM and save the reply as a
-    .txt file in inbox/; the agent applies it and writes the next prompt.
+    .txt file in inbox/ (or run `codingagent paste`); the agent applies it and writes the next
+    prompt.
+
+    Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
+    130 stopped with Ctrl-C.
     """
 
 
@@ -90,60 +234,86 @@ def main() -> None:
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
 @poll_option
-@max_reply_option
-def start(
-    task: str, workspace: Path | None, root: Path, no_watch: bool, poll: bool, max_reply_bytes: int
-) -> None:
+@tuning_options
+def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
-    store = SessionStore(root)
-    state, outbox = start_session(store, task, workspace)
+    run = _Run.open(root, **flags)
+    state, outbox = start_session(run.store, task, workspace)
     console.print(
         Text.assemble(
             ("Session ", ""), (state.session_id, "bold"), f" started on {state.workspace}"
         )
     )
     if no_watch:
-        _print_outbox(outbox)
+        run.announce(outbox)
     else:
-        _watch(store, state, poll, max_reply_bytes)
+        _watch(run, state.session_id)
 
 
 @main.command()
 @session_argument
 @root_option
 @poll_option
-@max_reply_option
-def resume(session: str, root: Path, poll: bool, max_reply_bytes: int) -> None:
+@tuning_options
+def resume(session: str, root: Path, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest).
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
-    store = SessionStore(root)
-    state = store.load(store.resolve(session))
-    _watch(store, state, poll, max_reply_bytes)
+    run = _Run.open(root, **flags)
+    _watch(run, run.store.resolve(session))
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", shell_complete=_complete_session)
 @click.argument("reply", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @root_option
 @click.option("--force", is_flag=True, help="Apply the reply even if it was applied before.")
-@max_reply_option
-def step(session: str, reply: str, root: Path, force: bool, max_reply_bytes: int) -> None:
+@tuning_options
+def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
-    store = SessionStore(root)
+    run = _Run.open(root, **flags)
+    store = run.store
     session_id = store.resolve(session)
-    options = {"shell": Shell(), "on_result": _print_result, "max_reply_bytes": max_reply_bytes}
+    options = run.turn_options()
     with _holding(store, session_id):
         recovered = recover(store, session_id, **options)
         if recovered is not None:
-            _print_turn(recovered)
+            _print_turn(run, recovered)
+        run.check_turn_limit(store.load(session_id))
         if reply == "-":
             data = sys.stdin.buffer.read()
             report = apply_reply(store, session_id, data, source="<stdin>", force=force, **options)
         else:
             report = apply_reply_file(store, session_id, Path(reply), force=force, **options)
-    _print_turn(report)
+    _print_turn(run, report)
+
+
+@main.command()
+@session_argument
+@root_option
+def paste(session: str, root: Path) -> None:
+    """Save the LLM's reply from the clipboard (or piped stdin) into inbox/.
+
+    A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
+    """
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    text = paste_from_clipboard() if _stdin_is_terminal() else sys.stdin.read()
+    if not text.strip():
+        raise SessionError("Nothing to paste: the clipboard (or stdin) is empty")
+    if text.lstrip().startswith("=== HEADER ==="):
+        raise SessionError(
+            "That is the prompt, not the LLM's reply: copy the reply from the chat, then paste"
+        )
+    store.inbox.mkdir(parents=True, exist_ok=True)
+    base = f"{session_id}_reply_{utc_now():%Y%m%dT%H%M%S}"
+    path, n = store.inbox / f"{base}.txt", 1
+    while path.exists():
+        n += 1
+        path = store.inbox / f"{base}-{n}.txt"
+    atomic_write(path, text)
+    console.print(f"Saved the reply ({len(text):,} characters) as {path}")
 
 
 @main.command(name="undo")
@@ -153,14 +323,14 @@ def step(session: str, reply: str, root: Path, force: bool, max_reply_bytes: int
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     """Restore the files of the last turns of SESSION exactly and rewind it."""
-    store = SessionStore(root)
-    session_id = store.resolve(session)
-    with _holding(store, session_id):
-        report = undo(store, session_id, turns, force)
+    run = _Run.open(root)
+    session_id = run.store.resolve(session)
+    with _holding(run.store, session_id):
+        report = undo(run.store, session_id, turns, force)
     numbers = ", ".join(map(str, report.turns))
     files = ", ".join(report.restored) or "no files"
     console.print(f"Undid turn {numbers} of session {session_id}: restored {files}")
-    _print_outbox(report.outbox)
+    run.announce(report.outbox)
 
 
 @main.command()
@@ -195,18 +365,21 @@ def log(session: str, root: Path, as_json: bool) -> None:
 
 @main.command()
 @root_option
-def sessions(root: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first."""
     store = SessionStore(root)
-    ids = store.ids()
-    if not ids:
+    states = [store.load(session_id) for session_id in store.ids()]
+    if as_json:
+        click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
+        return
+    if not states:
         console.print(f"No sessions in {store.sessions}")
         return
-    table = Table("id", "task", "turn", "state", "updated")
-    for session_id in ids:
-        state = store.load(session_id)
+    table = Table("id", "task", "turn", "state", "age")
+    for state in states:
         table.add_row(
-            session_id,
+            state.session_id,
             Text(_shorten(state.task, 50)),
             str(state.sequence_number),
             "done" if state.is_complete else "open",
@@ -218,14 +391,19 @@ def sessions(root: Path) -> None:
 @main.command()
 @session_argument
 @root_option
-def show(session: str, root: Path) -> None:
+@click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
+def show(session: str, root: Path, copy: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
     store = SessionStore(root)
     state = store.load(store.resolve(session))
     if state.is_complete:
         console.print(Text(f"Session {state.session_id} is complete: {state.summary or ''}"))
         return
-    click.echo(ensure_outbox(store, state).read_text(encoding="utf-8"), nl=False)
+    text = ensure_outbox(store, state).read_text(encoding="utf-8")
+    click.echo(text, nl=False)
+    if copy:
+        problem = copy_to_clipboard(text)
+        console.print("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
 
 
 # --- watching --------------------------------------------------------------------------
@@ -240,23 +418,39 @@ def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
         lock.release()
 
 
-def _watch(store: SessionStore, state: SessionState, poll: bool, max_reply_bytes: int) -> None:
+def _watch(run: _Run, session_id: str) -> None:
     from .watcher import session_watcher  # watchdog is slow to import; only watching needs it
 
-    session_id = state.session_id
-    options = {"shell": Shell(), "on_result": _print_result, "max_reply_bytes": max_reply_bytes}
+    store = run.store
+    options = run.turn_options()
+
+    def on_turn(report: TurnReport) -> bool:
+        _print_turn(run, report)
+        try:
+            run.check_turn_limit(report.state)
+        except SessionError as e:
+            console.print(Text(str(e), style="yellow"))
+            return True
+        return False
+
     with _holding(store, session_id):
         recovered = recover(store, session_id, **options)
         if recovered is not None:
-            _print_turn(recovered)
+            _print_turn(run, recovered)
         state = store.load(session_id)
         if state.is_complete:
             if recovered is not None:
                 return
             raise SessionError(f"Session {session_id} is complete: {state.summary or ''}".strip())
-        _print_outbox(ensure_outbox(store, state))
+        run.check_turn_limit(state)
+        run.announce(ensure_outbox(store, state))
         watcher = session_watcher(
-            store, session_id, poll=poll, on_reply=_print_reply, on_turn=_print_turn, **options
+            store,
+            session_id,
+            poll=run.settings.poll,
+            on_reply=_print_reply,
+            on_turn=on_turn,
+            **options,
         )
         console.print(
             f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a .txt "
@@ -280,7 +474,7 @@ def _print_result(result: CommandResult) -> None:
     console.print(Text(result.headline, style=STYLE[result.success]))
 
 
-def _print_turn(report: TurnReport) -> None:
+def _print_turn(run: _Run, report: TurnReport) -> None:
     for note in report.notes:
         console.print(Text(note, style="yellow"))
     if report.skipped:
@@ -289,24 +483,17 @@ def _print_turn(report: TurnReport) -> None:
     for message in outcome.messages:
         console.print(Text("Message from the LLM: ", style="bold cyan") + Text(message))
     failed = sum(not r.success for r in outcome.results)
+    ran = sum(r.command == "RUN_COMMAND" for r in outcome.results)
     console.print(
-        f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')}, "
-        f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
+        f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')} "
+        f"({ran} run), {plural(len(outcome.changed), 'file')} changed, {failed} failed"
     )
     if report.outbox is None:
         console.print(
             Text("Session complete: ", style="bold green") + Text(report.state.summary or "")
         )
     else:
-        _print_outbox(report.outbox)
-
-
-def _print_outbox(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    console.print(
-        f"Next prompt: {path} ({len(text):,} characters, ~{estimate_tokens(text):,} tokens). "
-        "Paste it into your chat LLM."
-    )
+        run.announce(report.outbox)
 
 
 def _shorten(text: str, width: int) -> str:

@@ -333,18 +333,18 @@ def session_watcher(
     *,
     poll: bool = False,
     on_reply: Callable[[Path], None] | None = None,
-    on_turn: Callable[[TurnReport], None] | None = None,
+    on_turn: Callable[[TurnReport], bool] | None = None,
     **options,
 ) -> InboxWatcher:
     """A watcher on ``store.inbox`` that applies each complete reply to the session as one turn,
-    and stops once the session is complete. ``options`` are ``turn.apply_reply_file``'s."""
+    and stops once the session is complete or ``on_turn`` returns True.
+    ``options`` are ``turn.apply_reply_file``'s."""
 
     def handle(path: Path) -> bool:
         if on_reply is not None:
             on_reply(path)
         report = apply_reply_file(store, session_id, path, **options)
-        if on_turn is not None:
-            on_turn(report)
-        return report.state.is_complete
+        stop = on_turn(report) if on_turn is not None else False
+        return report.state.is_complete or stop
 
     return InboxWatcher(store.inbox, handle, poll=poll)

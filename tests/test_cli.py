@@ -100,7 +100,7 @@ def test_step_applies_a_reply_file_and_writes_the_next_outbox(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "workspace/hello.py").read_text() == 'print("Hello from the agent")\n'
     assert "[OK] CREATE_FILE: Created 'hello.py'" in result.stderr
-    assert "Turn 1: 3 commands, 1 file changed, 0 failed" in result.stderr
+    assert "Turn 1: 3 commands (1 run), 1 file changed, 0 failed" in result.stderr
     assert reply.exists(), "a reply outside inbox/ is the user's file and stays"
     text = (tmp_path / "outbox" / f"{session_id}_seq0002.txt").read_text()
     assert "[OK] RUN_COMMAND: Ran 'python3 hello.py' (exit code 0)\n" in text
