@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,13 @@ from .turn import (
 
 console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 STYLE = {True: "green", False: "red"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _text(text: str, style: str = "") -> Text:
+    """Console text. Replies and file names may hold terminal escapes (clear the screen, write
+    the clipboard with OSC 52): they are shown as ``\\x1b``, never obeyed."""
+    return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), style=style)
 
 
 class _Group(click.Group):
@@ -50,7 +58,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (SessionError, SettingsError) as e:
-            console.print(Text("error: ", style="bold red") + Text(str(e)))
+            console.print(_text("error: ", style="bold red") + _text(str(e)))
             ctx.exit(1)
 
 
@@ -137,12 +145,14 @@ class _Run:
         text = path.read_text(encoding="utf-8")
         tokens = estimate_tokens(text)
         console.print(
-            f"Next prompt: {path} ({len(text):,} characters, ~{tokens:,} tokens). "
-            "Paste it into your chat LLM."
+            _text(
+                f"Next prompt: {path} ({len(text):,} characters, ~{tokens:,} tokens). "
+                "Paste it into your chat LLM."
+            )
         )
         if tokens > self.settings.token_budget:
             console.print(
-                Text(
+                _text(
                     f"warning: the prompt is over the token budget ({tokens:,} > "
                     f"{self.settings.token_budget:,}); some chat UIs will cut it",
                     style="yellow",
@@ -154,7 +164,7 @@ class _Run:
                 console.print("Copied to the clipboard.")
             elif not self.clipboard_note_shown:
                 self.clipboard_note_shown = True
-                console.print(Text(f"note: prompt not copied: {problem}", style="dim"))
+                console.print(_text(f"note: prompt not copied: {problem}", style="dim"))
 
 
 class _ConsoleShell:
@@ -168,7 +178,7 @@ class _ConsoleShell:
 
     def run(self, command: str, cwd: Path) -> Any:
         first = (command.strip().splitlines() or [""])[0]
-        with console.status(Text(f"Running {_shorten(first, 60)}")):
+        with console.status(_text(f"Running {_shorten(first, 60)}")):
             return self._shell.run(command, cwd)
 
 
@@ -240,9 +250,9 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
     run = _Run.open(root, **flags)
     state, outbox = start_session(run.store, task, workspace)
     console.print(
-        Text.assemble(
-            ("Session ", ""), (state.session_id, "bold"), f" started on {state.workspace}"
-        )
+        _text("Session ")
+        + _text(state.session_id, "bold")
+        + _text(f" started on {state.workspace}")
     )
     if no_watch:
         run.announce(outbox)
@@ -313,7 +323,7 @@ def paste(session: str, root: Path) -> None:
         n += 1
         path = store.inbox / f"{base}-{n}.txt"
     atomic_write(path, text)
-    console.print(f"Saved the reply ({len(text):,} characters) as {path}")
+    console.print(_text(f"Saved the reply ({len(text):,} characters) as {path}"))
 
 
 @main.command(name="undo")
@@ -329,7 +339,7 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
         report = undo(run.store, session_id, turns, force)
     numbers = ", ".join(map(str, report.turns))
     files = ", ".join(report.restored) or "no files"
-    console.print(f"Undid turn {numbers} of session {session_id}: restored {files}")
+    console.print(_text(f"Undid turn {numbers} of session {session_id}: restored {files}"))
     run.announce(report.outbox)
 
 
@@ -350,7 +360,7 @@ def log(session: str, root: Path, as_json: bool) -> None:
         out.print(f"Session {session_id} has no turns yet")
     for entry in entries:
         out.print(
-            Text(
+            _text(
                 f"Turn {entry['sequence']}  {entry['appliedAt']}  {entry['replyFile']}  "
                 f"{entry['durationMs']:.0f} ms",
                 style="bold",
@@ -358,8 +368,8 @@ def log(session: str, root: Path, as_json: bool) -> None:
         )
         for result in map(CommandResult.model_validate, entry["results"]):
             out.print(
-                Text(f"  {result.headline}", style=STYLE[result.success])
-                + Text(f"  ({result.duration_ms:.0f} ms)", style="dim")
+                _text(f"  {result.headline}", style=STYLE[result.success])
+                + _text(f"  ({result.duration_ms:.0f} ms)", style="dim")
             )
 
 
@@ -374,13 +384,13 @@ def sessions(root: Path, as_json: bool) -> None:
         click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
         return
     if not states:
-        console.print(f"No sessions in {store.sessions}")
+        console.print(_text(f"No sessions in {store.sessions}"))
         return
     table = Table("id", "task", "turn", "state", "age")
     for state in states:
         table.add_row(
             state.session_id,
-            Text(_shorten(state.task, 50)),
+            _text(_shorten(state.task, 50)),
             str(state.sequence_number),
             "done" if state.is_complete else "open",
             age(state.updated_at),
@@ -397,13 +407,15 @@ def show(session: str, root: Path, copy: bool) -> None:
     store = SessionStore(root)
     state = store.load(store.resolve(session))
     if state.is_complete:
-        console.print(Text(f"Session {state.session_id} is complete: {state.summary or ''}"))
+        console.print(_text(f"Session {state.session_id} is complete: {state.summary or ''}"))
         return
     text = ensure_outbox(store, state).read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
         problem = copy_to_clipboard(text)
-        console.print("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
+        console.print(
+            _text("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
+        )
 
 
 # --- watching --------------------------------------------------------------------------
@@ -429,7 +441,7 @@ def _watch(run: _Run, session_id: str) -> None:
         try:
             run.check_turn_limit(report.state)
         except SessionError as e:
-            console.print(Text(str(e), style="yellow"))
+            console.print(_text(str(e), style="yellow"))
             return True
         return False
 
@@ -453,13 +465,15 @@ def _watch(run: _Run, session_id: str) -> None:
             **options,
         )
         console.print(
-            f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a .txt "
-            "file. Ctrl-C stops."
+            _text(
+                f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a "
+                ".txt file. Ctrl-C stops."
+            )
         )
         try:
             watcher.run()
         except KeyboardInterrupt:
-            console.print(f"Stopped. Continue later with: codingagent resume {session_id}")
+            console.print(_text(f"Stopped. Continue later with: codingagent resume {session_id}"))
             sys.exit(130)
 
 
@@ -467,30 +481,32 @@ def _watch(run: _Run, session_id: str) -> None:
 
 
 def _print_reply(path: Path) -> None:
-    console.print(Text(f"Reply {path.name} received", style="bold"))
+    console.print(_text(f"Reply {path.name} received", style="bold"))
 
 
 def _print_result(result: CommandResult) -> None:
-    console.print(Text(result.headline, style=STYLE[result.success]))
+    console.print(_text(result.headline, style=STYLE[result.success]))
 
 
 def _print_turn(run: _Run, report: TurnReport) -> None:
     for note in report.notes:
-        console.print(Text(note, style="yellow"))
+        console.print(_text(note, style="yellow"))
     if report.skipped:
         return
     outcome = report.outcome
     for message in outcome.messages:
-        console.print(Text("Message from the LLM: ", style="bold cyan") + Text(message))
+        console.print(_text("Message from the LLM: ", style="bold cyan") + _text(message))
     failed = sum(not r.success for r in outcome.results)
     ran = sum(r.command == "RUN_COMMAND" for r in outcome.results)
     console.print(
-        f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')} "
-        f"({ran} run), {plural(len(outcome.changed), 'file')} changed, {failed} failed"
+        _text(
+            f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')} "
+            f"({ran} run), {plural(len(outcome.changed), 'file')} changed, {failed} failed"
+        )
     )
     if report.outbox is None:
         console.print(
-            Text("Session complete: ", style="bold green") + Text(report.state.summary or "")
+            _text("Session complete: ", style="bold green") + _text(report.state.summary or "")
         )
     else:
         run.announce(report.outbox)
