@@ -1,0 +1,442 @@
+"""Measure codingagent's own overhead and compare it with baselines measured in the same run.
+
+    python benchmarks/run.py            # the full run (a few minutes)
+    python benchmarks/run.py --quick    # about a minute; smaller trees and fewer repeats
+
+Prints one markdown table. Every figure is the median of several runs; "ratio" divides it by a
+baseline measured on the same machine in the same run, because absolute times on shared
+machines are noise. No network; everything happens in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+from watchdog.events import FileSystemEventHandler
+from watchdog.observers import Observer
+
+from codingagent.commands import EditFile
+from codingagent.executor import execute
+from codingagent.parser import parse
+from codingagent.session import SessionStore
+from codingagent.shell import Shell
+from codingagent.turn import start_session, write_outbox
+from codingagent.watcher import session_watcher
+from codingagent.workspace import Workspace
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Row:
+    measure: str
+    value: str
+    baseline: str = ""
+    ratio: str = ""
+    target: str = ""
+    met: str = ""
+
+
+def median_of(runs: int, action: Callable[[], float]) -> float:
+    return statistics.median(action() for _ in range(runs))
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="ca-bench-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- trees and replies -----------------------------------------------------------------------
+
+
+def make_tree(root: Path, files: int) -> None:
+    """``files`` small files in folders of 100, plus ignored build output and a .gitignore."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    for i in range(files):
+        folder = root / "src" / f"pkg{i // 100:04d}"
+        if i % 100 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"mod{i % 100:02d}.py").write_text(f"VALUE = {i}\n")
+    build = root / "build"
+    build.mkdir(exist_ok=True)
+    for i in range(max(10, files // 10)):
+        (build / f"out{i}.o").write_bytes(b"\0" * 16)
+
+
+def turn_reply(n: int) -> str:
+    """A realistic 20-command reply (no RUN_COMMAND: that would time the command, not us)."""
+    parts = [f"Turn {n}: I will add the helpers, fix the constants and look at the results.\n"]
+    for i in range(8):
+        body = "".join(f"def f{j}():\n    return {n + j}\n\n" for j in range(10))
+        parts.append(f'[CREATE_FILE path="gen/t{n}_{i}.py"]\n{body}[/CREATE_FILE]\n')
+    for i in range(6):
+        parts.append(
+            f'[EDIT_FILE path="src/pkg0000/mod{i:02d}.py" start_line="1" end_line="1"]\n'
+            f"VALUE = {n * 100 + i}\n[/EDIT_FILE]\n"
+        )
+    for i in range(4):
+        parts.append(f'[READ_FILE path="src/pkg0001/mod{i:02d}.py"]\n')
+    parts.append(f'[DELETE_FILE path="gen/t{n}_0.py"]\n')
+    parts.append(f"[MESSAGE]\nturn {n} done\n[/MESSAGE]\n")
+    return "".join(parts)
+
+
+# --- 1. turn latency in watch mode -------------------------------------------------------------
+
+
+def bare_watchdog_latency(folder: Path, runs: int) -> float:
+    """Close of a file -> a bare watchdog handler's on_closed: the floor for any watcher."""
+    seen: queue.Queue[float] = queue.Queue()
+
+    class Handler(FileSystemEventHandler):
+        def on_closed(self, event):  # type: ignore[no-untyped-def]
+            seen.put(time.perf_counter())
+
+    folder.mkdir(parents=True, exist_ok=True)
+    observer = Observer()
+    observer.schedule(Handler(), str(folder))
+    observer.start()
+    try:
+        time.sleep(0.2)
+        samples = []
+        for i in range(runs):
+            with open(folder / f"r{i}.txt", "w") as f:
+                f.write("x" * 2000)
+            closed = time.perf_counter()
+            samples.append(seen.get(timeout=10) - closed)
+            time.sleep(0.05)
+        return statistics.median(samples)
+    finally:
+        observer.stop()
+        observer.join()
+
+
+def watch_latencies(root: Path, runs: int, poll: bool) -> list[float]:
+    """Reply closed in inbox/ -> turn committed (next outbox renamed into place, state saved)."""
+    store = SessionStore(root)
+    store.ensure_dirs()
+    make_tree(store.workspace, 1000)
+    state, _ = start_session(store, "benchmark")
+    done: queue.Queue[float] = queue.Queue()
+
+    def on_turn(report) -> bool:  # type: ignore[no-untyped-def]
+        assert report.outbox is not None and report.outbox.exists()
+        done.put(time.perf_counter())
+        return False
+
+    watcher = session_watcher(store, state.session_id, poll=poll, on_turn=on_turn, shell=Shell())
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    samples = []
+    try:
+        for n in range(runs):
+            with open(store.inbox / f"reply{n}.txt", "w") as f:
+                f.write(turn_reply(n))
+            closed = time.perf_counter()
+            samples.append(done.get(timeout=30) - closed)
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    return samples
+
+
+def bench_turn_latency(quick: bool) -> list[Row]:
+    runs = 5 if quick else 15
+    with scratch() as tmp:
+        bare = bare_watchdog_latency(tmp / "bare", runs)
+        inotify = statistics.median(watch_latencies(tmp / "inotify", runs, poll=False))
+        polling = statistics.median(watch_latencies(tmp / "polling", max(3, runs // 3), poll=True))
+    return [
+        Row(
+            "turn latency, inotify (20 commands, 1k files)",
+            ms(inotify),
+            ms(bare),
+            f"{inotify / bare:.0f}x",
+            "p50 < 50 ms, <= 20x",
+            verdict(inotify < 0.05 and inotify / bare <= 20),
+        ),
+        Row("turn latency, polling", ms(polling), ms(bare), f"{polling / bare:.0f}x", "(report)"),
+    ]
+
+
+# --- 2. parser ---------------------------------------------------------------------------------
+
+REALISTIC = (
+    "Let me look at the failing test first, then fix the parser.\n\n```text\n"
+    + "".join(
+        f'[CREATE_FILE path="src/m{i}.py"]\n'
+        + "".join(
+            f"    line {j} of module {i} = compute({j}, [x for x in range({j})])\n"
+            for j in range(30)
+        )
+        + "[/CREATE_FILE]\n\nNow the edit:\n"
+        f'[EDIT_FILE path="src/m{i}.py" start_line="3" end_line="4"]\nfixed = True\n[/EDIT_FILE]\n'
+        "[RUN_COMMAND]\npython -m pytest -q tests/\n[/RUN_COMMAND]\n"
+        for i in range(5)
+    )
+    + "```\n[DONE]\nAll green.\n[/DONE]\n"
+)
+
+
+def sized(text: str, size: int) -> str:
+    return (text * (size // len(text) + 1))[:size]
+
+
+def bench_parser(quick: bool) -> list[Row]:
+    runs = 3 if quick else 5
+    mb = 1_000_000
+    one = sized(REALISTIC, mb)
+    ten = sized(REALISTIC, 10 * mb)
+    t1 = median_of(runs, lambda: timed(lambda: parse(one)))
+    t10 = median_of(runs, lambda: timed(lambda: parse(ten)))
+    rows = [
+        Row(
+            "parser throughput, realistic reply",
+            f"{10 / t10:.0f} MB/s",
+            "",
+            "",
+            ">= 20 MB/s",
+            verdict(10 / t10 >= 20),
+        ),
+        Row(
+            "parser scaling, 10 MB / 1 MB",
+            f"{t10 / t1:.1f}",
+            "",
+            "",
+            "< 12",
+            verdict(t10 / t1 < 12),
+        ),
+    ]
+    adversarial = {
+        "unclosed tags": lambda n: '[CREATE_FILE path="x"\n' * (n // 22),
+        "one long line": lambda n: '[CREATE_FILE path="' + "a" * n,
+        "nested fences": lambda n: "```\n" * (n // 8) + "[DONE]\nx\n" + "```\n" * (n // 8),
+        "unclosed DONEs": lambda n: "[DONE]\n" * (n // 7),
+    }
+    for name, make in adversarial.items():
+        small, big = make(mb), make(10 * mb)
+        s = median_of(runs, lambda small=small: timed(lambda: parse(small)))
+        b = median_of(runs, lambda big=big: timed(lambda: parse(big)))
+        rows.append(
+            Row(
+                f"parser, adversarial {name}: 10 MB",
+                ms(b),
+                ms(s) + " (1 MB)",
+                f"{b / s:.1f}",
+                "< 12",
+                verdict(b / s < 12),
+            )
+        )
+    return rows
+
+
+# --- 3. listing and render ---------------------------------------------------------------------
+
+
+def bare_walk(root: Path) -> int:
+    count = 0
+    for _, _, files in os.walk(root):
+        count += len(files)
+    return count
+
+
+def bench_listing(quick: bool) -> list[Row]:
+    sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    runs = 3 if quick else 5
+    rows = []
+    with scratch() as tmp:
+        for size in sizes:
+            store = SessionStore(tmp / f"t{size}")
+            store.ensure_dirs()
+            make_tree(store.workspace, size)
+            state, _ = start_session(store, "benchmark")
+            walk = median_of(runs, lambda ws=store.workspace: timed(lambda: bare_walk(ws)))
+            ours = median_of(runs, lambda s=store, st=state: timed(lambda: write_outbox(s, st)))
+            target, ok = (
+                ("<= 3x the walk", verdict(ours / walk <= 3)) if size == 100_000 else ("", "")
+            )
+            rows.append(
+                Row(
+                    f"listing + render, {size:,} files",
+                    ms(ours),
+                    ms(walk) + " (os.walk)",
+                    f"{ours / walk:.1f}x",
+                    target,
+                    ok,
+                )
+            )
+    return rows
+
+
+# --- 4. start-up -------------------------------------------------------------------------------
+
+
+def run_process(args: list[str], cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - started
+
+
+def bench_startup(quick: bool) -> list[Row]:
+    runs = 5 if quick else 11
+    python = [sys.executable, "-c", "pass"]
+    agent = [sys.executable, "-m", "codingagent"]
+    with scratch() as tmp:
+        store = SessionStore(tmp)
+        store.ensure_dirs()
+        for i in range(20):
+            start_session(store, f"task {i}")
+        base = median_of(runs, lambda: run_process(python))
+        helped = median_of(runs, lambda: run_process([*agent, "--help"]))
+        listed = median_of(runs, lambda: run_process([*agent, "sessions", "--root", str(tmp)]))
+    return [
+        Row(
+            "start-up, codingagent --help",
+            ms(helped),
+            ms(base) + " (python -c pass)",
+            f"{helped / base:.1f}x",
+            "< 250 ms",
+            verdict(helped < 0.25),
+        ),
+        Row(
+            "start-up, codingagent sessions (20)",
+            ms(listed),
+            ms(base),
+            f"{listed / base:.1f}x",
+            "< 250 ms",
+            verdict(listed < 0.25),
+        ),
+    ]
+
+
+# --- 5. RUN_COMMAND memory ---------------------------------------------------------------------
+
+_MEMORY_PROBE = """
+import sys
+from pathlib import Path
+from codingagent.session import SessionStore
+from codingagent.shell import Shell
+from codingagent.turn import apply_reply, start_session
+
+def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would include the parent's, pre-exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+
+store = SessionStore(Path.cwd())
+state, _ = start_session(store, "memory")
+before = peak_mb()
+reply = f"[RUN_COMMAND]\\n{sys.argv[1]}\\n[/RUN_COMMAND]\\n".encode()
+apply_reply(store, state.session_id, reply, source="r", shell=Shell(timeout=300))
+print(before, peak_mb())
+"""
+
+
+def bench_memory(quick: bool) -> list[Row]:
+    size = "100M" if quick else "1G"
+    with scratch() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY_PROBE, f"yes | head -c {size}"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    before, after = float(out[0]), float(out[1])
+    return [
+        Row(
+            f"RUN_COMMAND peak RSS, command prints {size}B",
+            f"{after:.0f} MB",
+            f"{before:.0f} MB (before the command)",
+            f"+{after - before:.0f} MB",
+            "< 100 MB",
+            verdict(after < 100),
+        )
+    ]
+
+
+# --- 6. edits on a big file --------------------------------------------------------------------
+
+
+def bench_edits(quick: bool) -> list[Row]:
+    runs = 3 if quick else 7
+    with scratch() as tmp:
+        path = tmp / "big.py"
+        path.write_text("".join(f"x_{i} = {i}\n" for i in range(100_000)))
+        ws, shell = Workspace(tmp), Shell()
+
+        def one_edit() -> float:
+            edit = EditFile(
+                line=1, path="big.py", start_line=50_000, end_line=50_001, content="y = 1\nz = 2\n"
+            )
+            return timed(lambda: execute([edit], ws, shell))
+
+        edit = median_of(runs, one_edit)
+    return [Row("EDIT_FILE on a 100k-line file", ms(edit), "", "", "< 100 ms", verdict(edit < 0.1))]
+
+
+BENCHMARKS = {
+    "latency": bench_turn_latency,
+    "parser": bench_parser,
+    "listing": bench_listing,
+    "startup": bench_startup,
+    "memory": bench_memory,
+    "edits": bench_edits,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="about a minute, smaller inputs")
+    parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="run one")
+    args = parser.parse_args(argv)
+    rows: list[Row] = []
+    for name in args.only or BENCHMARKS:
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        rows.extend(BENCHMARKS[name](args.quick))
+    print(f"\nmachine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}")
+    print()
+    print("| measure | median | baseline | ratio | target | met |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(astuple(row)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
