@@ -15,30 +15,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.shell_completion import CompletionItem
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from . import __version__
-from .commands import CommandResult, plural
-from .fsio import atomic_write
-from .render import estimate_tokens
-from .session import SessionError, SessionState, SessionStore, age, utc_now
-from .settings import Settings, SettingsError, load_settings
-from .shell import Shell
-from .turn import (
-    TurnReport,
-    apply_reply,
-    apply_reply_file,
-    ensure_outbox,
-    recover,
-    start_session,
-    undo,
-)
+
+# The agent's own modules load pydantic, filelock and watchdog: each command imports what it
+# uses, so `codingagent --help` starts in a fraction of the time.
+if TYPE_CHECKING:
+    from .commands import CommandResult
+    from .session import SessionState, SessionStore
+    from .settings import Settings
+    from .shell import Shell
+    from .turn import TurnReport
 
 console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 STYLE = {True: "green", False: "red"}
@@ -55,6 +48,9 @@ class _Group(click.Group):
     """Turns user errors into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
+        from .session import SessionError
+        from .settings import SettingsError
+
         try:
             return super().invoke(ctx)
         except (SessionError, SettingsError) as e:
@@ -67,6 +63,8 @@ class _Group(click.Group):
 
 def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
+    from .session import SessionError, SessionStore
+
     root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
     store = SessionStore(Path(root))
     try:
@@ -121,10 +119,15 @@ class _Run:
 
     @classmethod
     def open(cls, root: Path, **flags: Any) -> _Run:
+        from .session import SessionStore
+        from .settings import load_settings
+
         return cls(SessionStore(root), load_settings(Path(root), flags))
 
     def turn_options(self) -> dict[str, Any]:
         """Keyword arguments for ``apply_reply``/``recover``."""
+        from .shell import Shell
+
         shell = Shell(timeout=self.settings.command_timeout, max_output=self.settings.max_output)
         return {
             "shell": _ConsoleShell(shell),
@@ -133,6 +136,8 @@ class _Run:
         }
 
     def check_turn_limit(self, state: SessionState) -> None:
+        from .session import SessionError
+
         limit = self.settings.max_turns
         if limit is not None and state.sequence_number > limit:
             raise SessionError(
@@ -142,6 +147,8 @@ class _Run:
 
     def announce(self, path: Path) -> None:
         """Say where the next prompt is, how big it is, and copy it to the clipboard."""
+        from .render import estimate_tokens
+
         text = path.read_text(encoding="utf-8")
         tokens = estimate_tokens(text)
         console.print(
@@ -200,6 +207,8 @@ def _stdin_is_terminal() -> bool:
 
 
 def paste_from_clipboard() -> str:
+    from .session import SessionError
+
     problem = "pyperclip is not installed"
     try:
         import pyperclip
@@ -247,6 +256,8 @@ def main() -> None:
 @tuning_options
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
+    from .turn import start_session
+
     run = _Run.open(root, **flags)
     state, outbox = start_session(run.store, task, workspace)
     console.print(
@@ -282,6 +293,8 @@ def resume(session: str, root: Path, **flags: Any) -> None:
 @tuning_options
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
+    from .turn import apply_reply, apply_reply_file, recover
+
     run = _Run.open(root, **flags)
     store = run.store
     session_id = store.resolve(session)
@@ -307,6 +320,9 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
+    from .fsio import atomic_write
+    from .session import SessionError, SessionStore, utc_now
+
     store = SessionStore(root)
     session_id = store.resolve(session)
     text = paste_from_clipboard() if _stdin_is_terminal() else sys.stdin.read()
@@ -333,6 +349,8 @@ def paste(session: str, root: Path) -> None:
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     """Restore the files of the last turns of SESSION exactly and rewind it."""
+    from .turn import undo
+
     run = _Run.open(root)
     session_id = run.store.resolve(session)
     with _holding(run.store, session_id):
@@ -349,6 +367,9 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
 def log(session: str, root: Path, as_json: bool) -> None:
     """Show each turn of SESSION: when, which reply, each command's result and duration."""
+    from .commands import CommandResult
+    from .session import SessionStore
+
     store = SessionStore(root)
     session_id = store.resolve(session)
     entries = store.log(session_id)
@@ -378,6 +399,10 @@ def log(session: str, root: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first."""
+    from rich.table import Table
+
+    from .session import SessionStore, age
+
     store = SessionStore(root)
     states = [store.load(session_id) for session_id in store.ids()]
     if as_json:
@@ -404,6 +429,9 @@ def sessions(root: Path, as_json: bool) -> None:
 @click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
 def show(session: str, root: Path, copy: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
+    from .session import SessionStore
+    from .turn import ensure_outbox
+
     store = SessionStore(root)
     state = store.load(store.resolve(session))
     if state.is_complete:
@@ -431,7 +459,9 @@ def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
 
 
 def _watch(run: _Run, session_id: str) -> None:
-    from .watcher import session_watcher  # watchdog is slow to import; only watching needs it
+    from .session import SessionError
+    from .turn import ensure_outbox, recover
+    from .watcher import session_watcher
 
     store = run.store
     options = run.turn_options()
@@ -489,6 +519,8 @@ def _print_result(result: CommandResult) -> None:
 
 
 def _print_turn(run: _Run, report: TurnReport) -> None:
+    from .commands import plural
+
     for note in report.notes:
         console.print(_text(note, style="yellow"))
     if report.skipped:

@@ -13,14 +13,16 @@ import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .commands import CommandResult
 from .fsio import atomic_write
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 SESSION_ID = re.compile(r"^[0-9a-f]{8}$")
 
@@ -196,13 +198,17 @@ class SessionStore:
 
     def lock(self, session_id: str) -> FileLock:
         """The session's lock; acquire it with :func:`hold` for one watcher or step at a time."""
+        from filelock import FileLock  # imported here: `sessions` and `--help` never lock
+
         return FileLock(self.sessions / f".{session_id}.lock")
 
     def hold(self, session_id: str) -> FileLock:
+        import filelock
+
         lock = self.lock(session_id)
         try:
             lock.acquire(timeout=0)
-        except Timeout:
+        except filelock.Timeout:
             raise SessionError(
                 f"Session {session_id} is already being watched or stepped by another "
                 f"codingagent process (lock file {lock.lock_file}); stop that one first"
