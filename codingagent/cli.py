@@ -98,6 +98,16 @@ def tuning_options(command: Callable) -> Callable:
         click.option("--max-reply-bytes", type=int, help="Larger replies are not run."),
         click.option("--max-turns", type=int, help="Stop the session after this many turns."),
         click.option("--copy/--no-copy", "clipboard", default=None, help="Copy new prompts."),
+        click.option(
+            "--sandbox",
+            type=click.Choice(["auto", "bwrap", "none"]),
+            help="RUN_COMMAND inside bubblewrap (auto: when it works here).",
+        ),
+        click.option(
+            "--commands",
+            type=click.Choice(["allow", "ask", "deny"]),
+            help="RUN_COMMAND approval (default: ask without a sandbox on a terminal).",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -125,14 +135,30 @@ class _Run:
         return cls(SessionStore(root), load_settings(Path(root), flags))
 
     def turn_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``apply_reply``/``recover``."""
-        from .shell import Shell
+        """Keyword arguments for ``apply_reply``/``recover``; says which sandbox is active."""
+        from .settings import SettingsError
+        from .shell import SandboxUnavailable, Shell, default_approval
 
-        shell = Shell(timeout=self.settings.command_timeout, max_output=self.settings.max_output)
+        settings = self.settings
+        try:
+            shell = Shell(
+                timeout=settings.command_timeout,
+                max_output=settings.max_output,
+                sandbox=settings.sandbox,
+                read_only=self.store.agent_dirs,
+            )
+        except SandboxUnavailable as e:
+            raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
+        policy = settings.commands or default_approval(shell.sandbox_layer, sys.stdin.isatty())
+        if policy == "deny":
+            shell.approve = lambda command: False
+        console.print(
+            _text(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}", style="dim")
+        )
         return {
-            "shell": _ConsoleShell(shell),
+            "shell": _ConsoleShell(shell, ask=policy == "ask"),
             "on_result": _print_result,
-            "max_reply_bytes": self.settings.max_reply_bytes,
+            "max_reply_bytes": settings.max_reply_bytes,
         }
 
     def check_turn_limit(self, state: SessionState) -> None:
@@ -175,18 +201,34 @@ class _Run:
 
 
 class _ConsoleShell:
-    """The Shell, with a spinner on the console while a command runs."""
+    """The Shell, with a spinner on the console while a command runs, and the user's y/n
+    before each command when approval is ``ask``."""
 
-    def __init__(self, shell: Shell) -> None:
+    def __init__(self, shell: Shell, ask: bool) -> None:
         self._shell = shell
+        self._status: Any = None
+        if ask:
+            shell.approve = self._confirm
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shell, name)
 
     def run(self, command: str, cwd: Path) -> Any:
         first = (command.strip().splitlines() or [""])[0]
-        with console.status(_text(f"Running {_shorten(first, 60)}")):
+        with console.status(_text(f"Running {_shorten(first, 60)}")) as status:
+            self._status = status
             return self._shell.run(command, cwd)
+
+    def _confirm(self, command: str) -> bool:
+        self._status.stop()
+        console.print(_text("The LLM wants to run:", style="bold yellow"))
+        console.print(_text(command))
+        try:
+            answer = click.confirm("Run it?", default=False, err=True)
+        except click.Abort:  # no answer (end of input): not approved
+            answer = False
+        self._status.start()
+        return answer
 
 
 def copy_to_clipboard(text: str) -> str | None:
@@ -444,6 +486,56 @@ def show(session: str, root: Path, copy: bool) -> None:
         console.print(
             _text("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
         )
+
+
+@main.command()
+@root_option
+def doctor(root: Path) -> None:
+    """Say what works on this machine: sandbox, file events, clipboard, settings, versions."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .settings import load_settings
+    from .shell import default_approval, sandbox_status
+    from .watcher import backend_name
+
+    settings = load_settings(root)
+    layer, reason = sandbox_status(settings.sandbox)
+    tty = sys.stdin.isatty()
+    approval = settings.commands or default_approval(layer, tty)
+    clipboard = copy_to_clipboard_probe()
+    rows = [
+        (
+            "codingagent",
+            f"{__version__} on Python {platform.python_version()}, {platform.platform()}",
+        ),
+        ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
+        ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
+        ("clipboard", clipboard or "available"),
+    ]
+    rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
+    for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):
+        try:
+            rows.append((package, version(package)))
+        except PackageNotFoundError:
+            rows.append((package, "not installed"))
+    width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        click.echo(f"{key:<{width}}  {value}")
+
+
+def copy_to_clipboard_probe() -> str | None:
+    """Why there is no usable clipboard, or None; reads it, never changes it."""
+    try:
+        import pyperclip
+    except ImportError:
+        return "pyperclip is not installed"
+    try:
+        pyperclip.paste()
+    except pyperclip.PyperclipException:
+        return _NO_CLIPBOARD
+    return None
 
 
 # --- watching --------------------------------------------------------------------------

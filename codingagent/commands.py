@@ -6,6 +6,7 @@ reply where the command's opening tag stands, so errors can point the LLM at it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +28,7 @@ class CreateFile(_Command):
     kind: Literal["CREATE_FILE"] = "CREATE_FILE"
     path: str
     content: str
+    fence_removed: bool = False  # the body was wrapped in a code fence, which was removed
 
 
 class EditFile(_Command):
@@ -35,6 +37,7 @@ class EditFile(_Command):
     start_line: int
     end_line: int
     content: str
+    fence_removed: bool = False
 
 
 class DeleteFile(_Command):
@@ -45,6 +48,37 @@ class DeleteFile(_Command):
 class ReadFile(_Command):
     kind: Literal["READ_FILE"] = "READ_FILE"
     path: str
+    start_line: int | None = None  # protocol 1.1: only some lines (None: from the first)
+    end_line: int | None = None  # (None: to the last)
+
+
+class ReplaceBlock(BaseModel):
+    """One SEARCH/REPLACE block: lines to find (verbatim, each ending in a newline) and the
+    lines to put in their place."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int = Field(ge=1, description="1-based reply line of the block's SEARCH marker")
+    search: str
+    replace: str
+
+
+class Replace(_Command):
+    """Content-anchored edit (protocol 1.1): blocks applied in order, all or nothing."""
+
+    kind: Literal["REPLACE"] = "REPLACE"
+    path: str
+    blocks: tuple[ReplaceBlock, ...]
+
+
+class Search(_Command):
+    """Grep the workspace (protocol 1.1); the hits are shown in the next outbox."""
+
+    kind: Literal["SEARCH"] = "SEARCH"
+    query: str
+    glob: str | None = None
+    regex: bool = False
+    case_sensitive: bool = False
 
 
 class RunCommand(_Command):
@@ -75,14 +109,61 @@ class ParseError(_Command):
 
 
 Command = Annotated[
-    CreateFile | EditFile | DeleteFile | ReadFile | RunCommand | Message | Done | ParseError,
+    CreateFile
+    | EditFile
+    | DeleteFile
+    | ReadFile
+    | Replace
+    | Search
+    | RunCommand
+    | Message
+    | Done
+    | ParseError,
     Field(discriminator="kind"),
 ]
+
+
+class FileRange(BaseModel):
+    """A READ_FILE request for some lines of a file (``None``: from the start, to the end)."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+# A file the LLM asked to see: its path alone (the whole file, as in protocol 1.0, so 1.0 state
+# files still load), or a FileRange when it asked for some lines.
+ReadRequest = str | FileRange
 
 
 def plural(n: int, noun: str) -> str:
     """``1 line``, ``3 lines``: counts in result lines and the console."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of a file as EDIT_FILE counts them: only ``\\n`` ends a line (not form feeds
+    or other separators ``str.splitlines`` knows), and a final newline starts no new line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def numbered(lines: Sequence[str], first: int) -> list[str]:
+    """File lines as the LLM is shown them: ``  12 | code``, numbered from ``first``.
+
+    The numbers are right-aligned (at least four wide) so the text lines up. A line's own
+    trailing ``\\r`` (CRLF files) is not shown, and an empty line gets no trailing space.
+    """
+    width = max(4, len(str(first + len(lines) - 1)))
+    shown = []
+    for number, line in enumerate(lines, first):
+        text = line.removesuffix("\r")
+        shown.append(f"{number:>{width}} | {text}" if text else f"{number:>{width}} |")
+    return shown
 
 
 class CommandResult(BaseModel):

@@ -1,16 +1,32 @@
 """The one way this project writes a file: atomically.
 
 Every writer (workspace files, outbox prompts, session state, history) goes through
-:func:`atomic_write`, so a reader never sees half a file and a crash leaves either the old
-content or the new one.
+:func:`atomic_write_at`, usually by way of :func:`atomic_write`, so a reader never sees half a
+file and a crash leaves either the old content or the new one.
+
+:func:`atomic_write_at` names the file by an open folder and a bare name, so the sandbox can
+write through the folder descriptors it walked (no path is ever looked up again, so no symlink
+swapped in meanwhile can redirect the write).  Where the OS has no directory descriptors
+(Windows) the folder is a path string instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
+
+# A folder as the *at() calls take it: an open descriptor (POSIX) or a path (Windows).
+Folder = int | str
+
+_DIR_FDS = os.open in os.supports_dir_fd
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
 
 def _read_umask() -> int:
@@ -23,15 +39,23 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def _fsync_dir(folder: Path) -> None:
-    # Directories cannot be opened for fsync on Windows; there the rename is already durable.
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def at(folder: Folder, name: str) -> tuple[str, int | None]:
+    """``(path, dir_fd)`` arguments for an ``os`` call on ``name`` inside ``folder``."""
+    if isinstance(folder, int):
+        return name, folder
+    return os.path.join(folder, name), None
+
+
+def open_folder(path: str | Path) -> Folder:
+    """A folder to pass to :func:`atomic_write_at`; close it with :func:`close_folder`."""
+    if not _DIR_FDS:
+        return str(path)
+    return os.open(path, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+
+
+def close_folder(folder: Folder) -> None:
+    if isinstance(folder, int):
+        os.close(folder)
 
 
 def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None:
@@ -41,14 +65,25 @@ def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None
     new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``.
     """
     path = Path(path)
+    folder = open_folder(path.parent)
+    try:
+        atomic_write_at(folder, path.name, data, mode)
+    finally:
+        close_folder(folder)
+
+
+def atomic_write_at(folder: Folder, name: str, data: bytes | str, mode: int | None = None) -> None:
+    """:func:`atomic_write` of the file ``name`` in the open ``folder``.
+
+    The temp file is created with ``O_EXCL | O_NOFOLLOW`` and renamed over ``name`` within the
+    same folder, so neither step can follow a symlink; a hard link at ``name`` is replaced,
+    never written through.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8")
     if mode is None:
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        mode = _current_mode(folder, name)
+    tmp, fd = _create_temp(folder, name)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -56,9 +91,53 @@ def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        src, src_fd = at(folder, tmp)
+        dst, dst_fd = at(folder, name)
+        os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            path, dir_fd = at(folder, tmp)
+            os.unlink(path, dir_fd=dir_fd)
         raise
-    _fsync_dir(path.parent)
+    _fsync_folder(folder)
+
+
+def _current_mode(folder: Folder, name: str) -> int:
+    """The mode of the regular file ``name``, or what a new file gets (also in place of a
+    symlink, which is not followed)."""
+    path, dir_fd = at(folder, name)
+    try:
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0o666 & ~_UMASK
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else 0o666 & ~_UMASK
+
+
+def temp_names_of(name: str) -> tuple[str, str]:
+    """The prefix and suffix of the temp files :func:`atomic_write_at` makes for ``name``: what
+    a clean-up after a crash looks for.
+
+    The temp name is the file's name plus 14 characters; a name too long for that (over 200
+    bytes: file names stop at 255) is replaced by a short digest of it.
+    """
+    raw = os.fsencode(name)
+    stem = name if len(raw) <= 200 else hashlib.sha256(raw).hexdigest()[:16]
+    return f".{stem}.", ".tmp"
+
+
+def _create_temp(folder: Folder, name: str) -> tuple[str, int]:
+    prefix, suffix = temp_names_of(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+    while True:
+        tmp = f"{prefix}{secrets.token_hex(4)}{suffix}"
+        path, dir_fd = at(folder, tmp)
+        try:
+            return tmp, os.open(path, flags, 0o600, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+
+
+def _fsync_folder(folder: Folder) -> None:
+    # Directories cannot be opened for fsync on Windows; there the rename is already durable.
+    if isinstance(folder, int):
+        os.fsync(folder)

@@ -1,4 +1,4 @@
-"""Reply text -> commands: the tag grammar of protocol 1.0 plus the tolerances chat UIs need.
+"""Reply text -> commands: the tag grammar of protocol 1.1 and the tolerances chat UIs need.
 
 ``parse`` is pure and total (it never raises on a ``str``) and runs in time linear in the length
 of the reply: every line is looked at once, attributes are read by a hand-written loop over
@@ -6,6 +6,12 @@ anchored regexes whose adjacent parts cannot overlap, so nothing can backtrack.
 
 Everything the parser knows about a command lives in one row of ``_TAGS``; adding a command is
 one new row plus its model in ``commands.py``.
+
+Tolerances (SPEC 2.1): tags in any letter case, with single, double, curly or no quotes, spaces
+around ``=``; CRLF/CR line endings and a BOM; fence lines and prose around commands (they are
+just prose); tags wrapped in markdown emphasis or inline code (``**[DONE]**``) or escaped by a
+markdown renderer (``\\[CREATE\\_FILE path="a"\\]``); and one code fence wrapping a file body,
+which is removed (the command says so, and the executor tells the LLM).
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from codingagent.commands import (
     Command,
@@ -25,7 +30,10 @@ from codingagent.commands import (
     Message,
     ParseError,
     ReadFile,
+    Replace,
+    ReplaceBlock,
     RunCommand,
+    Search,
 )
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -34,36 +42,181 @@ _ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _UNQUOTED_VALUE = re.compile(r"[^\s\]]+")
 _SPACES = re.compile(r"\s*")
 _WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
+_MARKDOWN_ESCAPE = re.compile(r"\\([\[\]_*`])")
+_FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
+_SEARCH_MARK = re.compile(r"<{5,9} ?SEARCH", re.IGNORECASE)
+_DIVIDER = re.compile(r"={5,9}")
+_REPLACE_MARK = re.compile(r">{5,9} ?REPLACE", re.IGNORECASE)
+_ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
+_ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
+_ECHO_CHARS = 20_000  # how far into the reply the session/sequence echo is looked for
 _BOM = "\ufeff"
+_EMPHASIS = "*_`"
+# Opening quote -> the characters that close it. Chat UIs turn straight quotes into curly ones.
+_QUOTES = {
+    '"': '"',
+    "'": "'",
+    "\u201c": '\u201d\u201c"',  # “ ... ”
+    "\u201d": '\u201d\u201c"',  # ” ... ”
+    "\u201e": '\u201d\u201c"',  # „ ... “
+    "\u2018": "\u2019\u2018",  # ‘ ... ’
+    "\u2019": "\u2019\u2018",  # ’ ... ’
+    "\u201a": "\u2019\u2018",  # ‚ ... ‘
+}
+_TRUE = frozenset({"true", "yes", "1", "on"})
+_FALSE = frozenset({"false", "no", "0", "off"})
 _CLIP = 60
 _UNCLOSED = "no closing [/{name}] tag; this command and the rest of the reply were ignored"
+_BLOCK_HELP = (
+    "write <<<<<<< SEARCH, the lines to find, =======, the lines to put instead, >>>>>>> REPLACE"
+)
 
 
-def _file_body(lines: list[str]) -> str:
-    """File content is verbatim: every line keeps its indentation and gets its newline back."""
-    return "".join(f"{line}\n" for line in lines)
+class _TagError(Exception):
+    """An opening tag that cannot be read; it becomes a ParseError in the command's place."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
-def _command_body(lines: list[str]) -> str:
-    """A shell command loses only the blank lines around it; inner lines stay as written."""
+# --- bodies --------------------------------------------------------------------------------
+
+
+def _fence(line: str) -> tuple[str, str] | None:
+    """``(marker, info string)`` if ``line`` is a markdown code fence (```` ```python ````)."""
+    match = _FENCE.fullmatch(line.strip())
+    if match is None:
+        return None
+    marker, info = match.groups()
+    if marker[0] == "`" and "`" in info:
+        return None  # ```x``` is inline code, not a fence
+    return marker, info.strip()
+
+
+def _trim_blank_edges(lines: list[str]) -> list[str]:
     start, end = 0, len(lines)
     while start < end and not lines[start].strip():
         start += 1
     while end > start and not lines[end - 1].strip():
         end -= 1
-    return "\n".join(lines[start:end])
+    return lines[start:end]
 
 
-def _text_body(lines: list[str]) -> str:
+def _unfence(lines: list[str]) -> list[str] | None:
+    """The lines inside one code fence that wraps all of ``lines``, or None if there is none.
+
+    Blank lines around the fence go with it. The fence must really wrap the body: a body that
+    starts with one code block and ends with another (``` a ``` text ``` b ```) is left alone.
+    Fences inside must open with an info string (```` ```bash ````) and be closed.
+    """
+    body = _trim_blank_edges(lines)
+    if len(body) < 2:
+        return None
+    opening, closing = _fence(body[0]), _fence(body[-1])
+    if opening is None or closing is None or closing[1]:
+        return None
+    marker = opening[0]
+    if closing[0][0] != marker[0] or len(closing[0]) < len(marker):
+        return None
+    inner = body[1:-1]
+    return inner if _fences_balanced(inner, marker) else None
+
+
+def _fences_balanced(lines: list[str], outer: str) -> bool:
+    """Whether every fence in ``lines`` that could close ``outer`` closes an inner block."""
+    inside = False
+    for line in lines:
+        fence = _fence(line)
+        if fence is None or fence[0][0] != outer[0] or len(fence[0]) < len(outer):
+            continue
+        if fence[1]:
+            inside = True
+        elif inside:
+            inside = False
+        else:
+            return False  # a bare fence outside any inner block would close the outer one
+    return not inside
+
+
+def _lines_text(lines: list[str]) -> str:
+    """File content is verbatim: every line keeps its indentation and gets its newline back."""
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _file_body(lines: list[str], first_line: int) -> dict[str, object]:
+    """A file's content; one code fence around all of it is removed, and that is recorded."""
+    inner = _unfence(lines)
+    if inner is None:
+        return {"content": _lines_text(lines)}
+    return {"content": _lines_text(inner), "fence_removed": True}
+
+
+def _command_body(lines: list[str], first_line: int) -> dict[str, object]:
+    """A shell command loses the blank lines around it and a code fence wrapping it (a fence
+    line would be run as a command); inner lines stay as written."""
+    lines = _trim_blank_edges(lines)
+    inner = _unfence(lines)
+    return {"command": "\n".join(_trim_blank_edges(inner) if inner is not None else lines)}
+
+
+def _text_body(field: str) -> Callable[[list[str], int], dict[str, object]]:
     """Messages and summaries are prose: surrounding whitespace carries no meaning."""
-    return "\n".join(lines).strip()
+
+    def render(lines: list[str], first_line: int) -> dict[str, object]:
+        return {field: "\n".join(lines).strip()}
+
+    return render
 
 
-class _Body(NamedTuple):
-    """How a body command turns its body lines into one model field."""
+def _replace_body(lines: list[str], first_line: int) -> dict[str, object]:
+    """The SEARCH/REPLACE blocks of a REPLACE body; blank and fence lines between blocks are
+    ignored, any other text there is an error (the edit it belongs to is unclear)."""
+    blocks: list[ReplaceBlock] = []
+    search: list[str] = []
+    replace: list[str] = []
+    section: list[str] | None = None
+    start = 0
+    for number, line in enumerate(lines, first_line):
+        mark = line.strip()
+        if section is None:
+            if _SEARCH_MARK.fullmatch(mark):
+                start, search, replace = number, [], []
+                section = search
+            elif mark and _fence(line) is None:
+                raise _TagError(
+                    f"reply line {number}: text outside a SEARCH/REPLACE block "
+                    f"('{_clip(mark)}'); {_BLOCK_HELP}"
+                )
+        elif section is search:
+            if _DIVIDER.fullmatch(mark):
+                section = replace
+            elif _REPLACE_MARK.fullmatch(mark) or _SEARCH_MARK.fullmatch(mark):
+                raise _TagError(f"the block at reply line {start} has no ======= line")
+            else:
+                search.append(line)
+        elif _REPLACE_MARK.fullmatch(mark):
+            blocks.append(
+                ReplaceBlock(line=start, search=_lines_text(search), replace=_lines_text(replace))
+            )
+            section = None
+        elif _SEARCH_MARK.fullmatch(mark):
+            raise _TagError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
+        else:
+            replace.append(line)
+    if section is not None:
+        raise _TagError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
+    if not blocks:
+        raise _TagError(f"no SEARCH/REPLACE block; {_BLOCK_HELP}")
+    return {"blocks": tuple(blocks)}
 
-    field: str
-    render: Callable[[list[str]], str]
+
+@dataclass(frozen=True)
+class _Body:
+    """How a body command turns its body lines (and the reply line of the first one) into
+    model fields; it may raise _TagError."""
+
+    render: Callable[[list[str], int], dict[str, object]]
     closing_optional: bool = False
 
 
@@ -73,33 +226,33 @@ class _TagSpec:
 
     model: Callable[..., Command]
     required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
     integers: frozenset[str] = frozenset()
+    booleans: frozenset[str] = frozenset()
     body: _Body | None = None
 
 
+_LINES = frozenset({"start_line", "end_line"})
+
 _TAGS: dict[str, _TagSpec] = {
-    "CREATE_FILE": _TagSpec(CreateFile, ("path",), body=_Body("content", _file_body)),
+    "CREATE_FILE": _TagSpec(CreateFile, ("path",), body=_Body(_file_body)),
     "EDIT_FILE": _TagSpec(
-        EditFile,
-        ("path", "start_line", "end_line"),
-        integers=frozenset({"start_line", "end_line"}),
-        body=_Body("content", _file_body),
+        EditFile, ("path", "start_line", "end_line"), integers=_LINES, body=_Body(_file_body)
     ),
+    "REPLACE": _TagSpec(Replace, ("path",), body=_Body(_replace_body)),
     "DELETE_FILE": _TagSpec(DeleteFile, ("path",)),
-    "READ_FILE": _TagSpec(ReadFile, ("path",)),
-    "RUN_COMMAND": _TagSpec(RunCommand, body=_Body("command", _command_body)),
-    "MESSAGE": _TagSpec(Message, body=_Body("text", _text_body)),
+    "READ_FILE": _TagSpec(ReadFile, ("path",), ("start_line", "end_line"), integers=_LINES),
+    "SEARCH": _TagSpec(
+        Search,
+        ("query",),
+        ("glob", "regex", "case_sensitive"),
+        booleans=frozenset({"regex", "case_sensitive"}),
+    ),
+    "RUN_COMMAND": _TagSpec(RunCommand, body=_Body(_command_body)),
+    "MESSAGE": _TagSpec(Message, body=_Body(_text_body("text"))),
     # LLMs often end a reply with a bare [DONE]; the rest of the reply is then the summary.
-    "DONE": _TagSpec(Done, body=_Body("summary", _text_body, closing_optional=True)),
+    "DONE": _TagSpec(Done, body=_Body(_text_body("summary"), closing_optional=True)),
 }
-
-
-class _TagError(Exception):
-    """An opening tag that cannot be read; it becomes a ParseError in the command's place."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -131,6 +284,23 @@ def parse(text: str) -> list[Command]:
     return commands
 
 
+def reply_echo(text: str) -> tuple[str | None, int | None]:
+    """The session id and sequence number the reply says it answers (``Session: <id>
+    Sequence: <n>``, as the PROTOCOL asks), each None if not given.
+
+    Only the text before the first command counts: a file body may well contain such words.
+    """
+    session = sequence = None
+    for line in _LINE_BREAK.split(text.removeprefix(_BOM)[:_ECHO_CHARS]):
+        if _opening_tag(_tag_text(line), 1) is not None:
+            break
+        if session is None and (found := _ECHO_SESSION.search(line)):
+            session = found.group(1).lower()
+        if sequence is None and (found := _ECHO_SEQUENCE.search(line)):
+            sequence = int(found.group(1))
+    return session, sequence
+
+
 class _Reply:
     """The reply's lines, with every opening and closing tag found in one pass up front.
 
@@ -143,10 +313,11 @@ class _Reply:
         self.openings: dict[int, _Opening] = {}
         self.closings: dict[str, list[int]] = {name: [] for name in _TAGS}
         for index, line in enumerate(lines):
-            opening = _opening_tag(line, index + 1)
+            text = _tag_text(line)
+            opening = _opening_tag(text, index + 1)
             if opening is not None:
                 self.openings[index] = opening
-            name = _closing_name(line.strip())
+            name = _closing_name(text)
             if name is not None:
                 self.closings[name].append(index)
         self.opening_lines = sorted(self.openings)
@@ -163,6 +334,25 @@ class _Reply:
         return self.opening_lines[at] if at < len(self.opening_lines) else len(self.lines)
 
 
+def _tag_text(line: str) -> str:
+    r"""The trimmed line, with what chat UIs put around a tag undone.
+
+    ``**[DONE]**`` and `` `[READ_FILE path="a"]` `` lose the emphasis or inline-code marks
+    (at most three, and only when a ``[`` follows them); ``\[CREATE\_FILE path="a"\]``, as
+    some UIs escape markdown, loses its backslashes. Other lines come back just trimmed.
+    """
+    text = line.strip()
+    if not text or text[0] not in "*_`\\":
+        return text
+    marks = len(text) - len(text.lstrip(_EMPHASIS))
+    if 0 < marks <= 3 and text.startswith(("[", "\\["), marks):
+        lead = text[:marks]
+        text = text[marks:].removesuffix(lead[::-1]).rstrip()
+    if text.startswith("\\["):
+        text = _MARKDOWN_ESCAPE.sub(r"\1", text)
+    return text
+
+
 def _closing_name(text: str) -> str | None:
     """``NAME`` if ``text`` is exactly a closing tag ``[/NAME]`` of a known command."""
     if not (text.startswith("[/") and text.endswith("]") and text.isascii()):
@@ -171,9 +361,9 @@ def _closing_name(text: str) -> str | None:
     return name if name in _TAGS else None
 
 
-def _opening_tag(line: str, line_number: int) -> _Opening | None:
-    """The opening tag on ``line``, if the trimmed line starts with ``[`` and a known name."""
-    text = line.strip()
+def _opening_tag(text: str, line_number: int) -> _Opening | None:
+    """The opening tag ``text`` (a line as :func:`_tag_text` left it) starts, if it starts with
+    ``[`` and a known name."""
     match = _TAG_NAME.match(text)
     if match is None:
         return None
@@ -202,10 +392,16 @@ def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command
     except _TagError as exc:
         rest, fields, error = None, {}, exc.message
     if spec.body is not None:
-        body, index, closed = _read_body(opening, rest, reply, index, spec.body.closing_optional)
+        body, first_line, index, closed = _read_body(
+            opening, rest, reply, index, spec.body.closing_optional
+        )
         if not closed and not spec.body.closing_optional:
             return _error(opening, _UNCLOSED.format(name=opening.name)), index
-        fields[spec.body.field] = spec.body.render(body)
+        if error is None:
+            try:
+                fields |= spec.body.render(body, first_line)
+            except _TagError as exc:
+                error = exc.message
     if error is not None:
         return _error(opening, error), index
     return spec.model(line=opening.line, **fields), index
@@ -239,7 +435,7 @@ def _scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
 
 
 def _scan_attribute(tag: str, start: int) -> tuple[str, str, int]:
-    """Read one ``key=value`` (value double-, single- or un-quoted) starting at ``start``."""
+    """Read one ``key=value`` (value quoted in any way _QUOTES knows, or unquoted)."""
     name = _ATTRIBUTE_NAME.match(tag, start)
     if name is None:
         raise _malformed(tag, start)
@@ -247,10 +443,12 @@ def _scan_attribute(tag: str, start: int) -> tuple[str, str, int]:
     if pos == len(tag) or tag[pos] != "=":
         raise _malformed(tag, start)
     pos = _skip_spaces(tag, pos + 1)
-    if pos < len(tag) and tag[pos] in "\"'":
-        close = tag.find(tag[pos], pos + 1)
-        if close < 0:
+    closers = _QUOTES.get(tag[pos]) if pos < len(tag) else None
+    if closers is not None:
+        ends = [at for at in (tag.find(c, pos + 1) for c in closers) if at >= 0]
+        if not ends:
             raise _malformed(tag, start)
+        close = min(ends)
         return name.group().lower(), tag[pos + 1 : close], close + 1
     value = _UNQUOTED_VALUE.match(tag, pos)
     if value is None:
@@ -277,14 +475,26 @@ def _clip(text: str) -> str:
 
 
 def _fields(spec: _TagSpec, attributes: dict[str, str]) -> dict[str, object]:
-    """The model fields from the attributes: required ones present, integers converted."""
+    """The model fields from the attributes: required ones present, values converted.
+
+    Attributes the table does not know are ignored: LLMs add their own (``why="..."``).
+    """
     fields: dict[str, object] = {}
     for key in spec.required:
         if key not in attributes:
             raise _TagError(f"missing required attribute '{key}'")
-        value = attributes[key]
-        fields[key] = _whole_number(key, value) if key in spec.integers else value
+    for key in (*spec.required, *spec.optional):
+        if key in attributes:
+            fields[key] = _convert(spec, key, attributes[key])
     return fields
+
+
+def _convert(spec: _TagSpec, key: str, value: str) -> object:
+    if key in spec.integers:
+        return _whole_number(key, value)
+    if key in spec.booleans:
+        return _boolean(key, value)
+    return value
 
 
 def _whole_number(key: str, value: str) -> int:
@@ -297,35 +507,45 @@ def _whole_number(key: str, value: str) -> int:
         raise error from None
 
 
+def _boolean(key: str, value: str) -> bool:
+    word = value.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise _TagError(f"attribute '{key}' must be true or false, got '{_clip(value)}'")
+
+
 def _read_body(
     opening: _Opening, rest: str | None, reply: _Reply, index: int, closing_optional: bool
-) -> tuple[list[str], int, bool]:
+) -> tuple[list[str], int, int, bool]:
     """Collect the body of a body command up to its closing tag.
 
     ``rest`` is the text after the tag's ``]``, or None if the tag could not be read (then
     only a closing tag at the end of the tag's own line makes it a single-line command).
-    Returns the body lines, the index after the command and whether a closing tag was found.
-    Without one, a command whose closing tag is optional (DONE) ends where the next command
-    begins; any other runs to the end of the reply.
+    Returns the body lines, the reply line number of the first of them, the index after the
+    command and whether a closing tag was found. Without one, a command whose closing tag is
+    optional (DONE) ends where the next command begins; any other runs to the end of the reply.
     """
     closing = f"[/{opening.name}]"
     if rest is None:
         if _ends_with_tag(opening.text, closing):
-            return [], index, True
+            return [], opening.line, index, True
         first: list[str] = []
     else:
         rest = rest.strip()
         if _ends_with_tag(rest, closing):
             inline = rest[: -len(closing)].strip()
-            return ([inline] if inline else []), index, True
+            return ([inline] if inline else []), opening.line, index, True
         first = [rest] if rest else []
+    first_line = opening.line if first else opening.line + 1
     end = reply.next_closing(opening.name, index)
     if end is not None:
-        return first + reply.lines[index:end], end + 1, True
+        return first + reply.lines[index:end], first_line, end + 1, True
     if closing_optional:
         end = reply.next_opening(index)
-        return first + reply.lines[index:end], end, False
-    return first + reply.lines[index:], len(reply.lines), False
+        return first + reply.lines[index:end], first_line, end, False
+    return first + reply.lines[index:], first_line, len(reply.lines), False
 
 
 def _ends_with_tag(text: str, tag: str) -> bool:

@@ -1,7 +1,12 @@
 """Render the outbox: the one self-contained prompt the user pastes into a chat LLM.
 
 Pure: values in, text out. The layout is the protocol document's, section for section:
-HEADER, PROTOCOL, CONTEXT (workspace files, previous results, requested files), PROMPT.
+HEADER, PROTOCOL, CONTEXT (workspace files, previous results, requested files, search
+results), PROMPT.
+
+Requested files are shown with line numbers (``  12 | code``, SPEC 2.4), numbered exactly as
+EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most ``VIEW_LINES`` lines
+and ``FILE_VIEW_CAP`` characters, with a note saying how to see the rest.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT
+from .commands import file_lines, numbered
+from .protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
 
 if TYPE_CHECKING:
     from .session import SessionState
@@ -19,15 +25,24 @@ NO_COMMANDS_NOTE = (
     "(no commands were found in your last reply; write them as tags at the start of a line, "
     "as the PROTOCOL section shows)"
 )
+VIEW_LINES = 400  # lines of one file shown at a time
+FILE_VIEW_CAP = 100_000  # characters of one file shown at a time
 
 
 @dataclass(frozen=True)
 class FileView:
-    """A requested file: its text, or ``None`` and a note saying why it is not shown."""
+    """A requested file: its text, or ``None`` and a note saying why it is not shown.
+
+    ``start_line``/``end_line`` are the lines the LLM asked for (``None``: from the first, to
+    the last). With a text, ``note`` is said after the lines (e.g. that the file was too big
+    to read whole).
+    """
 
     path: str
     text: str | None
     note: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +71,10 @@ def estimate_tokens(text: str) -> int:
 
 def _header(state: SessionState) -> str:
     task = " ".join(state.task.split())
-    return f"Session: {state.session_id}\nSequence: {state.sequence_number}\nTask: {task}"
+    return (
+        f"Session: {state.session_id}\nSequence: {state.sequence_number}\nTask: {task}\n"
+        f"Protocol: {PROTOCOL_VERSION}"
+    )
 
 
 def _context(state: SessionState, context: OutboxContext) -> str:
@@ -68,6 +86,8 @@ def _context(state: SessionState, context: OutboxContext) -> str:
         parts.append(
             "## Requested File Contents\n" + "\n".join(map(_file_view, context.file_views))
         )
+    if state.search_results:
+        parts.append("## Search Results\n" + "\n\n".join(state.search_results))
     return "\n\n".join(parts)
 
 
@@ -81,8 +101,47 @@ def _listing(context: OutboxContext) -> str:
 
 
 def _file_view(view: FileView) -> str:
-    if view.text is None:
-        body = f"({view.note})\n"
-    else:
-        body = view.text if view.text.endswith("\n") or not view.text else view.text + "\n"
-    return f"--- {view.path} ---\n{body}--- end {view.path} ---"
+    body = [f"({view.note})"] if view.text is None else _numbered_window(view)
+    return "\n".join([f"--- {view.path} ---", *body, f"--- end {view.path} ---"])
+
+
+def _numbered_window(view: FileView) -> list[str]:
+    """The lines the LLM asked for, numbered, at most one window of them, and notes."""
+    assert view.text is not None
+    lines = file_lines(view.text)
+    notes = [view.note] if view.note else []
+    start = view.start_line or 1
+    if not lines:
+        return ["(empty file)", *_notes(notes)]
+    if start > len(lines):
+        return [f"(the file has {_lines(len(lines))}; nothing to show from line {start})"]
+    stop = min(len(lines), view.end_line or len(lines), start + VIEW_LINES - 1)
+    shown: list[str] = []
+    budget = FILE_VIEW_CAP
+    for number in range(start, stop + 1):
+        line = lines[number - 1]
+        if len(line) > budget:
+            if not shown:  # one huge line: show its head rather than nothing
+                shown.append(line[:budget])
+                notes.append(
+                    f"line {number} has {len(line):,} characters; only its first "
+                    f"{budget:,} are shown"
+                )
+            break
+        budget -= len(line)
+        shown.append(line)
+    last = start + len(shown) - 1
+    if last < len(lines):
+        notes.append(
+            f"{len(lines) - last:,} more {'line' if len(lines) - last == 1 else 'lines'} below; "
+            f'READ_FILE with start_line="{last + 1}" to see them'
+        )
+    return [*numbered(shown, start), *_notes(notes)]
+
+
+def _notes(notes: list[str]) -> list[str]:
+    return [f"({note})" for note in notes]
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} line" if n == 1 else f"{n:,} lines"

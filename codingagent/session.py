@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from .commands import CommandResult
+from .commands import CommandResult, ReadRequest
 from .fsio import atomic_write
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ class SessionState(BaseModel):
     """One session, as stored in ``sessions/{sessionId}.json``.
 
     The first eight fields are the protocol document's; ``workspace`` (absolute path of the
-    folder the LLM works on) and ``summary`` (the DONE text) are ours.
+    folder the LLM works on), ``summary`` (the DONE text), ``shown_files`` and
+    ``search_results`` are ours.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -51,9 +52,15 @@ class SessionState(BaseModel):
     created_at: datetime = Field(default_factory=utc_now)
     updated_at: datetime = Field(default_factory=utc_now)
     last_results: list[CommandResult] = Field(default_factory=list)
-    read_file_requests: list[str] = Field(default_factory=list)
+    # A plain path (protocol 1.0) or a path with a line range (1.1).
+    read_file_requests: list[ReadRequest] = Field(default_factory=list)
     workspace: str
     summary: str | None = None
+    # Protocol 1.1: sha256 of each file's content as the LLM last saw it (in a file view, or as
+    # it wrote it), keyed by workspace path, to warn when EDIT_FILE line numbers may be stale.
+    shown_files: dict[str, str] = Field(default_factory=dict)
+    # Protocol 1.1: the text blocks of the last reply's SEARCH commands, shown in the next outbox.
+    search_results: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -1,72 +1,240 @@
-"""Running one RUN_COMMAND: scrubbed environment, bounded capture, timeout, tree kill.
+"""Running one RUN_COMMAND: approval, sandbox, limits, scrubbed environment, bounded capture,
+timeout, tree kill.
 
-The command comes from the LLM, so nothing it starts may outlive it: it runs in its own
-process group (POSIX), and when it ends or times out the whole group is killed, together with
-any process that left the group but still carries this run's tag in its environment (Linux).
+The command comes from the LLM, so nothing it starts may outlive it, and (where bubblewrap
+works) it sees the machine read-only, without network, with a private ``/tmp`` and home:
+
+    agent ── [bwrap ──] runner ── /bin/sh -c COMMAND ── ...
+
+- ``bwrap`` (the sandbox layer, when active): read-only root, the workspace bound writable, tmpfs
+  on ``/tmp``, ``$TMPDIR`` and ``$HOME`` (tool folders found there, such as ``PATH`` entries and
+  the Python installation, are bound back read-only), no network, own PID, IPC and UTS
+  namespaces, no capabilities (root included), a new session, dies with the agent.
+- ``runner`` (:mod:`codingagent._runner`): sets the resource limits, is the child subreaper
+  that kills everything the command left behind, and reports how the shell ended.  It runs
+  in its own session and process group, which the agent signals on timeout: SIGTERM, a grace
+  period, SIGKILL.  If the runner itself was killed (by the command), processes tagged with
+  this run's id in their environment are hunted down from /proc as a last resort.
+
 Output is read incrementally and only a head and a tail are kept, so a command that prints
 gigabytes costs a few kilobytes of memory.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
+import functools
+import math
 import os
+import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 _POSIX = os.name == "posix"
+_LINUX = sys.platform.startswith("linux")
 _CHUNK = 65536
-_POLL_S = 0.05  # how often the read loop checks whether the shell has exited
-_EXIT_GRACE_S = 0.2  # how long to keep reading after the shell exits, for its last output
-_TERM_GRACE_S = 1.0  # between SIGTERM and SIGKILL on timeout
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+_POLL_S = 0.05  # how often the read loop checks whether the command has exited
+_EXIT_GRACE_S = 0.2  # how long to keep reading after it exits, for its last output
+_TERM_GRACE_S = 1.0  # between SIGTERM and SIGKILL on timeout (the runner's own grace)
+_RUNNER_MARGIN_S = 1.0  # how much longer the runner may take to kill and report
+_PROBE_TIMEOUT_S = 10.0
 RUN_TAG = "CODINGAGENT_RUN_ID"
+
+_SHELL = "/bin/sh"
+# The runner needs only the standard library: the real interpreter (not a venv's symlink),
+# which stays visible inside the sandbox.
+_PYTHON = os.path.realpath(sys.executable)
+_RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-8")
+
+Sandbox = Literal["auto", "bwrap", "none"]
+SANDBOX_MODES: tuple[Sandbox, ...] = ("auto", "bwrap", "none")
+
+# The environment a command gets: these names (and prefixes), minus anything secret-looking.
+_ENV_NAMES = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ"),
+        *("TERM", "COLORTERM", "NO_COLOR", "TMPDIR", "TEMP", "TMP"),
+        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
+        *("NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
+        # Toolchains; their folders are also bound back into a sandboxed home.
+        *("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_ROOT", "PYENV_VERSION"),
+        *("CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "GOROOT", "GOPATH", "JAVA_HOME"),
+        # Windows needs these to start anything at all.
+        *("SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE"),
+        *("USERNAME", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES"),
+    }
+)
+_ENV_PREFIXES = ("LC_", "PYTHON", "PIP_")
+_TOOL_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME")
+_TOOL_VARS += ("NVM_DIR", "GOROOT", "GOPATH", "JAVA_HOME")
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE")
+_URL_CREDENTIALS = re.compile(r"://[^/\s]*@")  # https://user:password@host
+
+
+class SandboxUnavailable(Exception):
+    """``sandbox="bwrap"`` was asked for where bubblewrap does not work; ``str(e)`` says why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of every process a command starts (each process has its own)."""
+
+    # CPU seconds; None: the timeout times the number of CPUs, which a command killed at its
+    # timeout cannot reach, so it only ends a process that escaped the kill.
+    cpu_s: int | None = None
+    file_bytes: int | None = 1 << 30  # the largest file a command may write
+    # Processes of the whole user, not just this command's, so off unless asked for.
+    nproc: int | None = None
 
 
 @dataclass(frozen=True)
 class ShellResult:
     """What one command did, as far as the LLM needs to know."""
 
-    exit_code: int | None  # None when the command timed out; negative: killed by that signal
+    exit_code: int | None  # None when it timed out or was not run; negative: killed by a signal
     output: str  # stdout and stderr, interleaved as printed, possibly cut in the middle
     timed_out: bool
     duration_s: float
-    cut_chars: int  # how much was cut from the middle (counted in bytes, so approximate)
+    cut_chars: int  # characters cut from the middle of the output (UTF-8 characters)
+    approved: bool = True  # False: the user refused it and it did not run
 
 
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without anything that looks like a credential, so the LLM cannot print it."""
-    return {
-        name: value
-        for name, value in env.items()
-        if not name.upper().startswith("AWS_")
-        and not any(marker in name.upper() for marker in _SECRET_MARKERS)
-    }
+    """What a command may see of ``env``: allowlisted names only, and of those nothing that
+    looks like a credential (by name, ``AWS_*``, or a URL with a password in it)."""
+    return {name: value for name, value in env.items() if _env_allowed(name, value)}
+
+
+def _env_allowed(name: str, value: str) -> bool:
+    upper = name.upper()
+    if upper not in _ENV_NAMES and not upper.startswith(_ENV_PREFIXES):
+        return False
+    if upper.startswith("AWS_") or any(marker in upper for marker in _SECRET_MARKERS):
+        return False
+    return not _URL_CREDENTIALS.search(value)
+
+
+def default_approval(layer: str, stdin_is_tty: bool) -> Literal["ask", "allow"]:
+    """The ``--commands`` policy when none is configured (SPEC §4): ask only when no OS
+    sandbox contains the command and there is a person at the terminal to answer."""
+    return "ask" if layer == "none" and stdin_is_tty else "allow"
+
+
+def sandbox_status(mode: Sandbox = "auto") -> tuple[str, str]:
+    """Which layer ``mode`` gives here (``"bwrap"`` or ``"none"``) and, for people, why."""
+    if mode not in SANDBOX_MODES:
+        raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
+    if mode == "none":
+        return "none", "no OS sandbox (sandbox = none): commands run with your permissions"
+    if not _LINUX:
+        return "none", "no OS sandbox: bubblewrap needs Linux; commands run with your permissions"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "none", (
+            "no OS sandbox: bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap);"
+            " commands run with your permissions"
+        )
+    problem = _probe(bwrap)
+    if problem:
+        return "none", f"no OS sandbox: bubblewrap does not work here ({problem})"
+    return "bwrap", (
+        "bubblewrap: read-only system, writable workspace, private /tmp and home, no network,"
+        " own process namespace"
+    )
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """Run the sandbox once, as a command would run (cached for the process): None if it
+    works, else the first line of what went wrong."""
+    with tempfile.TemporaryDirectory() as folder:
+        argv = [*_bwrap_argv(bwrap, Path(folder), ()), _PYTHON, "-I", "-S", "-c", "pass"]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, env=scrub_env(os.environ)
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return str(e)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[0] if lines else f"exit code {done.returncode}"
+
+
+def _bwrap_argv(bwrap: str, workspace: Path, read_only: Iterable[Path]) -> list[str]:
+    """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    scratch = _scratch_dirs()
+    for folder in scratch:
+        argv += ["--tmpfs", folder]
+    for folder in _tool_dirs(scratch):
+        argv += ["--ro-bind-try", folder, folder]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for folder in read_only:
+        if folder.is_relative_to(workspace):
+            argv += ["--ro-bind-try", str(folder), str(folder)]
+    return [
+        *argv,
+        *("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
+        *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
+        *("--chdir", str(workspace), "--"),
+    ]
+
+
+def _scratch_dirs() -> list[str]:
+    """The folders a sandboxed command gets an empty, private tmpfs on: /tmp, $TMPDIR, $HOME."""
+    found: list[str] = []
+    for folder in ("/tmp", os.environ.get("TMPDIR"), os.environ.get("HOME")):
+        if folder and os.path.isabs(folder) and os.path.isdir(folder):
+            real = os.path.realpath(folder)
+            if real != "/" and real not in found:
+                found.append(real)
+    return sorted(found)  # a parent before its children: mounted later, a child stays visible
+
+
+def _tool_dirs(scratch: list[str]) -> list[str]:
+    """Existing folders under ``scratch`` that commands need to see (read-only): ``PATH``
+    entries, toolchain homes from the environment, the Python installation."""
+    candidates = os.environ.get("PATH", "").split(os.pathsep)
+    candidates += [os.environ.get(name, "") for name in _TOOL_VARS]
+    candidates += [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    found = []
+    for folder in candidates:
+        if not folder or not os.path.isabs(folder) or not os.path.isdir(folder):
+            continue
+        real = os.path.realpath(folder)
+        hidden = any(Path(real).is_relative_to(s) for s in scratch)
+        if hidden and real not in found:
+            found.append(real)
+    return found
 
 
 class _Capture:
-    """The first and the last ``limit // 2`` bytes of a stream, and how many were seen."""
+    """The first and the last ``limit // 2`` bytes of a stream, and how much was seen."""
 
     def __init__(self, limit: int) -> None:
         self._half = limit // 2
         self._head = bytearray()
         self._tail = bytearray()
-        self._total = 0
+        self._bytes = 0
+        self._chars = 0
         self._lock = threading.Lock()  # only contended by the Windows reader thread
 
     def feed(self, data: bytes) -> None:
         with self._lock:
-            self._total += len(data)
+            self._bytes += len(data)
+            self._chars += _count_chars(data)
             room = self._half - len(self._head)
             if room > 0:
                 self._head += data[:room]
@@ -75,78 +243,197 @@ class _Capture:
             del self._tail[: max(0, len(self._tail) - self._half)]
 
     def text(self) -> tuple[str, int]:
-        """The decoded output and the number of bytes cut from its middle."""
+        """The decoded output and the number of characters cut from its middle."""
         with self._lock:
             head, tail = bytes(self._head), bytes(self._tail)
-            if self._total == len(head) + len(tail):
+            if self._bytes == len(head) + len(tail):
                 return (head + tail).decode("utf-8", errors="replace"), 0
-            # Cut at character boundaries: hold back a split character at the end of the head
-            # and skip continuation bytes at the start of the tail.
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            head_text = decoder.decode(head)
-            held_back = len(decoder.getstate()[0])
+            # Cut at character boundaries: a character split at the end of the head, or at the
+            # start of the tail, is part of what was cut.
+            shown_head = head[: len(head) - _split_char_length(head)]
             skip = 0
             while skip < min(3, len(tail)) and tail[skip] & 0xC0 == 0x80:
                 skip += 1
-            tail_text = tail[skip:].decode("utf-8", errors="replace")
-            cut = self._total - (len(head) - held_back) - (len(tail) - skip)
+            shown_tail = tail[skip:]
+            cut = self._chars - _count_chars(shown_head) - _count_chars(shown_tail)
+            head_text = shown_head.decode("utf-8", errors="replace")
+            tail_text = shown_tail.decode("utf-8", errors="replace")
             return f"{head_text}\n[... {cut} characters cut ...]\n{tail_text}", cut
 
 
-class Shell:
-    """Runs commands with a timeout and bounded output; one instance serves a whole session."""
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
-    def __init__(self, timeout: float = 30.0, max_output: int = 4000) -> None:
+
+def _count_chars(data: bytes) -> int:
+    """UTF-8 characters in ``data``: the bytes that do not continue a character."""
+    return len(data.translate(None, _CONTINUATION_BYTES))
+
+
+def _split_char_length(data: bytes) -> int:
+    """How many bytes at the end of ``data`` are an incomplete UTF-8 character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # the lead byte (or ASCII): does its character fit?
+            needed = 1 if byte < 0xC0 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return back if needed > back else 0
+    return 0
+
+
+class Shell:
+    """Runs commands with approval, a sandbox, limits, a timeout and bounded output; one
+    instance serves a whole session.
+
+    ``sandbox="bwrap"`` raises :class:`SandboxUnavailable` here when bubblewrap does not work;
+    ``"auto"`` falls back to no OS sandbox.  ``approve`` sees each command before it runs.
+    ``read_only`` folders (the agent's own, inside the workspace) stay read-only under bwrap.
+    """
+
+    def __init__(
+        self,
+        timeout: float = 30.0,
+        max_output: int = 4000,
+        sandbox: Sandbox = "none",
+        approve: Callable[[str], bool] | None = None,
+        limits: Limits = Limits(),  # frozen, so one shared default is safe
+        read_only: Iterable[Path] = (),
+    ) -> None:
         self.timeout = timeout
         self.max_output = max_output
+        self.approve = approve
+        self.limits = limits
+        self.read_only = tuple(Path(os.path.realpath(p)) for p in read_only)
+        self.sandbox_layer, self.sandbox_reason = sandbox_status(sandbox)
+        if sandbox == "bwrap" and self.sandbox_layer != "bwrap":
+            raise SandboxUnavailable(self.sandbox_reason)
 
     def run(self, command: str, cwd: Path) -> ShellResult:
         """Run ``command`` in ``cwd`` and return once it and everything it started are gone."""
+        if self.approve is not None and not self.approve(command):
+            return ShellResult(
+                None, "", timed_out=False, duration_s=0.0, cut_chars=0, approved=False
+            )
         started = time.monotonic()
-        tag = uuid.uuid4().hex
-        proc = _spawn(command, cwd, tag)
         capture = _Capture(self.max_output)
+        process = _Process(functools.partial(self._argv, command, Path(cwd)), Path(cwd))
         try:
-            pump = _pump_posix if _POSIX else _pump_threaded
-            timed_out = pump(proc, capture, started + self.timeout)
-        finally:
-            _kill_tree(proc, tag)
-            if proc.stdout is not None:
-                proc.stdout.close()
+            timed_out = process.pump(capture, started + self.timeout)
+        finally:  # also when the agent is interrupted: nothing the command started outlives it
+            exit_code = process.finish()
+            process.close()
         output, cut = capture.text()
         return ShellResult(
-            exit_code=None if timed_out else proc.returncode,
+            exit_code=None if timed_out else exit_code,
             output=output,
             timed_out=timed_out,
             duration_s=time.monotonic() - started,
             cut_chars=cut,
         )
 
+    def _argv(self, command: str, cwd: Path, status_fd: int) -> list[str]:
+        """The command line that runs ``command``; the runner reports to ``status_fd``."""
+        if not _POSIX:
+            return ["cmd.exe", "/c", command]
+        cpu_s = self.limits.cpu_s or math.ceil(self.timeout) * (os.cpu_count() or 1)
+        limits = [cpu_s, self.limits.file_bytes, self.limits.nproc]
+        runner = [_PYTHON, "-I", "-S", "-c", _RUNNER_SOURCE, str(status_fd)]
+        runner += ["-" if n is None else str(n) for n in limits] + [_SHELL, command]
+        if self.sandbox_layer != "bwrap":
+            return runner
+        bwrap = shutil.which("bwrap") or "bwrap"
+        return _bwrap_argv(bwrap, cwd.resolve(), self.read_only) + runner
 
-def _spawn(command: str, cwd: Path, tag: str) -> subprocess.Popen[bytes]:
-    platform: dict[str, Any]
-    if _POSIX:
-        argv, platform = ["/bin/sh", "-c", command], {"start_new_session": True}
-    else:
-        flags = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-        argv, platform = ["cmd.exe", "/c", command], {"creationflags": flags}
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=scrub_env(os.environ) | {RUN_TAG: tag},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        bufsize=0,
-        **platform,
-    )
+
+class _Process:
+    """One started command: its process, output pipe and status pipe."""
+
+    def __init__(self, argv_for: Callable[[int], list[str]], cwd: Path) -> None:
+        """Start ``argv_for(status_fd)``."""
+        self.tag = uuid.uuid4().hex
+        self._status_r = self._status_w = -1
+        platform: dict[str, Any]
+        if _POSIX:
+            self._status_r, self._status_w = os.pipe()
+            platform = {"start_new_session": True, "pass_fds": (self._status_w,)}
+        else:
+            platform = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+        try:
+            self.proc = subprocess.Popen(
+                argv_for(self._status_w),
+                cwd=cwd,
+                env=scrub_env(os.environ) | {RUN_TAG: self.tag},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                bufsize=0,
+                **platform,
+            )
+        except OSError as e:
+            self.close()
+            # The command is an argument of the shell: it is the shell that could not take it.
+            raise OSError(e.errno, e.strerror, _SHELL) from e
+        finally:
+            if self._status_w >= 0:
+                os.close(self._status_w)
+                self._status_w = -1
+
+    def pump(self, capture: _Capture, deadline: float) -> bool:
+        """Read output until the command is done; True if the deadline came first."""
+        pump = _pump_posix if _POSIX else _pump_threaded
+        return pump(self.proc, capture, deadline)
+
+    def finish(self) -> int | None:
+        """Make sure everything is gone; the exit code (negative: killed by that signal)."""
+        if not _POSIX:
+            subprocess.run(
+                ["taskkill", "/F", "/T", "/PID", str(self.proc.pid)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+            return self.proc.wait()
+        if self.proc.poll() is None:
+            self._signal_group(signal.SIGTERM)
+            _wait(self.proc, _TERM_GRACE_S + _RUNNER_MARGIN_S)
+        # Whatever is left of the group if the runner did not finish the job.  The group id
+        # stays reserved while any member lives, so this reaches only the command's processes.
+        self._signal_group(signal.SIGKILL)
+        self.proc.wait()
+        ended = self._read_status()
+        if ended is None:  # the runner was killed before it could clean up: hunt by tag
+            for pid in _tagged_pids(self.tag):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            return self.proc.returncode
+        kind, _, number = ended.partition(" ")
+        if kind == "exit":
+            return int(number)
+        return -int(number) if kind == "signal" else None  # "stopped": it timed out
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    def _read_status(self) -> str | None:
+        os.set_blocking(self._status_r, False)
+        try:
+            return os.read(self._status_r, 64).decode() or None
+        except BlockingIOError:
+            return None  # a process the runner failed to kill still holds the pipe
+
+    def close(self) -> None:
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+        if self._status_r >= 0:
+            os.close(self._status_r)
+            self._status_r = -1
 
 
 def _pump_posix(proc: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> bool:
-    """Read output until the shell is done; True if the deadline came first.
+    """Read output until the process is done; True if the deadline came first.
 
-    A background child can hold the pipe open long after the shell exited, so EOF is awaited
-    only for a short grace after the exit.
+    A process that escaped can hold the pipe open long after the runner exited, so EOF is
+    awaited only for a short grace after the exit.
     """
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -170,7 +457,7 @@ def _pump_posix(proc: subprocess.Popen[bytes], capture: _Capture, deadline: floa
             if not data:
                 break
             capture.feed(data)
-    # EOF: the shell closed its output but may still be running.
+    # EOF: everything closed its output, but the process may still be running.
     return not _wait(proc, deadline - time.monotonic())
 
 
@@ -192,7 +479,7 @@ def _pump_threaded(proc: subprocess.Popen[bytes], capture: _Capture, deadline: f
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait up to ``timeout`` seconds for the shell to exit; True if it did."""
+    """Wait up to ``timeout`` seconds for the process to exit; True if it did."""
     try:
         proc.wait(timeout=max(0.0, timeout))
     except subprocess.TimeoutExpired:
@@ -200,43 +487,12 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
-def _kill_tree(proc: subprocess.Popen[bytes], tag: str) -> None:
-    """Kill the shell and everything it started; reaps the shell.
-
-    If the shell is still running it gets SIGTERM and ``_TERM_GRACE_S`` to exit first.
-    """
-    if not _POSIX:
-        subprocess.run(
-            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        proc.wait()
-        return
-    if proc.poll() is None:
-        _signal_tree(proc.pid, tag, signal.SIGTERM)
-        _wait(proc, _TERM_GRACE_S)
-    # The group id stays reserved while any member lives, so this reaches only the command's
-    # own processes (barring a full wrap-around of the pid space in between).
-    _signal_tree(proc.pid, tag, signal.SIGKILL)
-    proc.wait()
-
-
-def _signal_tree(pgid: int, tag: str, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for pid in _tagged_pids(tag):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
 def _tagged_pids(tag: str) -> list[int]:
-    """Processes whose environment carries ``tag``: those that left the group with setsid().
+    """Processes whose environment carries ``tag``: what a killed runner left behind.
 
     Best effort, Linux only: a process that clears its environment escapes this.
     """
-    if not sys.platform.startswith("linux"):
+    if not _LINUX:
         return []
     needle = f"{RUN_TAG}={tag}".encode()
     pids = []

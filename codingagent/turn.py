@@ -27,17 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .commands import CommandResult
+from .commands import CommandResult, ReadRequest
 from .executor import TurnOutcome, execute
 from .fsio import atomic_write
-from .parser import parse
+from .parser import parse, reply_echo
+from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file view
 from .render import FileView, OutboxContext, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import PathRejected, PreImage, Workspace, display_name
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
-FILE_VIEW_CAP = 100_000  # characters of one requested file shown in the outbox
+FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
 _SEQUENCE = re.compile(r"\bSequence:\s*(\d{1,9})\b")
 
@@ -53,7 +54,7 @@ class TurnReport:
     outbox: Path | None  # the next prompt, or None when the session is complete
     history: Path
     notes: list[str] = field(default_factory=list)  # problems with the reply file itself
-    skipped: bool = False  # a duplicate: nothing was applied
+    skipped: bool = False  # a duplicate or a stale reply: nothing was applied
 
 
 @dataclass
@@ -90,10 +91,18 @@ def start_session(
 
 
 def write_outbox(store: SessionStore, state: SessionState) -> Path:
-    """Render the session's current outbox from the workspace as it is now, and write it."""
+    """Render the session's current outbox from the workspace as it is now, and write it.
+
+    The digest of every file shown goes into ``state.shown_files`` (the caller saves it).
+    """
     ws = open_workspace(store, state)
     listing = ws.list_files()
-    views = [_file_view(ws, path) for path in state.read_file_requests]
+    views = []
+    for request in state.read_file_requests:
+        view, digest = _file_view(ws, request)
+        views.append(view)
+        if digest is not None:
+            state.shown_files[_shown_key(ws, view.path)] = digest
     context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
     return store.write_outbox(
         state.session_id, state.sequence_number, render_outbox(state, context)
@@ -168,7 +177,9 @@ def apply_reply(
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
     A reply whose content was already applied in this session is skipped, unless it names the
-    current sequence (``Sequence: N``) or ``force`` is set.
+    current sequence (``Sequence: N``) or ``force`` is set. So is, unless ``force`` is set, a
+    reply that says (``Session: <id> Sequence: <n>``) it answers another session or an older
+    prompt: it is kept in ``sessions/{id}/refused/``.
     """
     started = time.perf_counter()
     state = store.load(session_id)
@@ -182,6 +193,10 @@ def apply_reply(
         duplicate = _skip_duplicate(store, state, data, digest)
         if duplicate is not None:
             return duplicate
+        if len(data) <= max_reply_bytes:
+            stale = _refuse_stale(store, state, data, source, digest)
+            if stale is not None:
+                return stale
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
     ws = open_workspace(store, state)
@@ -209,12 +224,16 @@ def apply_reply(
     if problem and on_result:
         on_result(problem)
     ws.before_change = journal.record
-    outcome = execute(commands, ws, shell, _with_crash_point(on_result), preceding)
+    outcome = execute(
+        commands, ws, shell, _with_crash_point(on_result), preceding, shown=state.shown_files
+    )
     ws.before_change = None
 
     state.sequence_number += 1
     state.last_results = outcome.results
     state.read_file_requests = outcome.read_requests
+    state.search_results = outcome.searches
+    state.shown_files = outcome.shown
     state.updated_at = utc_now()
     if outcome.done is not None:
         state.is_complete = True
@@ -299,6 +318,32 @@ def _skip_duplicate(
         outbox = None if state.is_complete else ensure_outbox(store, state)
         return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
     return None
+
+
+def _refuse_stale(
+    store: SessionStore, state: SessionState, data: bytes, source: str, digest: str
+) -> TurnReport | None:
+    """A report saying the reply was not applied, if it names another session or an older
+    prompt than the current one (SPEC 2.4); the reply is kept in ``refused/``, in a folder
+    named by the prompt it came to and its content (the same reply twice is kept once)."""
+    session, sequence = reply_echo(data[:65536].decode("utf-8", errors="replace"))
+    current = state.sequence_number
+    if session is not None and session != state.session_id:
+        why = f"it names session {session}, but it was given to session {state.session_id}"
+    elif sequence is not None and sequence < current:
+        why = f"it answers prompt {sequence}, but the session is at prompt {current}"
+    else:
+        return None
+    folder = store.sessions / state.session_id / "refused" / f"{current:04d}-{digest[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "reply.txt"
+    atomic_write(kept, data)
+    note = (
+        f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
+        f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
+    )
+    outbox = None if state.is_complete else ensure_outbox(store, state)
+    return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
 
 
 # --- the journal and recovery ------------------------------------------------------------------
@@ -449,21 +494,39 @@ def _digest(ws: Workspace, path: str) -> str | None:
         return None
 
 
-def _file_view(ws: Workspace, path: str) -> FileView:
+def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | None]:
+    """The view of a requested file, and the sha256 of what it shows, if it shows all of it.
+
+    Only the first ``FILE_READ_CAP`` bytes are read: the view shows a window of a file anyway.
+    """
+    if isinstance(request, str):
+        path, start, end = request, None, None
+    else:
+        path, start, end = request.path, request.start_line, request.end_line
     try:
         size = ws.resolve(path).stat().st_size
-        data = ws.read_bytes(path, limit=4 * FILE_VIEW_CAP)  # UTF-8: at most 4 bytes a character
+        data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)
     except (OSError, PathRejected) as e:
         reason = getattr(e, "strerror", None) or str(e)
-        return FileView(path, None, f"cannot be shown: {reason}")
+        return FileView(path, None, f"cannot be shown: {reason}"), None
     if b"\0" in data:
-        return FileView(path, None, f"binary file, {size:,} bytes, not shown")
+        return FileView(path, None, f"binary file, {size:,} bytes, not shown"), None
+    if len(data) <= FILE_READ_CAP:
+        note, digest = "", hashlib.sha256(data).hexdigest()
+    else:  # show whole lines only, and the LLM has not seen all of the file
+        data = data[: data.rfind(b"\n", 0, FILE_READ_CAP) + 1] or data[:FILE_READ_CAP]
+        note = f"the file has {size:,} bytes; only the lines in its first {len(data):,} are shown"
+        digest = None
     text = data.decode("utf-8", errors="replace")
-    if len(text) > FILE_VIEW_CAP or len(data) < size:
-        text = text[:FILE_VIEW_CAP]
-        shown = f"only its first {len(text):,} characters are shown"
-        text += f"\n[... the file has {size:,} bytes; {shown} ...]\n"
-    return FileView(path, text)
+    return FileView(path, text, note, start, end), digest
+
+
+def _shown_key(ws: Workspace, path: str) -> str:
+    """The key of ``state.shown_files`` for a path as the LLM wrote it: its real path."""
+    try:
+        return ws.relpath(path)
+    except (OSError, PathRejected):
+        return path
 
 
 _passed: Counter[str] = Counter()

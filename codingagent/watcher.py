@@ -113,6 +113,11 @@ def _signature(path: str | Path) -> _Signature | None:
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
+def backend_name(poll: bool = False) -> str:
+    """The file-event backend a watcher would use here ("inotify", "polling", ...)."""
+    return _backend_name(PollingObserver if poll else Observer)
+
+
 def _backend_name(observer_class: type) -> str:
     """``InotifyObserver`` -> ``inotify``, ``PollingObserver`` -> ``polling``, and so on."""
     return observer_class.__name__.removesuffix("Observer").lower()
@@ -213,7 +218,7 @@ class InboxWatcher:
     ) -> None:
         # Absolute, so event paths (built from the watched path) compare equal to it.
         self.inbox = Path(os.path.abspath(inbox))
-        self.backend = _backend_name(PollingObserver if poll else Observer)
+        self.backend = backend_name(poll)
         self._handle = handle
         self._settle = settle
         self._rescan_interval = rescan_interval

@@ -1,8 +1,35 @@
 """The sandbox the LLM's file commands run in: one path guard, listing, read, write, delete.
 
-Every path the LLM writes is untrusted.  :meth:`Workspace.resolve` is the single place that
-turns such a path into a real one, so it can later be swapped for a race-free walk with
-directory file descriptors and ``O_NOFOLLOW`` without touching any caller.
+Every path the LLM writes is untrusted, and so is everything a RUN_COMMAND left in the
+workspace (symlinks, hard links, FIFOs).  :meth:`Workspace._locate` is the single place that
+turns such a path into something to act on, in two steps:
+
+1. The text: relative, no drive letter, UNC path, backslash, NUL or other control character,
+   no ``:`` (a Windows alternate data stream), no name Windows reserves (``CON``, ``COM1``...),
+   no name over 255 bytes and no path over 4096 bytes.
+2. The walk (POSIX): one component at a time from an open descriptor of the workspace root.
+   Each folder is opened relative to the one before with ``O_NOFOLLOW | O_DIRECTORY``, so the
+   kernel never follows a symlink on the guard's behalf.  A symlink met on the way is read and
+   its target walked the same way (from the folder holding it, or from the root when it is an
+   absolute path inside the root); ``..`` pops the walk's own stack and cannot climb above the
+   root.  The operation then acts on the deepest folder's descriptor and a bare name (openat,
+   mkdirat, renameat, unlinkat), so a symlink swapped in between the check and the use makes
+   the operation fail; it can never redirect it.
+
+Decisions:
+
+- Reads follow a symlink whose target, walked as above, stays inside the workspace (a link
+  from ``docs/latest`` to ``docs/v2`` is ordinary).  Writes and deletes never act on a final
+  symlink; intermediate ones to folders inside are followed and the real path is recorded.
+- A regular file with more than one hard link is refused for reading, writing and deleting:
+  its other name may be outside the workspace, and nothing tells where.
+- Not covered: a folder renamed out of the workspace (same file system) while an operation
+  holds its descriptor.  Only a process running at the same time could do that; commands are
+  killed before the next file command runs, and under bubblewrap the workspace is a mount
+  point that nothing can be renamed out of.
+
+Where the OS has no directory descriptors (Windows) the same walk runs on paths, without the
+race-freedom.
 """
 
 from __future__ import annotations
@@ -12,20 +39,42 @@ import errno
 import os
 import re
 import stat
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from .fsio import atomic_write
+from .fsio import (
+    O_CLOEXEC,
+    O_DIRECTORY,
+    O_NOFOLLOW,
+    Folder,
+    at,
+    atomic_write_at,
+    close_folder,
+    open_folder,
+    temp_names_of,
+)
 
 OUTSIDE = "Path is outside workspace"
 EMPTY = "Path is empty"
 BACKSLASH = "Path contains a backslash; use forward slashes (/)"
 NUL = "Path contains a NUL character"
+CONTROL = "Path contains a control character"
+UNENCODABLE = "Path contains characters no file name can hold"
 FOLDER = "Path ends with '/'; name a file"
 PROTECTED_GIT = "Path is protected ('.git/')"
 PROTECTED_AGENT = "Path is protected (agent folder)"
 SYMLINK = "Path is a symlink"
+HARDLINK = "Path is a hard link to another file"
+TOO_LONG = "Path is too long"
+NAME_TOO_LONG = "Path has a name longer than 255 bytes"
+STREAM = "Path contains ':' (a drive or an alternate data stream on Windows)"
+RESERVED = "Path uses a name reserved on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9)"
+
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+_MAX_LINKS = 40  # symlinks followed in one walk, as Linux allows (MAXSYMLINKS)
 
 # Folders the listing never enters: they are large, generated, and useless to the LLM.
 SKIPPED_DIRS = frozenset(
@@ -43,6 +92,16 @@ SKIPPED_DIRS = frozenset(
 )
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x01-\x1f\x7f]")
+_RESERVED_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{port}{n}" for port in ("COM", "LPT") for n in [*"123456789", "¹", "²", "³"]}
+)
+# What opening or reading a component says when it was swapped after its lstat.
+_CHANGED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EINVAL})
+_DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+# O_NONBLOCK: opening a FIFO a command left behind must not hang the agent.
+_FILE_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 
 class PathRejected(Exception):
@@ -71,26 +130,141 @@ class PreImage:
     created_dirs: tuple[str, ...] = ()
 
 
+def display_name(name: str) -> str:
+    """A file name as text the outbox can hold: undecodable bytes become ``\\xff`` escapes."""
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+
+
 def _is_git(name: str) -> bool:
     # Case-insensitive: on macOS and Windows `.GIT` is the same folder as `.git`.
     return name.casefold() == ".git"
 
 
-def _check_spelling(rel: str) -> None:
-    """Reject what must never be joined to the root at all, before touching the file system."""
+def _check_spelling(rel: str) -> list[str]:
+    """Reject what must never be looked up at all; the path's components otherwise."""
     if not rel:
         raise PathRejected(EMPTY)
     if "\0" in rel:
         raise PathRejected(NUL)
-    if "\\" in rel:  # also every UNC path and Windows-style relative path
-        raise PathRejected(BACKSLASH)
+    if _CONTROL.search(rel):
+        raise PathRejected(CONTROL)
     if rel.startswith("/") or _DRIVE.match(rel):
         raise PathRejected(OUTSIDE)
+    if "\\" in rel:  # also every UNC path and Windows-style relative path
+        raise PathRejected(BACKSLASH)
+    try:
+        size = len(os.fsencode(rel))
+    except UnicodeEncodeError:
+        raise PathRejected(UNENCODABLE) from None
+    if size > MAX_PATH_BYTES:
+        raise PathRejected(TOO_LONG)
+    parts = _components(rel)
+    for part in parts:
+        _check_name(part)
+    return parts
 
 
-def display_name(name: str) -> str:
-    """A file name as text the outbox can hold: undecodable bytes become ``\\xff`` escapes."""
-    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+def _components(rel: str) -> list[str]:
+    return [part for part in rel.split("/") if part not in ("", ".")]
+
+
+def _check_name(name: str) -> None:
+    if ":" in name:
+        raise PathRejected(STREAM)
+    # Windows ignores the extension and trailing spaces: `con.txt` and `NUL ` are devices too.
+    if name.split(".")[0].rstrip(" ").upper() in _RESERVED_NAMES:
+        raise PathRejected(RESERVED)
+    if len(os.fsencode(name)) > MAX_NAME_BYTES:
+        raise PathRejected(NAME_TOO_LONG)
+
+
+def _open_dir(parent: Folder, name: str) -> Folder:
+    """The folder ``name`` inside ``parent``, never through a symlink."""
+    if isinstance(parent, int):
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    path = os.path.join(parent, name)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+    return path
+
+
+def _lstat(folder: Folder, name: str) -> os.stat_result | None:
+    """``name``'s own status (a symlink is not followed), or None if it does not exist."""
+    path, dir_fd = at(folder, name)
+    try:
+        return os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _is_multi_linked(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
+def _not_found(rel: str) -> FileNotFoundError:
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
+
+
+def _is_a_directory(rel: str) -> IsADirectoryError:
+    return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
+
+
+class _Spot:
+    """Where a path leads, held open: the folders walked from the root down (the deepest is
+    ``folder``), their real names, and ``tail``: the names below ``folder`` not opened.
+
+    The last name of ``tail`` is the target (it may or may not exist); any before it are
+    folders that do not exist yet.  An empty ``tail`` means the path names ``folder`` itself.
+    """
+
+    def __init__(self, root: Folder) -> None:
+        self._stack = [root]
+        self.names: list[str] = []
+        self.tail: list[str] = []
+
+    def __enter__(self) -> _Spot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def folder(self) -> Folder:
+        return self._stack[-1]
+
+    @property
+    def real(self) -> list[str]:
+        """The target's real path, as components relative to the root."""
+        return self.names + self.tail
+
+    def down(self, name: str) -> None:
+        self._stack.append(_open_dir(self.folder, name))
+        self.names.append(name)
+
+    def up(self) -> None:
+        close_folder(self._stack.pop())
+        self.names.pop()
+
+    def to_root(self) -> None:
+        while self.names:
+            self.up()
+        self.tail.clear()
+
+    def make_parents(self) -> tuple[Folder, str]:
+        """Create the missing folders of ``tail``; the folder and name of the target."""
+        for name in self.tail[:-1]:
+            path, dir_fd = at(self.folder, name)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, dir_fd=dir_fd)
+            # Not a folder (a file in the way, or a symlink raced in): NotADirectoryError.
+            self.down(name)
+        del self.tail[:-1]
+        return self.folder, self.tail[0]
+
+    def close(self) -> None:
+        for folder in self._stack:
+            close_folder(folder)
+        self._stack.clear()
 
 
 class Workspace:
@@ -101,39 +275,132 @@ class Workspace:
         if not root.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "Workspace is not a folder", str(root))
         self.root = root
-        # Resolved like the paths they are compared with.  A protected folder that contains the
-        # root fences off everything, which is the safe reading of a misconfiguration.
-        self._protected = tuple(Path(os.path.realpath(p)) for p in protected)
+        info = os.stat(root)
+        self._root_id = (info.st_dev, info.st_ino)
+        # Compared, case-insensitively, with the real path a walk arrives at.  A protected folder
+        # that contains the root fences off everything, the safe reading of a misconfiguration.
+        real = [Path(os.path.realpath(p)) for p in protected]
+        self._fenced = any(root.is_relative_to(p) for p in real)
+        self._protected = [
+            tuple(part.casefold() for part in p.relative_to(root).parts)
+            for p in real
+            if p.is_relative_to(root) and p != root
+        ]
         # Called with the pre-image of every file just before it is written or deleted; the
         # turn journal sets it so that a turn can be rolled back or undone.
         self.before_change: Callable[[PreImage], None] | None = None
 
+    # --- the guard ------------------------------------------------------------------------
+
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`.
 
-        Every component is resolved (symlinks followed) and the result compared as a path with
-        the resolved root, never as a string prefix.  ``for_write`` also refuses a final
-        component that is a symlink, so a write or delete never goes through one.
+        For showing and comparing paths only: act on files through the methods below, which do
+        not look the path up again.  ``for_write`` applies the write rules (no final symlink, no
+        trailing ``/``).  A symlink loop raises :class:`OSError` (``ELOOP``).
         """
-        _check_spelling(rel)
-        # os.path.realpath, not Path.resolve: on Python 3.11 the latter raises on symlink loops.
-        target = Path(os.path.realpath(self.root / rel))
-        if not target.is_relative_to(self.root):
-            raise PathRejected(OUTSIDE)
-        inner = target.relative_to(self.root).parts
-        if inner and _is_git(inner[0]):
-            raise PathRejected(PROTECTED_GIT)
-        if any(target.is_relative_to(p) for p in self._protected):
-            raise PathRejected(PROTECTED_AGENT)
-        if for_write and rel.endswith("/"):
-            raise PathRejected(FOLDER)
-        if for_write and os.path.islink(self.root / rel):
-            raise PathRejected(SYMLINK)
-        return target
+        with self._locate(rel, for_write=for_write) as spot:
+            return self.root.joinpath(*spot.real)
 
     def relpath(self, rel: str) -> str:
         """The posix path, relative to the root, of the file ``rel`` really names."""
         return self.resolve(rel).relative_to(self.root).as_posix()
+
+    def _open_root(self) -> Folder:
+        folder = open_folder(self.root)
+        if isinstance(folder, int):
+            info = os.fstat(folder)
+            if (info.st_dev, info.st_ino) != self._root_id:
+                os.close(folder)
+                raise OSError(errno.ESTALE, "The workspace folder was replaced", str(self.root))
+        return folder
+
+    def _locate(self, rel: str, *, for_write: bool, recorded: bool = False) -> _Spot:
+        """Walk to what ``rel`` names; the caller closes the returned spot.
+
+        Reading follows a final symlink; writing refuses it, with the reason its target gives
+        if that is outside or protected.  A ``recorded`` path is a real path the agent wrote
+        down itself (a pre-image's): it is walked the same way, but the spelling rules for
+        what the LLM may write do not apply (a symlink's target may have led there).
+        """
+        parts = _components(rel) if recorded else _check_spelling(rel)
+        spot = _Spot(self._open_root())
+        try:
+            self._walk_to(spot, parts, rel, follow_last=not for_write)
+            self._check_protected(spot.real)
+            if for_write and rel.endswith("/"):
+                raise PathRejected(FOLDER)
+            if for_write and len(spot.tail) == 1:
+                info = _lstat(spot.folder, spot.tail[0])
+                if info is not None and stat.S_ISLNK(info.st_mode):
+                    raise PathRejected(self._symlink_reason(rel))
+        except BaseException:
+            spot.close()
+            raise
+        return spot
+
+    def _walk_to(self, spot: _Spot, parts: list[str], rel: str, *, follow_last: bool) -> None:
+        pending = deque(parts)
+        budget = _MAX_LINKS  # symlinks followed plus folders that changed while we looked
+        while pending:
+            part = pending.popleft()
+            if part == "..":
+                if spot.tail:
+                    spot.tail.pop()
+                elif spot.names:
+                    spot.up()
+                else:
+                    raise PathRejected(OUTSIDE)
+                continue
+            if spot.tail:  # below a folder that does not exist: nothing to look up
+                spot.tail.append(part)
+                continue
+            mode = getattr(_lstat(spot.folder, part), "st_mode", 0)
+            link = stat.S_ISLNK(mode) and bool(pending or follow_last)
+            if not link and not (stat.S_ISDIR(mode) and pending):
+                # Missing, not a folder (so nothing below it exists), or the target itself.
+                spot.tail.append(part)
+                continue
+            budget -= 1  # a symlink followed, or a component that changed since the lstat
+            if budget < 0:
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), rel)
+            try:
+                if link:
+                    pending.extendleft(reversed(self._link_parts(spot, part)))
+                else:
+                    spot.down(part)
+                    budget += 1  # an ordinary step after all
+            except OSError as e:
+                if e.errno not in _CHANGED:
+                    raise
+                pending.appendleft(part)  # it changed since the lstat: look again
+
+    def _link_parts(self, spot: _Spot, name: str) -> list[str]:
+        """The components to walk instead of the symlink ``name`` in ``spot.folder``."""
+        path, dir_fd = at(spot.folder, name)
+        target = PurePosixPath(os.readlink(path, dir_fd=dir_fd))
+        if target.is_absolute():
+            if not target.is_relative_to(self.root):
+                raise PathRejected(OUTSIDE)
+            spot.to_root()
+            target = target.relative_to(self.root)
+        return [part for part in target.parts if part != "."]
+
+    def _check_protected(self, real: list[str]) -> None:
+        if real and _is_git(real[0]):
+            raise PathRejected(PROTECTED_GIT)
+        folded = tuple(part.casefold() for part in real)
+        if self._fenced or any(folded[: len(p)] == p for p in self._protected):
+            raise PathRejected(PROTECTED_AGENT)
+
+    def _symlink_reason(self, rel: str) -> str:
+        """Why a final symlink may not be written: its target's reason if it has one (outside,
+        protected), else that it is a symlink."""
+        with contextlib.suppress(OSError), self._locate(rel, for_write=False):
+            pass
+        return SYMLINK
+
+    # --- listing ----------------------------------------------------------------------------
 
     def list_files(self, limit: int = 1000) -> Listing:
         """All regular files, sorted, at most ``limit`` of them; symlinks are neither listed
@@ -143,102 +410,216 @@ class Workspace:
 
     def _walk(self) -> Iterator[tuple[str, int]]:
         # Iterative, not recursive: a reply's RUN_COMMAND can nest folders thousands deep.
-        pending = [self.root]
-        while pending:
-            folder = pending.pop()
-            try:
-                with os.scandir(folder) as it:
-                    children = list(it)
-            except OSError:
-                continue  # an unreadable folder is simply not listed
-            for entry in children:
+        # Each folder is opened from its parent without following symlinks, like the guard.
+        pending: list[tuple[_Parent, str, str]] = []
+        try:
+            yield from self._scan(self._open_root(), "", pending)
+            while pending:
+                parent, name, rel = pending.pop()
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if not self._skipped(entry):
-                            pending.append(Path(entry.path))
-                    elif entry.is_file(follow_symlinks=False):
-                        rel = Path(entry.path).relative_to(self.root).as_posix()
-                        yield display_name(rel), entry.stat(follow_symlinks=False).st_size
+                    folder = _open_dir(parent.folder, name)
                 except OSError:
-                    continue  # vanished while we looked
+                    continue  # replaced or vanished since it was listed
+                finally:
+                    parent.release()
+                yield from self._scan(folder, rel, pending)
+        finally:
+            for parent, _, _ in pending:
+                parent.release()
 
-    def _skipped(self, entry: os.DirEntry[str]) -> bool:
-        return (
-            _is_git(entry.name) or entry.name in SKIPPED_DIRS or Path(entry.path) in self._protected
-        )
+    def _scan(
+        self, folder: Folder, rel: str, pending: list[tuple[_Parent, str, str]]
+    ) -> Iterator[tuple[str, int]]:
+        """The files in ``folder``; its subfolders are queued on ``pending``."""
+        subfolders = []
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    with contextlib.suppress(OSError):  # vanished while we looked
+                        if entry.is_dir(follow_symlinks=False):
+                            if not self._skipped(rel + entry.name):
+                                subfolders.append(entry.name)
+                        elif entry.is_file(follow_symlinks=False):
+                            size = entry.stat(follow_symlinks=False).st_size
+                            yield display_name(rel + entry.name), size
+        except OSError:
+            pass  # an unreadable folder is simply not listed
+        if not subfolders:
+            close_folder(folder)
+            return
+        parent = _Parent(folder, len(subfolders))
+        pending.extend((parent, name, f"{rel}{name}/") for name in subfolders)
+
+    def _skipped(self, rel: str) -> bool:
+        name = rel.rpartition("/")[2]
+        folded = tuple(part.casefold() for part in rel.split("/"))
+        return _is_git(name) or name in SKIPPED_DIRS or folded in self._protected
+
+    # --- reading ------------------------------------------------------------------------------
 
     def is_file(self, rel: str) -> bool:
-        """Whether ``rel`` names an existing regular file (symlinks to one count)."""
-        return self.resolve(rel).is_file()
+        """Whether ``rel`` names an existing regular file (symlinks to one count).
+
+        A file with more than one hard link is :class:`PathRejected` rather than False.
+        """
+        info = self._target_status(rel)
+        if info is not None and _is_multi_linked(info):
+            raise PathRejected(HARDLINK)
+        return info is not None and stat.S_ISREG(info.st_mode)
 
     def is_dir(self, rel: str) -> bool:
         """Whether ``rel`` names an existing folder."""
-        return self.resolve(rel).is_dir()
+        info = self._target_status(rel)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def _target_status(self, rel: str) -> os.stat_result | None:
+        try:
+            with self._locate(rel, for_write=False) as spot:
+                if not spot.tail:
+                    return os.stat(spot.folder)
+                return _lstat(spot.folder, spot.tail[0]) if len(spot.tail) == 1 else None
+        except OSError:
+            return None  # a symlink loop or a file used as a folder: nothing is there
+
+    def file_size(self, rel: str) -> int:
+        """The size of the regular file ``rel`` names, under the same rules as reading it."""
+        fd = self._open_regular(rel)
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
         """The file's bytes, at most ``limit`` of them; :class:`FileNotFoundError` if it is
-        missing or not a file."""
-        target = self.resolve(rel)
-        if not target.is_file():
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
-        with open(target, "rb") as f:
+        missing or not a regular file."""
+        with os.fdopen(self._open_regular(rel), "rb") as f:
             return f.read(-1 if limit is None else limit)
+
+    def _open_regular(self, rel: str) -> int:
+        with self._locate(rel, for_write=False) as spot:
+            if len(spot.tail) != 1:
+                raise _not_found(rel)
+            return _open_file(spot.folder, spot.tail[0], rel)
+
+    # --- writing ------------------------------------------------------------------------------
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new.
 
-        An existing file keeps its mode; a hard link is replaced, never written through.
+        An existing file keeps its mode.  Refuses a folder, a symlink and a hard-linked file.
         """
-        target = self.resolve(rel, for_write=True)
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
-        created = not os.path.lexists(target)
-        self._will_change(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, text)
-        return created
+        with self._locate(rel, for_write=True) as spot:
+            info = self._writable_status(spot, rel)
+            self._will_change(spot)
+            folder, name = spot.make_parents()
+            atomic_write_at(folder, name, text)
+        return info is None
 
     def delete(self, rel: str) -> None:
         """Remove one file; folders are refused with :class:`IsADirectoryError`."""
-        target = self.resolve(rel, for_write=True)
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rel)
-        if not target.exists():
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
-        self._will_change(target)
-        target.unlink()
+        with self._locate(rel, for_write=True) as spot:
+            info = self._writable_status(spot, rel)
+            if info is None:
+                raise _not_found(rel)
+            self._will_change(spot)
+            path, dir_fd = at(spot.folder, spot.tail[0])
+            os.unlink(path, dir_fd=dir_fd)
+
+    @staticmethod
+    def _writable_status(spot: _Spot, rel: str) -> os.stat_result | None:
+        """The status of the target a write would replace (None: it does not exist yet)."""
+        if not spot.tail:
+            raise _is_a_directory(rel)
+        info = _lstat(spot.folder, spot.tail[0]) if len(spot.tail) == 1 else None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise _is_a_directory(rel)
+        if info is not None and _is_multi_linked(info):
+            raise PathRejected(HARDLINK)
+        return info
 
     # --- pre-images: what undo and recovery restore -------------------------------------
 
-    def _will_change(self, target: Path) -> None:
+    def _will_change(self, spot: _Spot) -> None:
         if self.before_change is not None:
-            self.before_change(self._preimage(target))
+            self.before_change(self._preimage(spot))
 
-    def _preimage(self, target: Path) -> PreImage:
-        rel = target.relative_to(self.root).as_posix()
+    def _preimage(self, spot: _Spot) -> PreImage:
+        rel = "/".join(spot.real)
+        if len(spot.tail) > 1:
+            dirs = ["/".join(spot.names + spot.tail[:n]) for n in range(1, len(spot.tail))]
+            return PreImage(rel, None, None, tuple(dirs))
         try:
-            info = os.lstat(target)
-        except FileNotFoundError:
-            missing = [p for p in target.parents if not p.exists() and p.is_relative_to(self.root)]
-            dirs = tuple(p.relative_to(self.root).as_posix() for p in reversed(missing))
-            return PreImage(rel, None, None, dirs)
-        return PreImage(rel, target.read_bytes(), stat.S_IMODE(info.st_mode))
+            fd = _open_file(spot.folder, spot.tail[0], rel)
+        except FileNotFoundError:  # absent, or not a regular file: restoring removes it
+            return PreImage(rel, None, None)
+        with os.fdopen(fd, "rb") as f:
+            return PreImage(rel, f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode))
 
     def restore(self, pre: PreImage) -> None:
         """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up.
 
         Also removes a temp file an interrupted atomic write may have left beside it, and the
-        folders the change created, when they are empty again.
+        folders the change created, when they are empty again.  A hard link now in its place is
+        replaced, not written through.
         """
-        target = self.resolve(pre.path, for_write=True)
-        for stray in target.parent.glob(f".{target.name}.*.tmp"):
-            stray.unlink(missing_ok=True)
-        if pre.data is None:
-            if target.is_file():
-                target.unlink()
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, pre.data, mode=pre.mode)
+        with self._locate(pre.path, for_write=True, recorded=True) as spot:
+            if not spot.tail:
+                raise _is_a_directory(pre.path)
+            if len(spot.tail) == 1:
+                _remove_temp_files(spot.folder, spot.tail[0])
+            if pre.data is not None:
+                folder, name = spot.make_parents()
+                atomic_write_at(folder, name, pre.data, mode=pre.mode)
+            elif len(spot.tail) == 1:
+                info = _lstat(spot.folder, spot.tail[0])
+                if info is not None and stat.S_ISREG(info.st_mode):
+                    path, dir_fd = at(spot.folder, spot.tail[0])
+                    os.unlink(path, dir_fd=dir_fd)
         for folder in reversed(pre.created_dirs):
-            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
-                (self.root / folder).rmdir()
+            with contextlib.suppress(OSError, PathRejected):  # not empty, or gone: leave it
+                self._rmdir(folder)
+
+    def _rmdir(self, rel: str) -> None:
+        with self._locate(rel, for_write=True, recorded=True) as spot:
+            if len(spot.tail) == 1:
+                path, dir_fd = at(spot.folder, spot.tail[0])
+                os.rmdir(path, dir_fd=dir_fd)
+
+
+class _Parent:
+    """An open folder shared by its subfolders still to be listed; closed after the last."""
+
+    def __init__(self, folder: Folder, waiting: int) -> None:
+        self.folder = folder
+        self._waiting = waiting
+
+    def release(self) -> None:
+        self._waiting -= 1
+        if self._waiting == 0:
+            close_folder(self.folder)
+
+
+def _open_file(folder: Folder, name: str, rel: str) -> int:
+    """A read descriptor of the regular file ``name``: FileNotFoundError for anything else,
+    :class:`PathRejected` for a file with more than one hard link."""
+    path, dir_fd = at(folder, name)
+    try:
+        fd = os.open(path, _FILE_FLAGS, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _not_found(rel) from None
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+        return fd
+    os.close(fd)
+    if stat.S_ISREG(info.st_mode):
+        raise PathRejected(HARDLINK)
+    raise _not_found(rel)
+
+
+def _remove_temp_files(folder: Folder, name: str) -> None:
+    prefix, suffix = temp_names_of(name)
+    for entry in os.listdir(folder):
+        if entry.startswith(prefix) and entry.endswith(suffix):
+            path, dir_fd = at(folder, entry)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path, dir_fd=dir_fd)

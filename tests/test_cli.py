@@ -251,7 +251,7 @@ def test_whole_session_through_the_watcher(tmp_path):
         assert (
             "## Requested File Contents\n"
             "--- hello.py ---\n"
-            'print("Hello from the agent")\n'
+            '   1 | print("Hello from the agent")\n'
             "--- end hello.py ---\n"
         ) in context
         drop_reply(tmp_path, "reply2.txt", REPLY_DONE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -258,3 +259,60 @@ def test_paste_without_a_clipboard_says_how_to_pipe(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert "No clipboard here (no clipboard tool found" in result.stderr
     assert "codingagent paste < reply.txt" in result.stderr
+
+
+# --- RUN_COMMAND sandbox and approval ----------------------------------------------------------
+
+RUN = "[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n"
+
+
+def test_commands_deny_refuses_every_command(tmp_path):
+    started(tmp_path)
+    result = run(tmp_path, "step", "latest", "-", "--commands", "deny", input=RUN)
+    assert result.exit_code == 0
+    assert "[FAILED] RUN_COMMAND: not approved by the user" in result.stderr
+    assert "approval: deny" in result.stderr
+    assert not (tmp_path / "workspace/ran.txt").exists()
+
+
+@pytest.mark.parametrize(("answer", "runs"), [("y\n", True), ("n\n", False), ("", False)])
+def test_commands_ask_waits_for_the_users_answer(tmp_path, answer, runs):
+    started(tmp_path)
+    reply = tmp_path / "reply.txt"
+    reply.write_text(RUN)
+    result = run(tmp_path, "step", "latest", str(reply), "--commands", "ask", input=answer)
+    assert result.exit_code == 0
+    assert "The LLM wants to run:\necho ran > ran.txt\nRun it? [y/N]" in result.stderr
+    assert (tmp_path / "workspace/ran.txt").exists() is runs
+    if not runs:
+        assert "[FAILED] RUN_COMMAND: not approved by the user" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_the_console_says_which_sandbox_runs_commands(tmp_path):
+    started(tmp_path)
+    boxed = run(tmp_path, "step", "latest", "-", "--sandbox", "bwrap", input=RUN)
+    assert boxed.exit_code == 0, boxed.output
+    assert "RUN_COMMAND: bubblewrap: read-only system" in boxed.stderr
+    plain = run(tmp_path, "step", "latest", "-", "--sandbox", "none", input=RUN + "\n")
+    assert "RUN_COMMAND: no OS sandbox (sandbox = none): commands run with your permissions" in (
+        plain.stderr
+    )
+
+
+def test_sandbox_bwrap_where_it_cannot_work_is_a_clear_error(tmp_path, monkeypatch):
+    import codingagent.shell as shell
+
+    monkeypatch.setattr(shell, "sandbox_status", lambda mode="auto": ("none", "bwrap is absent"))
+    started(tmp_path)
+    result = run(tmp_path, "step", "latest", "-", "--sandbox", "bwrap", input=RUN)
+    assert result.exit_code == 1
+    assert "sandbox = 'bwrap' was asked for, but" in result.stderr
+
+
+def test_doctor_reports_what_works(tmp_path):
+    result = run(tmp_path, "doctor")
+    assert result.exit_code == 0
+    for key in ("RUN_COMMAND sandbox", "RUN_COMMAND approval", "inbox watcher", "clipboard"):
+        assert key in result.stdout
+    assert "command_timeout" in result.stdout and "pydantic" in result.stdout

@@ -85,7 +85,10 @@ def test_create_on_a_directory_fails(ws: Workspace) -> None:
 def test_unexpected_os_error_names_the_path(ws: Workspace) -> None:
     put(ws, "f.txt", "x")
     result = only(run(ws, CreateFile(line=1, path="f.txt/inner.txt", content="x")))
-    assert result.headline == "[FAILED] CREATE_FILE: File exists ('f.txt/inner.txt')"
+    # The reason is the OS's (File exists, or Not a directory, depending on how the workspace
+    # walks the path); what matters is that it is said with the path.
+    assert result.headline.startswith("[FAILED] CREATE_FILE: ")
+    assert result.headline.endswith(" ('f.txt/inner.txt')")
 
 
 @pytest.mark.parametrize(

@@ -253,17 +253,11 @@ def test_a_symlink_to_a_workspace_file_is_never_written_or_deleted_through(agent
         "[FAILED] CREATE_FILE: REJECTED: Path ends with '/'; name a file",
         "[OK] READ_FILE: 'alias' is shown under Requested File Contents",
     ]
-    assert "--- alias ---\nkeep\n--- end alias ---" in text
+    assert "--- alias ---\n   1 | keep\n--- end alias ---" in text
     assert (agent.ws / "real.txt").read_text() == "keep\n"
     assert (agent.ws / "alias").is_symlink()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the for_write symlink check tests the path as spelled "
-    "(os.path.islink(root / 'nope/../alias') is False, lstat fails on the missing 'nope'), "
-    "while resolve() follows the link: writes and deletes go through the symlink to its target",
-)
 @pytest.mark.parametrize("command", ["CREATE_FILE", "DELETE_FILE"])
 def test_a_dotdot_detour_does_not_get_a_write_through_a_symlink(agent, command):
     (agent.ws / "real.txt").write_text("keep\n")
@@ -275,16 +269,12 @@ def test_a_dotdot_detour_does_not_get_a_write_through_a_symlink(agent, command):
 
 
 @pytest.mark.parametrize("command", ["CREATE_FILE", "EDIT_FILE", "DELETE_FILE"])
-def test_a_hard_link_to_an_outside_file_is_replaced_never_written_through(agent, command):
+def test_a_hard_link_to_an_outside_file_is_refused(agent, command):
     os.link(agent.tmp / "outside" / "secret.txt", agent.ws / "hard.txt")
-    expected = {
-        "CREATE_FILE": "[OK] CREATE_FILE: Overwrote 'hard.txt'",
-        "EDIT_FILE": "[OK] EDIT_FILE: Replaced line 1 of 'hard.txt' (1 line replaced by 1)",
-        "DELETE_FILE": "[OK] DELETE_FILE: Deleted 'hard.txt'",
-    }[command]
-    assert agent.results(_file_command(command, "hard.txt")) == [expected]
-    if command != "DELETE_FILE":
-        assert (agent.ws / "hard.txt").read_text() == "pwned\n"
+    assert agent.results(_file_command(command, "hard.txt")) == [
+        f"[FAILED] {command}: REJECTED: Path is a hard link to another file"
+    ]
+    assert (agent.ws / "hard.txt").samefile(agent.tmp / "outside" / "secret.txt")
     # The fixture's teardown checks that outside/secret.txt kept its bytes and mtime.
 
 
@@ -348,8 +338,10 @@ def test_reading_a_huge_file_shows_a_bounded_head(agent):
     assert results_section(text) == [
         "[OK] READ_FILE: 'big.txt' is shown under Requested File Contents"
     ]
-    shown = "a" * FILE_VIEW_CAP + (
-        "\n[... the file has 3,000,000 bytes; only its first 100,000 characters are shown ...]\n"
+    shown = (
+        "   1 | "
+        + "a" * FILE_VIEW_CAP
+        + "\n(line 1 has 3,000,000 characters; only its first 100,000 are shown)\n"
     )
     assert f"--- big.txt ---\n{shown}--- end big.txt ---" in text
     assert len(text) < FILE_VIEW_CAP + 10_000
@@ -409,20 +401,13 @@ def test_reading_a_binary_file_shows_a_note_not_its_bytes(agent):
 def test_reading_a_latin1_file_shows_replacement_characters(agent):
     (agent.ws / "legacy.txt").write_bytes("café\n".encode("latin-1"))
     text = agent.apply('[READ_FILE path="legacy.txt"]\n')
-    assert "--- legacy.txt ---\ncaf\ufffd\n--- end legacy.txt ---" in text
+    assert "--- legacy.txt ---\n   1 | caf\ufffd\n--- end legacy.txt ---" in text
 
 
 def test_a_file_deleted_after_being_requested_is_reported_not_shown(agent):
     (agent.ws / "gone.txt").write_text("bye\n")
     text = agent.apply('[READ_FILE path="gone.txt"]\n[DELETE_FILE path="gone.txt"]\n')
     assert "--- gone.txt ---\n(cannot be shown: No such file or directory)\n" in text
-
-
-FIFO_HANG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the turn journal takes a pre-image of the target with read_bytes(), which "
-    "blocks forever on a FIFO (made with `mkfifo` by an earlier RUN_COMMAND): the agent hangs",
-)
 
 
 def _unblock_fifo(path: Path) -> None:
@@ -437,8 +422,8 @@ def _unblock_fifo(path: Path) -> None:
     [
         ("READ_FILE", "[FAILED] READ_FILE: File 'pipe' not found"),
         ("EDIT_FILE", "[FAILED] EDIT_FILE: File 'pipe' not found"),
-        pytest.param("CREATE_FILE", "[OK] CREATE_FILE: Overwrote 'pipe'", marks=FIFO_HANG),
-        pytest.param("DELETE_FILE", "[OK] DELETE_FILE: Deleted 'pipe'", marks=FIFO_HANG),
+        ("CREATE_FILE", "[OK] CREATE_FILE: Overwrote 'pipe'"),
+        ("DELETE_FILE", "[OK] DELETE_FILE: Deleted 'pipe'"),
     ],
 )
 def test_a_fifo_never_blocks_a_file_command(agent, command, expected):
@@ -639,15 +624,10 @@ def test_create_under_a_path_component_that_is_a_file_says_not_a_directory(agent
 def test_create_with_a_name_longer_than_the_file_system_allows_fails_cleanly(agent):
     name = "n" * 300
     assert agent.results(_file_command("CREATE_FILE", name)) == [
-        f"[FAILED] CREATE_FILE: File name too long ('{name}')"
+        "[FAILED] CREATE_FILE: REJECTED: Path has a name longer than 255 bytes"
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: atomic_write's temp file '.{name}.XXXXXXXX.tmp' is 14 characters longer than "
-    "the name, so a legal 242-255 byte file name fails with 'File name too long'",
-)
 def test_create_with_a_long_but_legal_name_succeeds(agent):
     name = "n" * 250
     (agent.ws / ("m" * 250)).write_text("the file system takes 250-byte names\n")
@@ -832,15 +812,13 @@ def test_cli_prints_markup_from_the_llm_literally(agent):
     reply = (
         f"[MESSAGE]\n{MARKUP}\n[/MESSAGE]\n"
         '[CREATE_FILE path="[bold red]x[/]"]\ny\n[/CREATE_FILE]\n'
-        '[READ_FILE path="[link=file:///etc/passwd]p[/link]"]\n'
+        '[READ_FILE path="[link=https]p[/link]"]\n'
     )
     result = agent.step(reply)
     assert result.exit_code == 0, result.output
     assert f"Message from the LLM: {MARKUP}\n" in result.stderr
     assert "[OK] CREATE_FILE: Created '[bold red]x[/]'\n" in result.stderr
-    assert (
-        "[FAILED] READ_FILE: File '[link=file:///etc/passwd]p[/link]' not found\n" in result.stderr
-    )
+    assert "[FAILED] READ_FILE: File '[link=https]p[/link]' not found\n" in result.stderr
     assert (agent.ws / "[bold red]x[/]").read_text() == "y\n"
     assert "[OK] CREATE_FILE: Created '[bold red]x[/]'" in agent.outbox(2)
 

@@ -18,9 +18,12 @@ from codingagent.commands import (
     Message,
     ParseError,
     ReadFile,
+    Replace,
+    ReplaceBlock,
     RunCommand,
+    Search,
 )
-from codingagent.parser import parse
+from codingagent.parser import parse, reply_echo
 
 
 def unclosed(name: str, line: int) -> ParseError:
@@ -621,7 +624,14 @@ TAG_LIKE_LINES = st.sampled_from(
         "[MESSAGE]hi[/MESSAGE]",
     ]
 )
-body_lines = st.lists(st.text(BODY_CHARS, max_size=12) | TAG_LIKE_LINES, max_size=6)
+# Protocol 1.1 removes one code fence wrapping a whole body, so bodies here have no fence lines
+# (test_body_fence_* cover those).
+body_lines = st.lists(
+    (st.text(BODY_CHARS, max_size=12) | TAG_LIKE_LINES).filter(
+        lambda line: not line.strip().startswith(("```", "~~~"))
+    ),
+    max_size=6,
+)
 # An unquoted `path=a/]` means `a` plus a self-closing slash, so generated paths never end in `/`.
 paths = st.text(st.sampled_from("abcXYZ019._-/"), min_size=1, max_size=20).filter(
     lambda p: not p.endswith("/")
@@ -720,3 +730,271 @@ def test_round_trip(
     lines.extend(tail)
     text = ("\ufeff" if bom else "") + newline.join(lines)
     assert parse(text) == expected
+
+
+# --- protocol 1.1: what chat UIs do to replies ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("```python", "```"),
+        ("```", "```"),
+        ("~~~", "~~~"),
+        ("```py title=app.py", "```"),
+        ("````markdown", "````"),
+        ("  ```python  ", " ``` "),
+    ],
+)
+def test_body_fence_wrapping_a_file_body_is_removed_and_recorded(opening: str, closing: str):
+    reply = f'[CREATE_FILE path="app.py"]\n{opening}\nx = 1\n\ny = 2\n{closing}\n[/CREATE_FILE]'
+    assert parse(reply) == [
+        CreateFile(line=1, path="app.py", content="x = 1\n\ny = 2\n", fence_removed=True)
+    ]
+
+
+def test_an_empty_fenced_body_is_an_empty_file():
+    assert parse('[CREATE_FILE path="__init__.py"]\n```python\n```\n[/CREATE_FILE]') == [
+        CreateFile(line=1, path="__init__.py", content="", fence_removed=True)
+    ]
+
+
+def test_body_fence_with_blank_lines_around_and_nested_blocks_inside():
+    reply = (
+        '[CREATE_FILE path="README.md"]\n\n````markdown\n# Tool\n```bash\nmake\n```\n````\n\n'
+        "[/CREATE_FILE]\n"
+        '[CREATE_FILE path="doc.md"]\n```markdown\nUse:\n```bash\nmake\n```\n```\n[/CREATE_FILE]'
+    )
+    assert parse(reply) == [
+        CreateFile(
+            line=1, path="README.md", content="# Tool\n```bash\nmake\n```\n", fence_removed=True
+        ),
+        CreateFile(
+            line=11, path="doc.md", content="Use:\n```bash\nmake\n```\n", fence_removed=True
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "```python\nx = 1\n",  # no closing fence: the file starts with a fence line
+        "x = 1\n```\n",  # only a closing one
+        "```a\nx\n```\ntext\n```b\ny\n```\n",  # two blocks, not one around everything
+        "```\nx\n```\n```\ny\n```\n",
+        "```python\nx\n```python\n",  # the last line must be a bare fence
+        "```python\nx\n~~~\n",  # of the same kind
+        "````\nx\n```\n",  # and at least as long
+        "```js```\nx\n```\n",  # inline code is not a fence
+        "text\n```python\nx\n```\n",
+    ],
+)
+def test_body_without_one_wrapping_fence_is_kept_verbatim(body: str):
+    assert parse(f'[CREATE_FILE path="f.md"]\n{body}[/CREATE_FILE]') == [
+        CreateFile(line=1, path="f.md", content=body)
+    ]
+
+
+def test_body_fence_in_edit_file_and_run_command():
+    reply = (
+        '[EDIT_FILE path="a.py" start_line="2" end_line="3"]\n```python\n    return 2\n```\n'
+        "[/EDIT_FILE]\n[RUN_COMMAND]\n\n```bash\npython -m pytest -q\n```\n\n[/RUN_COMMAND]"
+    )
+    assert parse(reply) == [
+        EditFile(
+            line=1,
+            path="a.py",
+            start_line=2,
+            end_line=3,
+            content="    return 2\n",
+            fence_removed=True,
+        ),
+        RunCommand(line=6, command="python -m pytest -q"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "[READ_FILE path=\u201csrc/a b.py\u201d]",  # “ ”
+        "[READ_FILE path=\u201dsrc/a b.py\u201d]",  # ” ”
+        "[READ_FILE path=\u201esrc/a b.py\u201c]",  # „ “
+        "[READ_FILE path=\u2018src/a b.py\u2019]",  # ‘ ’
+        '[READ_FILE path = \u201csrc/a b.py"]',  # “ "
+        "[read_file  PATH =\u2019src/a b.py\u2019 ]",
+    ],
+)
+def test_curly_quotes_around_attribute_values(tag: str):
+    assert parse(tag) == [ReadFile(line=1, path="src/a b.py")]
+
+
+def test_a_curly_apostrophe_inside_double_quotes_is_part_of_the_value():
+    assert parse('[READ_FILE path="it\u2019s.txt"]') == [ReadFile(line=1, path="it\u2019s.txt")]
+
+
+def test_markdown_escaped_tags():
+    reply = (
+        '\\[CREATE\\_FILE path="src/my\\_app.py"\\]\nx = a\\_b\n\\[/CREATE\\_FILE\\]\n'
+        '\\[READ\\_FILE path="a.py" start\\_line="2"\\]\n\\[DONE\\]\nok\n\\[/DONE\\]'
+    )
+    assert parse(reply) == [
+        # Only tags are unescaped: the body is the LLM's text as it came.
+        CreateFile(line=1, path="src/my_app.py", content="x = a\\_b\n"),
+        ReadFile(line=4, path="a.py", start_line=2),
+        Done(line=5, summary="ok"),
+    ]
+
+
+def test_tags_in_bold_or_inline_code():
+    reply = (
+        '**[CREATE_FILE path="a.py"]**\nx = 1\n**[/CREATE_FILE]**\n'
+        '`[READ_FILE path="a.py"]`\n__[RUN_COMMAND]__\nls\n__[/RUN_COMMAND]__\n'
+        "**[DONE]** All done.\n"
+    )
+    assert parse(reply) == [
+        CreateFile(line=1, path="a.py", content="x = 1\n"),
+        ReadFile(line=4, path="a.py"),
+        RunCommand(line=5, command="ls"),
+        Done(line=8, summary="** All done."),
+    ]
+
+
+def test_emphasis_that_is_not_around_a_tag_is_prose():
+    reply = "**Step 1** [READ_FILE path=a]\n*** [DONE]\n`code` [DONE]\n****[DONE]"
+    assert parse(reply) == []
+
+
+def test_read_file_optional_line_range():
+    reply = (
+        '[READ_FILE path="a.py" start_line="10" end_line="20"]\n'
+        "[READ_FILE path=a.py start_line=5]\n"
+        "[READ_FILE path=a.py end_line=' 7 ']\n"
+        '[READ_FILE path="a.py" start_line="ten"]\n'
+        '[READ_FILE start_line="1"]'
+    )
+    assert parse(reply) == [
+        ReadFile(line=1, path="a.py", start_line=10, end_line=20),
+        ReadFile(line=2, path="a.py", start_line=5),
+        ReadFile(line=3, path="a.py", end_line=7),
+        error("READ_FILE", 4, "attribute 'start_line' must be a whole number, got 'ten'"),
+        error("READ_FILE", 5, "missing required attribute 'path'"),
+    ]
+
+
+def test_search_attributes():
+    reply = (
+        '[SEARCH query="def parse"]\n'
+        '[SEARCH query="TODO|FIXME" glob="*.{py,js}" regex="true" case_sensitive="Yes"]\n'
+        "[search query='x' regex=0 case_sensitive=off /]\n"
+        '[SEARCH query="x" regex="maybe"]\n'
+        '[SEARCH glob="*.py"]\n'
+        "[SEARCH] for the config loader"
+    )
+    assert parse(reply) == [
+        Search(line=1, query="def parse"),
+        Search(line=2, query="TODO|FIXME", glob="*.{py,js}", regex=True, case_sensitive=True),
+        Search(line=3, query="x"),
+        error("SEARCH", 4, "attribute 'regex' must be true or false, got 'maybe'"),
+        error("SEARCH", 5, "missing required attribute 'query'"),
+        error("SEARCH", 6, "missing required attribute 'query'"),
+    ]
+
+
+def block(line: int, search: str, replace: str) -> ReplaceBlock:
+    return ReplaceBlock(line=line, search=search, replace=replace)
+
+
+def test_replace_blocks():
+    reply = (
+        '[REPLACE path="calc.py"]\n'
+        "<<<<<<< SEARCH\n"
+        "def divide(a, b):\n"
+        "    return a / b\n"
+        "=======\n"
+        "def divide(a, b):\n"
+        "    if b == 0:\n"
+        "        raise ValueError\n"
+        "    return a / b\n"
+        ">>>>>>> REPLACE\n"
+        "\n"
+        "```python\n"
+        "<<<<<<<SEARCH  \n"
+        "=======\n"
+        "========\n"
+        "new file\n"
+        ">>>>>>>> replace\n"
+        "```\n"
+        "[/REPLACE]"
+    )
+    assert parse(reply) == [
+        Replace(
+            line=1,
+            path="calc.py",
+            blocks=(
+                block(
+                    2,
+                    "def divide(a, b):\n    return a / b\n",
+                    "def divide(a, b):\n    if b == 0:\n        raise ValueError\n"
+                    "    return a / b\n",
+                ),
+                block(13, "", "========\nnew file\n"),
+            ),
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "",
+            "no SEARCH/REPLACE block; write <<<<<<< SEARCH, the lines to find, =======, the "
+            "lines to put instead, >>>>>>> REPLACE",
+        ),
+        ("<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\n", "the block at reply line 2 has no ======= line"),
+        (
+            "<<<<<<< SEARCH\nx\n=======\ny\n",
+            "the block at reply line 2 has no >>>>>>> REPLACE line",
+        ),
+        (
+            "<<<<<<< SEARCH\nx\n=======\ny\n<<<<<<< SEARCH\n",
+            "the block at reply line 2 has no >>>>>>> REPLACE line",
+        ),
+        (
+            "Here is the fix:\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n",
+            "reply line 2: text outside a SEARCH/REPLACE block ('Here is the fix:'); write "
+            "<<<<<<< SEARCH, the lines to find, =======, the lines to put instead, "
+            ">>>>>>> REPLACE",
+        ),
+    ],
+)
+def test_replace_errors_name_the_command_and_the_line(body: str, message: str):
+    reply = f'[REPLACE path="a.py"]\n{body}[/REPLACE]\n[READ_FILE path="b"]'
+    commands = parse(reply)
+    assert commands[0] == error("REPLACE", 1, message)
+    assert commands[1] == ReadFile(line=body.count("\n") + 3, path="b")
+
+
+def test_replace_without_closing_tag_is_unclosed():
+    assert parse('[REPLACE path="a"]\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n') == [
+        unclosed("REPLACE", 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "echo"),
+    [
+        ("Session: a1b2c3d4 Sequence: 3\n[DONE]", ("a1b2c3d4", 3)),
+        ("**Session:** A1B2C3D4\n**Sequence:** 12\n", ("a1b2c3d4", 12)),
+        ("Session ID: `a1b2c3d4`, Sequence: `7`", ("a1b2c3d4", 7)),
+        ("```\nSession: a1b2c3d4\nSequence: 2\n```\nthinking...", ("a1b2c3d4", 2)),
+        ("Sequence: 4", (None, 4)),
+        ("I have read the session. Steps in sequence: first", (None, None)),
+        ("session: a1b2c3d4 sequence: 3", (None, None)),  # the PROTOCOL's spelling only
+        ('[CREATE_FILE path="a"]\nSession: a1b2c3d4 Sequence: 3\n[/CREATE_FILE]', (None, None)),
+        ("Session: a1b2c3d4\n[READ_FILE path=a]\nSequence: 9", ("a1b2c3d4", None)),
+        ("\ufeffSession: deadbeef Sequence: 1", ("deadbeef", 1)),
+    ],
+)
+def test_reply_echo(reply: str, echo: tuple[str | None, int | None]):
+    assert reply_echo(reply) == echo

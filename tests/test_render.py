@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from codingagent.commands import CommandResult
-from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT
+from codingagent.parser import parse
+from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
 from codingagent.render import (
+    FILE_VIEW_CAP,
     NO_COMMANDS_NOTE,
+    VIEW_LINES,
     FileView,
     OutboxContext,
     estimate_tokens,
@@ -29,9 +32,11 @@ def test_first_outbox_has_the_four_sections_in_order():
     text = render_outbox(state(), OutboxContext())
     markers = [line for line in text.splitlines() if line.startswith("=== ")]
     assert markers == ["=== HEADER ===", "=== PROTOCOL ===", "=== CONTEXT ===", "=== PROMPT ==="]
+    # Protocol 1.1 (SPEC 2): the HEADER gains a `Protocol:` line after the 1.0 fields.
     assert section(text, "HEADER") == (
-        "Session: a1b2c3d4\nSequence: 1\nTask: Create a calculator app in C#"
+        "Session: a1b2c3d4\nSequence: 1\nTask: Create a calculator app in C#\nProtocol: 1.1"
     )
+    assert PROTOCOL_VERSION == "1.1"
     assert section(text, "PROTOCOL") == PROTOCOL_TEXT.rstrip("\n")
     assert section(text, "CONTEXT") == "## Workspace Files\n(empty workspace)"
     assert text.endswith("=== PROMPT ===\nCreate a calculator app in C#\n")
@@ -77,9 +82,9 @@ def test_later_outbox_shows_results_files_and_the_continuation_prompt():
         "\n"
         "## Requested File Contents\n"
         "--- src/Calculator.cs ---\n"
-        "using System;\n"
-        "\n"
-        "public class Calculator\n"
+        "   1 | using System;\n"
+        "   2 |\n"
+        "   3 | public class Calculator\n"
         "--- end src/Calculator.cs ---"
     )
     assert text.endswith(f"=== PROMPT ===\n{CONTINUATION_PROMPT}\n")
@@ -112,7 +117,7 @@ def test_file_views_without_trailing_newline_and_unshowable_files():
         file_views=[FileView("a.txt", "no newline"), FileView("b.bin", None, "binary file")]
     )
     context_text = section(render_outbox(state(sequence_number=3), context), "CONTEXT")
-    assert "--- a.txt ---\nno newline\n--- end a.txt ---" in context_text
+    assert "--- a.txt ---\n   1 | no newline\n--- end a.txt ---" in context_text
     assert "--- b.bin ---\n(binary file)\n--- end b.bin ---" in context_text
 
 
@@ -132,3 +137,100 @@ def test_protocol_section_teaches_every_command():
 def test_token_estimate_is_about_four_characters_a_token():
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd" * 100) == 100
+
+
+# --- protocol 1.1: numbered file views in windows, search results ------------------------------
+
+
+def view(text: str, **fields) -> str:
+    """The rendered ``## Requested File Contents`` entry of one file."""
+    context = OutboxContext(file_views=[FileView("f.txt", text, **fields)])
+    return section(render_outbox(state(sequence_number=2), context), "CONTEXT").split(
+        "## Requested File Contents\n", 1
+    )[1]
+
+
+def test_numbers_split_lines_exactly_as_edit_file_does():
+    # Only \n ends a line: form feeds and U+2028 stay inside their line; \r of CRLF is hidden.
+    assert view("a\fb\r\nc\u2028d\n\ne") == (
+        "--- f.txt ---\n   1 | a\fb\n   2 | c\u2028d\n   3 |\n   4 | e\n--- end f.txt ---"
+    )
+    assert view("") == "--- f.txt ---\n(empty file)\n--- end f.txt ---"
+
+
+def test_a_large_file_is_shown_in_a_window_with_a_way_to_the_rest():
+    text = "".join(f"{i}\n" for i in range(1, 1001))
+    lines = view(text).split("\n")
+    assert len(lines) == 1 + VIEW_LINES + 2
+    assert lines[1] == "   1 | 1" and lines[VIEW_LINES] == " 400 | 400"
+    assert lines[-2] == '(600 more lines below; READ_FILE with start_line="401" to see them)'
+    assert view(text, start_line=999).split("\n")[1:-1] == [" 999 | 999", "1000 | 1000"]
+    assert view(text, start_line=10, end_line=11).split("\n")[1:-1] == [
+        "  10 | 10",
+        "  11 | 11",
+        '(989 more lines below; READ_FILE with start_line="12" to see them)',
+    ]
+    assert view(text, end_line=1).split("\n")[1:-1] == [
+        "   1 | 1",
+        '(999 more lines below; READ_FILE with start_line="2" to see them)',
+    ]
+    assert view("a\nb\n", start_line=5) == (
+        "--- f.txt ---\n(the file has 2 lines; nothing to show from line 5)\n--- end f.txt ---"
+    )
+
+
+def test_a_window_is_also_capped_in_characters():
+    long = "x" * (FILE_VIEW_CAP // 3)
+    lines = view(f"{long}\n{long}\n{long}\n{long}\nshort\n").split("\n")
+    assert [line[:8] for line in lines[1:-1]] == [
+        "   1 | x",
+        "   2 | x",
+        "   3 | x",
+        "(2 more ",
+    ]
+    huge = view("y" * (FILE_VIEW_CAP + 5)).split("\n")
+    assert huge[1] == "   1 | " + "y" * FILE_VIEW_CAP
+    assert (
+        huge[2]
+        == f"(line 1 has {FILE_VIEW_CAP + 5:,} characters; only its first 100,000 are shown)"
+    )
+
+
+def test_a_note_about_a_partly_read_file_follows_its_lines():
+    assert view("a\n", note="the file has 9 bytes; only the lines in its first 2 are shown") == (
+        "--- f.txt ---\n   1 | a\n(the file has 9 bytes; only the lines in its first 2 are "
+        "shown)\n--- end f.txt ---"
+    )
+
+
+def test_search_results_follow_the_requested_files():
+    results = ['SEARCH "x": 1 match in 1 file\na.py:3: x = 1', 'SEARCH "y": 0 matches in 0 files']
+    text = render_outbox(
+        state(sequence_number=2, search_results=results),
+        OutboxContext(file_views=[FileView("a.py", "x = 1\n")]),
+    )
+    assert section(text, "CONTEXT").endswith(
+        "--- end a.py ---\n\n## Search Results\n"
+        'SEARCH "x": 1 match in 1 file\na.py:3: x = 1\n\nSEARCH "y": 0 matches in 0 files'
+    )
+
+
+def test_protocol_section_teaches_1_1():
+    for needle in (
+        "Session: <id> Sequence: <n>",
+        "[REPLACE path=",
+        "<<<<<<< SEARCH",
+        ">>>>>>> REPLACE",
+        "[SEARCH query=",
+        'start_line="400" end_line="600"',
+        '"  12 | text"',
+        "never\ninside ``` code fences",
+        "Prefer REPLACE for small changes and CREATE_FILE for new files",
+        f"Long files are shown {VIEW_LINES} lines at a time",
+    ):
+        assert needle in PROTOCOL_TEXT, needle
+
+
+def test_the_protocol_example_is_a_reply_the_parser_reads_as_intended():
+    example = PROTOCOL_TEXT.split("EXAMPLE REPLY (test_calc.py has 12 lines)\n", 1)[1]
+    assert [c.kind for c in parse(example)] == ["REPLACE", "EDIT_FILE", "RUN_COMMAND", "DONE"]

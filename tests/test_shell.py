@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -81,19 +82,44 @@ def test_secrets_are_scrubbed_from_the_environment(
         "MY_SECRET": "s1",
         "GCP_CREDENTIALS": "c1",
         "lower_token": "t2",
+        "PYTHON_KEYRING_PASSWORD": "p3",  # an allowed prefix, but a secret-looking name
+        "PIP_INDEX_URL": "https://me:hunter2@pypi.example/simple",  # a password in a URL
+        "SOME_SETTING": "not on the allowlist",
     }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("VISIBLE_SETTING", "shown")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
     output = run("env", tmp_path).output
-    assert "VISIBLE_SETTING=shown" in output.splitlines()
+    lines = output.splitlines()
+    assert "LC_ALL=C.UTF-8" in lines
+    assert "PYTHONHASHSEED=7" in lines
+    assert f"HOME={os.environ['HOME']}" in lines
     for name in secrets:
         assert f"{name}=" not in output
 
 
-def test_scrub_env_rules() -> None:
-    env = {"PATH": "/bin", "HOME": "/h", "OPENAI_API_KEY": "x", "aws_profile": "p", "MYAWS_X": "k"}
-    assert scrub_env(env) == {"PATH": "/bin", "HOME": "/h", "MYAWS_X": "k"}
+def test_scrub_env_keeps_only_the_allowlist_minus_secrets() -> None:
+    env = {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "LC_CTYPE": "C",
+        "PIP_INDEX_URL": "https://pypi.example/simple",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "https_proxy": "http://user:pw@proxy:3128",
+        "OPENAI_API_KEY": "x",
+        "aws_profile": "p",
+        "MYAWS_X": "k",
+        "PYTHON_AUTH": "a",
+        "DISPLAY": ":0",
+    }
+    assert scrub_env(env) == {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "LC_CTYPE": "C",
+        "PIP_INDEX_URL": "https://pypi.example/simple",
+        "HTTPS_PROXY": "http://proxy:3128",
+    }
 
 
 def test_timeout_kills_the_command(tmp_path: Path) -> None:
@@ -177,8 +203,8 @@ def test_cut_does_not_split_characters(tmp_path: Path) -> None:
     head, note, tail = result.output.split("\n")
     assert head == "a" + "é" * 999
     assert tail == "é" * 999 + "z"
-    assert note == "[... 2004 characters cut ...]"
-    assert result.cut_chars == 2004
+    assert note == "[... 1002 characters cut ...]"  # 3002 characters, 2000 shown
+    assert result.cut_chars == 1002
 
 
 def test_invalid_utf8_output_is_replaced(tmp_path: Path) -> None:

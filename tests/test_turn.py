@@ -357,9 +357,10 @@ def test_requested_files_that_cannot_be_inlined_are_explained(store, sid):
     )
     text = outbox_text(store, sid, 2)
     assert "--- blob.bin ---\n(binary file, 70 bytes, not shown)\n--- end blob.bin ---" in text
+    # Protocol 1.1 (SPEC 2.4): a large file is shown numbered, in a window of 400 lines.
     assert (
-        "\n[... the file has 3,300,000 bytes; only its first 100,000 characters are shown ...]\n"
-        "--- end big.txt ---"
+        ' 400 | 0123456789\n(299,600 more lines below; READ_FILE with start_line="401" to see '
+        "them)\n--- end big.txt ---"
     ) in text
     assert len(text) < 110_000
     assert (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -14,10 +15,13 @@ from codingagent.workspace import (
     BACKSLASH,
     EMPTY,
     FOLDER,
+    HARDLINK,
     NUL,
     OUTSIDE,
+    STREAM,
     Listing,
     PathRejected,
+    PreImage,
     Workspace,
 )
 
@@ -61,6 +65,7 @@ def rejected(ws: Workspace, rel: str, for_write: bool = False) -> str:
         ("..\\outside\\secret.txt", BACKSLASH),
         ("C:x", OUTSIDE),
         ("c:/windows/x", OUTSIDE),
+        ("notes:v2.txt", STREAM),
         ("\\\\srv\\s", BACKSLASH),
         ("a\0b", NUL),
     ],
@@ -77,7 +82,7 @@ def test_guard_rejects_paths_outside(layout: tuple[Path, Path], rel: str, reason
         ("src/main.py", "src/main.py"),
         ("./src//main.py", "src/main.py"),
         ("a/../b.txt", "b.txt"),
-        ("notes:v2.txt", "notes:v2.txt"),
+        ("notes-v2.txt", "notes-v2.txt"),
         (".gitignore", ".gitignore"),
         ("sub/.git/config", "sub/.git/config"),
     ],
@@ -218,7 +223,10 @@ def test_resolve_never_leaves_the_root(maze: Path, parts: list[str], odd: str) -
     try:
         target = ws.resolve(rel)
     except PathRejected as e:
-        assert str(e) in (OUTSIDE, EMPTY, BACKSLASH, NUL)
+        assert str(e) in (OUTSIDE, EMPTY, BACKSLASH, NUL, STREAM)
+    except OSError as e:
+        assert e.errno == errno.ELOOP  # through `loop`, which points at itself
+        assert "loop" in parts
     else:
         real = Path(os.path.realpath(maze / rel))
         assert target == real
@@ -300,12 +308,20 @@ def test_write_keeps_the_file_mode(layout: tuple[Path, Path]) -> None:
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
 
 
-def test_write_replaces_a_hard_link_instead_of_writing_through(layout: tuple[Path, Path]) -> None:
+def test_a_hard_linked_file_is_refused(layout: tuple[Path, Path]) -> None:
     ws_dir, outside = layout
     os.link(outside / "secret.txt", ws_dir / "hard.txt")
-    Workspace(ws_dir).write_text("hard.txt", "new")
+    ws = Workspace(ws_dir)
+    for use in (
+        lambda: ws.write_text("hard.txt", "new"),
+        lambda: ws.read_bytes("hard.txt"),
+        lambda: ws.is_file("hard.txt"),
+        lambda: ws.delete("hard.txt"),
+    ):
+        with pytest.raises(PathRejected, match=HARDLINK):
+            use()
     assert (outside / "secret.txt").read_text() == "secret"
-    assert (ws_dir / "hard.txt").read_text() == "new"
+    assert (ws_dir / "hard.txt").read_text() == "secret"
 
 
 def test_write_refuses_a_directory(layout: tuple[Path, Path]) -> None:
@@ -367,3 +383,72 @@ def test_delete(layout: tuple[Path, Path]) -> None:
     with pytest.raises(IsADirectoryError):
         ws.delete("d")
     assert (ws_dir / "d").is_dir()
+
+
+# --- pre-images and restore ----------------------------------------------------------------------
+
+
+def test_before_change_sees_the_file_as_it_was(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / "old.txt").write_text("before")
+    (ws_dir / "old.txt").chmod(0o640)
+    ws = Workspace(ws_dir)
+    seen: list[PreImage] = []
+    ws.before_change = seen.append
+    ws.write_text("old.txt", "after")
+    ws.write_text("new/deeper/f.txt", "x")
+    ws.delete("old.txt")
+    assert seen == [
+        PreImage("old.txt", b"before", 0o640),
+        PreImage("new/deeper/f.txt", None, None, ("new", "new/deeper")),
+        PreImage("old.txt", b"after", 0o640),
+    ]
+
+
+def test_a_refused_hook_leaves_the_file_alone(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    ws = Workspace(ws_dir)
+
+    def refuse(pre: PreImage) -> None:
+        raise RuntimeError("journal full")
+
+    ws.before_change = refuse
+    with pytest.raises(RuntimeError):
+        ws.write_text("a/b.txt", "x")
+    assert not (ws_dir / "a").exists()  # not even the folder
+
+
+def test_restore_puts_files_back_and_cleans_up(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    ws = Workspace(ws_dir)
+    seen: list[PreImage] = []
+    ws.before_change = seen.append
+    (ws_dir / "kept.txt").write_text("v1")
+    ws.write_text("kept.txt", "v2")
+    ws.write_text("made/in/turn.txt", "x")
+    (ws_dir / "made" / "in" / ".turn.txt.1234abcd.tmp").write_text("torn")  # a crash's leftover
+    for pre in reversed(seen):
+        ws.restore(pre)
+    assert (ws_dir / "kept.txt").read_text() == "v1"
+    assert not (ws_dir / "made").exists()
+    # A hard link now in a restored file's place is replaced, not written through.
+    (ws_dir / "kept.txt").unlink()
+    os.link(outside / "secret.txt", ws_dir / "kept.txt")
+    ws.restore(seen[0])
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert (ws_dir / "kept.txt").read_text() == "v1"
+
+
+def test_file_size_follows_the_read_rules(layout: tuple[Path, Path]) -> None:
+    ws_dir, outside = layout
+    (ws_dir / "f.txt").write_text("12345")
+    (ws_dir / "link").symlink_to(outside)
+    os.link(outside / "secret.txt", ws_dir / "hard.txt")
+    ws = Workspace(ws_dir)
+    assert ws.file_size("f.txt") == 5
+    with pytest.raises(PathRejected, match=OUTSIDE):
+        ws.file_size("link/secret.txt")
+    with pytest.raises(PathRejected, match=HARDLINK):
+        ws.file_size("hard.txt")
+    with pytest.raises(FileNotFoundError):
+        ws.file_size("missing.txt")
