@@ -16,8 +16,10 @@ import contextlib
 import hashlib
 import os
 import secrets
+import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 # A folder as the *at() calls take it: an open descriptor (POSIX) or a path (Windows).
 Folder = int | str
@@ -58,7 +60,7 @@ def close_folder(folder: Folder) -> None:
         os.close(folder)
 
 
-def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None:
+def atomic_write(path: Path, data: bytes | str | BinaryIO, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync.
 
     ``mode`` sets the file's permission bits; by default an existing file keeps its mode and a
@@ -72,8 +74,12 @@ def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None
         close_folder(folder)
 
 
-def atomic_write_at(folder: Folder, name: str, data: bytes | str, mode: int | None = None) -> None:
+def atomic_write_at(
+    folder: Folder, name: str, data: bytes | str | BinaryIO, mode: int | None = None
+) -> None:
     """:func:`atomic_write` of the file ``name`` in the open ``folder``.
+
+    ``data`` may be an open binary file: it is copied in chunks, so its size never matters.
 
     The temp file is created with ``O_EXCL | O_NOFOLLOW`` and renamed over ``name`` within the
     same folder, so neither step can follow a symlink; a hard link at ``name`` is replaced,
@@ -86,7 +92,10 @@ def atomic_write_at(folder: Folder, name: str, data: bytes | str, mode: int | No
     tmp, fd = _create_temp(folder, name)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                shutil.copyfileobj(data, f, 1024 * 1024)
             f.flush()
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)

@@ -15,6 +15,7 @@ Side effects of RUN_COMMAND outside the files the file commands touched cannot b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -367,10 +368,11 @@ class _Journal:
         if pre.path in self.paths:
             return  # the first pre-image is the one that matters
         blob = None
-        if pre.data is not None:
+        if pre.existed:
             blob = f"pre/{len(self.paths):04d}"
             (self.folder / "pre").mkdir(exist_ok=True)
-            atomic_write(self.folder / blob, pre.data)
+            content = pre.data if pre.data is not None else pre.stream
+            atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
         entry = {
             "path": pre.path,
             "mode": pre.mode,
@@ -388,22 +390,35 @@ class _Journal:
         self.path.unlink()
 
 
-def _preimages(folder: Path) -> list[PreImage]:
+def _preimage_entries(folder: Path) -> list[dict]:
     """The pre-images a turn recorded, in order; a torn last line (crash mid-append) is skipped:
     its file had not been touched yet."""
     try:
         lines = (folder / "preimages.jsonl").read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return []
-    found = []
+    entries = []
     for line in lines:
         try:
-            entry = json.loads(line)
+            entries.append(json.loads(line))
         except json.JSONDecodeError:
             break
-        data = (folder / entry["blob"]).read_bytes() if entry["blob"] else None
-        found.append(PreImage(entry["path"], data, entry["mode"], tuple(entry["createdDirs"])))
-    return found
+    return entries
+
+
+def _restore_turn(ws: Workspace, folder: Path) -> list[str]:
+    """Put back every file a turn changed, last change first; the paths, in that order.
+
+    Saved contents are streamed back from the history, never read whole into memory.
+    """
+    restored = []
+    for entry in reversed(_preimage_entries(folder)):
+        blob = folder / entry["blob"] if entry["blob"] else None
+        with open(blob, "rb") if blob else contextlib.nullcontext() as stream:
+            dirs = tuple(entry["createdDirs"])
+            ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
+        restored.append(entry["path"])
+    return restored
 
 
 def recover(store: SessionStore, session_id: str, **options) -> TurnReport | None:
@@ -423,9 +438,7 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
         journal_path.unlink()
         return None
     ws = open_workspace(store, state)
-    restored = _preimages(folder)
-    for pre in reversed(restored):
-        ws.restore(pre)
+    restored = _restore_turn(ws, folder)
     store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
     data = (folder / "reply.txt").read_bytes()
     source = store.read_history(folder, "meta.json")["replyFile"]
@@ -466,11 +479,7 @@ def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = Fal
             f"Nothing undone: {', '.join(changed)} changed since the agent wrote "
             f"{'it' if len(changed) == 1 else 'them'}; use --force to overwrite those changes"
         )
-    restored: list[str] = []
-    for folder in reversed(undoing):
-        for pre in reversed(_preimages(folder)):
-            ws.restore(pre)
-            restored.append(pre.path)
+    restored = [path for folder in reversed(undoing) for path in _restore_turn(ws, folder)]
     rewound = SessionState.model_validate_json((undoing[0] / "state-before.json").read_bytes())
     rewound.updated_at = utc_now()
     for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):

@@ -41,8 +41,9 @@ import re
 import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from .fsio import (
     O_CLOEXEC,
@@ -55,6 +56,8 @@ from .fsio import (
     open_folder,
     temp_names_of,
 )
+
+PREIMAGE_IN_MEMORY = 1024 * 1024  # bytes of a file's pre-image held in memory; more: a stream
 
 OUTSIDE = "Path is outside workspace"
 EMPTY = "Path is empty"
@@ -128,6 +131,13 @@ class PreImage:
     data: bytes | None
     mode: int | None
     created_dirs: tuple[str, ...] = ()
+    # A file over PREIMAGE_IN_MEMORY bytes comes as an open stream instead of ``data``: open
+    # only while ``before_change`` runs (or, for ``restore``, while the caller holds it).
+    stream: BinaryIO | None = field(default=None, compare=False)
+
+    @property
+    def existed(self) -> bool:
+        return self.data is not None or self.stream is not None
 
 
 def display_name(name: str) -> str:
@@ -541,7 +551,12 @@ class Workspace:
 
     def _will_change(self, spot: _Spot) -> None:
         if self.before_change is not None:
-            self.before_change(self._preimage(spot))
+            pre = self._preimage(spot)
+            try:
+                self.before_change(pre)
+            finally:
+                if pre.stream is not None:
+                    pre.stream.close()
 
     def _preimage(self, spot: _Spot) -> PreImage:
         rel = "/".join(spot.real)
@@ -552,8 +567,13 @@ class Workspace:
             fd = _open_file(spot.folder, spot.tail[0], rel)
         except FileNotFoundError:  # absent, or not a regular file: restoring removes it
             return PreImage(rel, None, None)
-        with os.fdopen(fd, "rb") as f:
-            return PreImage(rel, f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode))
+        f = os.fdopen(fd, "rb")
+        info = os.fstat(fd)
+        mode = stat.S_IMODE(info.st_mode)
+        if info.st_size > PREIMAGE_IN_MEMORY:  # a 100 GB file must not be read into memory
+            return PreImage(rel, None, mode, stream=f)
+        with f:
+            return PreImage(rel, f.read(), mode)
 
     def restore(self, pre: PreImage) -> None:
         """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up.
@@ -567,9 +587,10 @@ class Workspace:
                 raise _is_a_directory(pre.path)
             if len(spot.tail) == 1:
                 _remove_temp_files(spot.folder, spot.tail[0])
-            if pre.data is not None:
+            if pre.existed:
                 folder, name = spot.make_parents()
-                atomic_write_at(folder, name, pre.data, mode=pre.mode)
+                content = pre.data if pre.data is not None else pre.stream
+                atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
             elif len(spot.tail) == 1:
                 info = _lstat(spot.folder, spot.tail[0])
                 if info is not None and stat.S_ISREG(info.st_mode):

@@ -358,22 +358,7 @@ def test_one_file_read_under_many_spellings_does_not_multiply_the_outbox(agent):
     assert len(text) < 3 * FILE_VIEW_CAP
 
 
-PREIMAGE_IN_MEMORY = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the turn journal reads the whole file into memory for its pre-image "
-    "(Workspace._preimage: target.read_bytes()); `truncate -s 100G x` then DELETE_FILE x or "
-    "CREATE_FILE x exhausts memory (and would copy 100 GB into the history)",
-)
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        "READ_FILE",
-        pytest.param("DELETE_FILE", marks=PREIMAGE_IN_MEMORY),
-        pytest.param("CREATE_FILE", marks=PREIMAGE_IN_MEMORY),
-    ],
-)
+@pytest.mark.parametrize("command", ["READ_FILE", "DELETE_FILE", "CREATE_FILE"])
 def test_a_huge_sparse_file_is_never_loaded_into_memory(agent, command):
     reply = "[RUN_COMMAND]\ntruncate -s 128M sparse.bin\n[/RUN_COMMAND]\n" + _file_command(
         command, "sparse.bin"

@@ -367,3 +367,13 @@ def test_requested_files_that_cannot_be_inlined_are_explained(store, sid):
         "--- soon-gone.txt ---\n(cannot be shown: No such file or directory)\n"
         "--- end soon-gone.txt ---"
     ) in text
+
+
+def test_undo_restores_a_file_larger_than_the_in_memory_preimage(store, sid):
+    big = bytes(range(256)) * 12_000  # 3 MB: saved and restored as a stream
+    (ws(store) / "big.bin").write_bytes(big)
+    step(store, sid, '[DELETE_FILE path="big.bin"]\n')
+    assert not (ws(store) / "big.bin").exists()
+    assert (store.turn_dir(sid, 1) / "pre/0000").read_bytes() == big
+    undo(store, sid)
+    assert (ws(store) / "big.bin").read_bytes() == big
