@@ -316,15 +316,21 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 @main.command()
 @session_argument
 @root_option
+@click.option(
+    "--task",
+    "follow_up",
+    help="A follow-up instruction: reopens a completed session with it as the new prompt.",
+)
+@click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
 @poll_option
 @tuning_options
-def resume(session: str, root: Path, **flags: Any) -> None:
+def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest).
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
     run = _Run.open(root, **flags)
-    _watch(run, run.store.resolve(session))
+    _watch(run, run.store.resolve(session), follow_up=follow_up, watch=not no_watch)
 
 
 @main.command()
@@ -550,9 +556,9 @@ def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
         lock.release()
 
 
-def _watch(run: _Run, session_id: str) -> None:
+def _watch(run: _Run, session_id: str, follow_up: str | None = None, watch: bool = True) -> None:
     from .session import SessionError
-    from .turn import ensure_outbox, recover
+    from .turn import ensure_outbox, follow_up_session, recover
     from .watcher import session_watcher
 
     store = run.store
@@ -571,13 +577,20 @@ def _watch(run: _Run, session_id: str) -> None:
         recovered = recover(store, session_id, **options)
         if recovered is not None:
             _print_turn(run, recovered)
+        if follow_up is not None:
+            follow_up_session(store, session_id, follow_up)
         state = store.load(session_id)
         if state.is_complete:
             if recovered is not None:
                 return
-            raise SessionError(f"Session {session_id} is complete: {state.summary or ''}".strip())
+            raise SessionError(
+                f"Session {session_id} is complete: {state.summary or ''} (give it a follow-up "
+                'with: codingagent resume --task "...")'
+            )
         run.check_turn_limit(state)
         run.announce(ensure_outbox(store, state))
+        if not watch:
+            return
         watcher = session_watcher(
             store,
             session_id,

@@ -59,7 +59,7 @@ def render_outbox(state: SessionState, context: OutboxContext) -> str:
         ("HEADER", _header(state)),
         ("PROTOCOL", PROTOCOL_TEXT.rstrip("\n")),
         ("CONTEXT", _context(state, context)),
-        ("PROMPT", state.task if state.sequence_number == 1 else CONTINUATION_PROMPT),
+        ("PROMPT", _prompt(state)),
     ]
     return "\n\n".join(f"=== {name} ===\n{body}" for name, body in sections) + "\n"
 
@@ -71,10 +71,21 @@ def estimate_tokens(text: str) -> int:
 
 def _header(state: SessionState) -> str:
     task = " ".join(state.task.split())
+    follow_ups = "".join(f"Follow-up: {' '.join(f.split())}\n" for f in state.follow_ups)
     return (
         f"Session: {state.session_id}\nSequence: {state.sequence_number}\nTask: {task}\n"
-        f"Protocol: {PROTOCOL_VERSION}"
+        f"{follow_ups}Protocol: {PROTOCOL_VERSION}"
     )
+
+
+def _prompt(state: SessionState) -> str:
+    if state.follow_up_sequence == state.sequence_number:
+        return (
+            "The user has a follow-up instruction for this session (the work so far is above):\n"
+            f"{state.follow_ups[-1]}\n"
+            "Work on it, and send [DONE] with a summary when it is complete."
+        )
+    return state.task if state.sequence_number == 1 else CONTINUATION_PROMPT
 
 
 def _context(state: SessionState, context: OutboxContext) -> str:

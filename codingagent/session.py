@@ -39,8 +39,8 @@ class SessionState(BaseModel):
     """One session, as stored in ``sessions/{sessionId}.json``.
 
     The first eight fields are the protocol document's; ``workspace`` (absolute path of the
-    folder the LLM works on), ``summary`` (the DONE text), ``shown_files`` and
-    ``search_results`` are ours.
+    folder the LLM works on), ``summary`` (the DONE text), ``shown_files``,
+    ``search_results`` and the ``follow_ups`` are ours.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -61,6 +61,10 @@ class SessionState(BaseModel):
     shown_files: dict[str, str] = Field(default_factory=dict)
     # Protocol 1.1: the text blocks of the last reply's SEARCH commands, shown in the next outbox.
     search_results: list[str] = Field(default_factory=list)
+    # Instructions the user added with `resume --task`, oldest first, and the sequence of the
+    # outbox whose PROMPT is the newest of them.
+    follow_ups: list[str] = Field(default_factory=list)
+    follow_up_sequence: int | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -110,6 +110,26 @@ def write_outbox(store: SessionStore, state: SessionState) -> Path:
     )
 
 
+def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:
+    """Give the session a follow-up instruction from the user (``resume --task``).
+
+    A completed session is reopened, keeping its history; the current outbox is rewritten so
+    its PROMPT is the instruction, and every later HEADER carries it.
+    """
+    if not instruction.strip():
+        raise SessionError("The follow-up task is empty; say what the LLM should do next")
+    state = store.load(session_id)
+    if store.journal_path(session_id).exists():
+        raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
+    state.follow_ups.append(instruction.strip())
+    state.follow_up_sequence = state.sequence_number
+    state.is_complete = False
+    state.updated_at = utc_now()
+    outbox = write_outbox(store, state)
+    store.save(state)
+    return outbox
+
+
 def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
     """The current outbox, rewritten if someone deleted it."""
     path = store.outbox_path(state.session_id, state.sequence_number)
@@ -142,6 +162,7 @@ def apply_reply_file(
         data,
         source=display_name(path.name),
         max_reply_bytes=max_reply_bytes,
+        size=before.st_size,
         **options,
     )
     if path.resolve().parent == store.inbox.resolve() and _unchanged(path, before):
@@ -174,8 +195,12 @@ def apply_reply(
     on_result: OnResult | None = None,
     force: bool = False,
     max_reply_bytes: int = REPLY_SIZE_CAP,
+    size: int | None = None,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
+
+    ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
+    ``max_reply_bytes`` is read no further).
 
     A reply whose content was already applied in this session is skipped, unless it names the
     current sequence (``Sequence: N``) or ``force`` is set. So is, unless ``force`` is set, a
@@ -219,7 +244,7 @@ def apply_reply(
     journal = _Journal(store, session_id, folder, meta)
     _crash_point("journal")
 
-    text, problem = decode_reply(data, max_reply_bytes)
+    text, problem = decode_reply(data, max_reply_bytes, size)
     commands = parse(text) if text is not None else []
     preceding = [problem] if problem else []
     if problem and on_result:
@@ -265,7 +290,7 @@ def apply_reply(
 
 
 def decode_reply(
-    data: bytes, max_bytes: int = REPLY_SIZE_CAP
+    data: bytes, max_bytes: int = REPLY_SIZE_CAP, size: int | None = None
 ) -> tuple[str | None, CommandResult | None]:
     """The reply's text, or ``None`` when it must not be parsed, and the problem, if any.
 
@@ -277,7 +302,7 @@ def decode_reply(
 
     if len(data) > max_bytes:
         return None, problem(
-            f"Your reply was {len(data):,} bytes, over the {max_bytes:,}-byte limit; "
+            f"Your reply was {size or len(data):,} bytes, over the {max_bytes:,}-byte limit; "
             "nothing in it was run. Send smaller replies."
         )
     if not data.strip():

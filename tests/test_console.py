@@ -316,3 +316,37 @@ def test_doctor_reports_what_works(tmp_path):
     for key in ("RUN_COMMAND sandbox", "RUN_COMMAND approval", "inbox watcher", "clipboard"):
         assert key in result.stdout
     assert "command_timeout" in result.stdout and "pydantic" in result.stdout
+
+
+# --- follow-ups --------------------------------------------------------------------------------
+
+
+def test_resume_task_reopens_a_completed_session_with_a_follow_up(tmp_path):
+    session_id = started(tmp_path)
+    run(tmp_path, "step", "latest", "-", input="[DONE]\nfirst part done\n[/DONE]\n")
+    result = run(tmp_path, "resume", "--task", "Now add tests", "--no-watch")
+    assert result.exit_code == 0, result.output
+    state = json.loads((tmp_path / "sessions" / f"{session_id}.json").read_text())
+    assert state["isComplete"] is False and state["followUps"] == ["Now add tests"]
+    outbox = (tmp_path / "outbox" / f"{session_id}_seq0002.txt").read_text()
+    assert "Task: t\nFollow-up: Now add tests\nProtocol: 1.1\n" in outbox
+    assert outbox.endswith(
+        "=== PROMPT ===\nThe user has a follow-up instruction for this session (the work so far "
+        "is above):\nNow add tests\nWork on it, and send [DONE] with a summary when it is "
+        "complete.\n"
+    )
+    run(tmp_path, "step", "latest", "-", input="[MESSAGE]\nworking\n[/MESSAGE]\n")
+    later = (tmp_path / "outbox" / f"{session_id}_seq0003.txt").read_text()
+    assert "Follow-up: Now add tests\n" in later
+    assert "Continue working on the task based on the results above." in later
+    assert len(json.loads(run(tmp_path, "log", "--json").stdout)) == 2, "history is kept"
+
+
+def test_a_completed_session_says_how_to_follow_up(tmp_path):
+    started(tmp_path)
+    run(tmp_path, "step", "latest", "-", input="[DONE]\nok\n[/DONE]\n")
+    result = run(tmp_path, "resume")
+    assert result.exit_code == 1
+    assert 'give it a follow-up with: codingagent resume --task "..."' in result.stderr
+    empty = run(tmp_path, "resume", "--task", " ", "--no-watch")
+    assert empty.exit_code == 1 and "follow-up task is empty" in empty.stderr

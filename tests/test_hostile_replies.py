@@ -853,11 +853,6 @@ def test_cli_step_exits_0_on_a_bad_reply_and_writes_the_next_outbox(agent, reply
     assert shown.stdout == outbox
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: apply_reply_file reads only max_reply_bytes + 1 bytes, so an oversized reply "
-    "file is reported as 5,242,881 bytes whatever its real size (stdin reports the real size)",
-)
 def test_cli_an_oversized_reply_file_is_reported_with_its_real_size(agent):
     result = agent.step(b"x" * 6_000_000)
     assert result.exit_code == 0, result.output
