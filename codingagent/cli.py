@@ -159,6 +159,7 @@ class _Run:
             "shell": _ConsoleShell(shell, ask=policy == "ask"),
             "on_result": _print_result,
             "max_reply_bytes": settings.max_reply_bytes,
+            "token_budget": settings.token_budget,
         }
 
     def check_turn_limit(self, state: SessionState) -> None:

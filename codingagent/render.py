@@ -43,6 +43,7 @@ class FileView:
     note: str = ""
     start_line: int | None = None
     end_line: int | None = None
+    window: int = VIEW_LINES  # at most this many lines; smaller when the prompt is over budget
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _numbered_window(view: FileView) -> list[str]:
         return ["(empty file)", *_notes(notes)]
     if start > len(lines):
         return [f"(the file has {_lines(len(lines))}; nothing to show from line {start})"]
-    stop = min(len(lines), view.end_line or len(lines), start + VIEW_LINES - 1)
+    stop = min(len(lines), view.end_line or len(lines), start + view.window - 1)
     shown: list[str] = []
     budget = FILE_VIEW_CAP
     for number in range(start, stop + 1):

@@ -25,7 +25,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .commands import CommandResult, ReadRequest
@@ -33,7 +33,7 @@ from .executor import TurnOutcome, execute
 from .fsio import atomic_write
 from .parser import parse, reply_echo
 from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file view
-from .render import FileView, OutboxContext, render_outbox
+from .render import FileView, OutboxContext, estimate_tokens, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import PathRejected, PreImage, Workspace, display_name
@@ -41,6 +41,8 @@ from .workspace import PathRejected, PreImage, Workspace, display_name
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
+TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
+MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 _SEQUENCE = re.compile(r"\bSequence:\s*(\d{1,9})\b")
 
 OnResult = Callable[[CommandResult], None]
@@ -91,10 +93,13 @@ def start_session(
     return state, write_outbox(store, state)
 
 
-def write_outbox(store: SessionStore, state: SessionState) -> Path:
+def write_outbox(
+    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET
+) -> Path:
     """Render the session's current outbox from the workspace as it is now, and write it.
 
     The digest of every file shown goes into ``state.shown_files`` (the caller saves it).
+    Over ``token_budget``, the largest file views are shown in smaller windows first.
     """
     ws = open_workspace(store, state)
     listing = ws.list_files()
@@ -106,8 +111,24 @@ def write_outbox(store: SessionStore, state: SessionState) -> Path:
             state.shown_files[_shown_key(ws, view.path)] = digest
     context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
     return store.write_outbox(
-        state.session_id, state.sequence_number, render_outbox(state, context)
+        state.session_id, state.sequence_number, _fit(state, context, token_budget)
     )
+
+
+def _fit(state: SessionState, context: OutboxContext, token_budget: int) -> str:
+    """The outbox text, with the largest file views windowed down until it fits the budget
+    (or every view is down to ``MIN_WINDOW`` lines: the console then warns)."""
+    text = render_outbox(state, context)
+    views = list(context.file_views)
+    while estimate_tokens(text) > token_budget:
+        shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
+        if not shrinkable:
+            break
+        largest = max(shrinkable, key=lambda i: len(views[i].text or "") * views[i].window)
+        view = views[largest]
+        views[largest] = replace(view, window=max(MIN_WINDOW, view.window // 2))
+        text = render_outbox(state, replace(context, file_views=views))
+    return text
 
 
 def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:
@@ -196,6 +217,7 @@ def apply_reply(
     force: bool = False,
     max_reply_bytes: int = REPLY_SIZE_CAP,
     size: int | None = None,
+    token_budget: int = TOKEN_BUDGET,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
@@ -274,7 +296,7 @@ def apply_reply(
         },
     )
     _crash_point("history")
-    outbox = None if state.is_complete else write_outbox(store, state)
+    outbox = None if state.is_complete else write_outbox(store, state, token_budget)
     meta |= {
         "appliedAt": state.updated_at.isoformat(),
         "durationMs": round((time.perf_counter() - started) * 1000, 1),
@@ -538,7 +560,7 @@ def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | Non
     else:
         path, start, end = request.path, request.start_line, request.end_line
     try:
-        size = ws.resolve(path).stat().st_size
+        size = ws.file_size(path)
         data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)
     except (OSError, PathRejected) as e:
         reason = getattr(e, "strerror", None) or str(e)

@@ -145,6 +145,30 @@ def test_token_budget_warning(tmp_path):
     assert "> 1,000); some chat UIs will cut it" in result.stderr
 
 
+def test_over_the_budget_the_largest_file_views_are_windowed_first(tmp_path):
+    (tmp_path / "codingagent.toml").write_text("token_budget = 5000\n")
+    started(tmp_path)
+    workspace = tmp_path / "workspace"
+    (workspace / "big.txt").write_text("".join(f"{i:04d} " + "x" * 55 + "\n" for i in range(600)))
+    (workspace / "small.txt").write_text("".join(f"small line {i}\n" for i in range(30)))
+    result = run(
+        tmp_path,
+        "step",
+        "latest",
+        "-",
+        input='[READ_FILE path="big.txt"]\n[READ_FILE path="small.txt"]\n',
+    )
+    assert result.exit_code == 0, result.output
+    outbox = next((tmp_path / "outbox").glob("*_seq0002.txt")).read_text()
+    assert len(outbox) // 4 <= 5000
+    big = outbox.split("--- big.txt ---\n", 1)[1].split("--- end big.txt ---", 1)[0]
+    shown = big.count(" | ")
+    assert 20 <= shown < 400, "the big view is a smaller window"
+    assert f'READ_FILE with start_line="{shown + 1}" to see them' in big
+    assert "  30 | small line 29\n--- end small.txt ---" in outbox, "the small view is whole"
+    assert "over the token budget" not in result.stderr
+
+
 # --- clipboard and paste -----------------------------------------------------------------------
 
 
