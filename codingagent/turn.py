@@ -15,8 +15,10 @@ Side effects of RUN_COMMAND outside the files the file commands touched cannot b
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -43,6 +45,7 @@ FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a wi
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
 TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
 MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
+INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 _SEQUENCE = re.compile(r"\bSequence:\s*(\d{1,9})\b")
 
 OnResult = Callable[[CommandResult], None]
@@ -414,18 +417,19 @@ class _Journal:
     def record(self, pre: PreImage) -> None:
         if pre.path in self.paths:
             return  # the first pre-image is the one that matters
-        blob = None
-        if pre.existed:
-            blob = f"pre/{len(self.paths):04d}"
-            (self.folder / "pre").mkdir(exist_ok=True)
-            content = pre.data if pre.data is not None else pre.stream
-            atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
         entry = {
             "path": pre.path,
             "mode": pre.mode,
-            "blob": blob,
+            "blob": None,
             "createdDirs": list(pre.created_dirs),
         }
+        if pre.data is not None and len(pre.data) <= INLINE_PREIMAGE:
+            entry["inline"] = base64.b64encode(pre.data).decode("ascii")  # one fsync, not three
+        elif pre.existed:
+            entry["blob"] = blob = f"pre/{len(self.paths):04d}"
+            (self.folder / "pre").mkdir(exist_ok=True)
+            content = pre.data if pre.data is not None else pre.stream
+            atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
         with open(self.folder / "preimages.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
             f.flush()
@@ -460,12 +464,20 @@ def _restore_turn(ws: Workspace, folder: Path) -> list[str]:
     """
     restored = []
     for entry in reversed(_preimage_entries(folder)):
-        blob = folder / entry["blob"] if entry["blob"] else None
-        with open(blob, "rb") if blob else contextlib.nullcontext() as stream:
-            dirs = tuple(entry["createdDirs"])
+        dirs = tuple(entry["createdDirs"])
+        with _saved_content(folder, entry) as stream:
             ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
         restored.append(entry["path"])
     return restored
+
+
+def _saved_content(folder: Path, entry: dict) -> contextlib.AbstractContextManager:
+    """The saved content of a pre-image entry as an open binary stream (None: no file)."""
+    if "inline" in entry:
+        return io.BytesIO(base64.b64decode(entry["inline"]))
+    if entry["blob"]:
+        return open(folder / entry["blob"], "rb")
+    return contextlib.nullcontext()
 
 
 def recover(store: SessionStore, session_id: str, **options) -> TurnReport | None:

@@ -86,7 +86,7 @@ _EVENTS: list[type[FileSystemEvent]] = [
 ]
 
 # Seconds a completion hint must stand without a write event before the loop trusts it.
-_CONFIRM = 0.025
+_CONFIRM = 0.010
 
 # Seconds a set stop Event may go unnoticed while the loop waits.
 _STOP_CHECK = 0.1

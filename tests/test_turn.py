@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -65,8 +66,13 @@ def test_history_keeps_reply_commands_results_and_preimages(store, sid):
     assert [r["summary"] for r in results] == ["Overwrote 'old.txt'", "Created 'n/new.txt'"]
     assert all(r["durationMs"] >= 0 for r in results)
     pre = [json.loads(line) for line in (folder / "preimages.jsonl").read_text().splitlines()]
-    assert pre[0] == {"path": "old.txt", "mode": 0o640, "blob": "pre/0000", "createdDirs": []}
-    assert (folder / "pre/0000").read_text() == "old\n"
+    assert pre[0] == {
+        "path": "old.txt",
+        "mode": 0o640,
+        "blob": None,
+        "inline": base64.b64encode(b"old\n").decode(),  # small: in the journal line itself
+        "createdDirs": [],
+    }
     assert pre[1] == {"path": "n/new.txt", "mode": None, "blob": None, "createdDirs": ["n"]}
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["replyFile"] == "r.txt" and meta["nextOutbox"] == f"{sid}_seq0002.txt"
