@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from processes import gone, needs_proc
 
 from codingagent.shell import (
     Limits,
@@ -355,28 +356,6 @@ def test_no_path_lets_an_operation_touch_the_outside(
 
 
 # --- commands: nothing outlives the command ----------------------------------------------------
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs; a zombie (killed, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def gone(pid_file: Path, within: float = 2.0) -> bool:
-    pid = int(pid_file.read_text())
-    end = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 
 @needs_proc

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import gone, needs_proc
 
 from codingagent.shell import Shell, ShellResult, scrub_env
 
@@ -17,29 +18,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell com
 
 def run(command: str, cwd: Path, timeout: float = 10.0, max_output: int = 4000) -> ShellResult:
     return Shell(timeout=timeout, max_output=max_output).run(command, cwd)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs; a zombie (killed, not yet reaped by its parent) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def gone(pid_file: Path, within: float = 2.0) -> bool:
-    """Whether the process whose pid the command wrote to ``pid_file`` is dead (soon)."""
-    pid = int(pid_file.read_text())
-    end = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 
 def test_exit_codes_and_plain_output(tmp_path: Path) -> None:
