@@ -14,7 +14,9 @@ from pydantic.alias_generators import to_camel
 
 
 class _Command(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # The validators are built on first use, not at import: `codingagent sessions` and other
+    # commands that never parse a reply should not pay for schemas they do not use.
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     line: int = Field(ge=1, description="1-based line of the opening tag in the reply")
 
@@ -56,7 +58,7 @@ class ReplaceBlock(BaseModel):
     """One SEARCH/REPLACE block: lines to find (verbatim, each ending in a newline) and the
     lines to put in their place."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     line: int = Field(ge=1, description="1-based reply line of the block's SEARCH marker")
     search: str

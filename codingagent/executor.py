@@ -14,8 +14,10 @@ check after the last write of a reply to a ``.py`` file.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import heapq
+import multiprocessing
 import re
 import time
 import warnings
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .commands import (
     Command,
@@ -53,6 +55,7 @@ SEARCH_HITS = 100  # hits shown per SEARCH; the rest are counted
 SEARCH_FILES = 5000  # files looked at per SEARCH
 SEARCH_FILE_BYTES = 1024 * 1024  # larger files are not searched
 SEARCH_LINE_CHARS = 200  # a hit's line is clipped to this many characters
+SEARCH_REGEX_SECONDS = 10.0  # a regex SEARCH taking longer is killed (re has no timeout)
 CLOSEST_RATIO = 0.6  # how similar lines must be to be offered as "did you mean"
 CLOSEST_LINES = 20_000  # lines of a file compared with an unmatched SEARCH text
 CLOSEST_CHARS = 200  # characters of each line compared
@@ -125,6 +128,7 @@ class _Turn:
     index: int = 0
     remaining: int = 0  # commands after the one running now
     runs: dict[str, _EditRun] = field(default_factory=dict)
+    reads: set[_ReadKey] = field(default_factory=set)  # READ_FILE requests, by real path
 
     def mark_changed(self, path: str) -> str:
         rel = self.workspace.relpath(path)
@@ -708,6 +712,10 @@ def _delete_file(cmd: DeleteFile, turn: _Turn) -> _Verdict:
     return _Verdict(True, f"Deleted '{cmd.path}'")
 
 
+# A READ_FILE request by the file it really names: (real relative path, start, end).
+_ReadKey = tuple[str, int | None, int | None]
+
+
 def _read_file(cmd: ReadFile, turn: _Turn) -> _Verdict:
     if turn.workspace.is_dir(cmd.path):
         return _Verdict(False, f"'{cmd.path}' is a directory")
@@ -728,7 +736,11 @@ def _read_file(cmd: ReadFile, turn: _Turn) -> _Verdict:
             what = f"Line {first} of '{cmd.path}' is"
         if end is None:
             what = f"'{cmd.path}' from line {start} on is"
-    if request not in turn.outcome.read_requests:
+    # One file under many spellings (`a/../big.txt`, `./big.txt`, a symlink) is one request,
+    # shown once under the first spelling: otherwise each copy would fill the outbox again.
+    key = (turn.workspace.relpath(cmd.path), start, end)
+    if key not in turn.reads:
+        turn.reads.add(key)
         turn.outcome.read_requests.append(request)
     return _Verdict(True, f"{what} shown under Requested File Contents")
 
@@ -742,8 +754,15 @@ def _search(cmd: Search, turn: _Turn) -> _Verdict:
         pattern = re.compile(cmd.query if cmd.regex else re.escape(cmd.query), flags)
     except re.error as e:
         return _Verdict(False, f"Invalid regular expression '{_clip(cmd.query)}': {e}")
-    found = _grep(turn.workspace, pattern, _expand_braces(cmd.glob) if cmd.glob else [])
+    globs = _expand_braces(cmd.glob) if cmd.glob else []
+    found = _grep(turn.workspace, pattern, globs, guarded=cmd.regex)
     query = _clip(cmd.query)
+    if found is None:
+        return _Verdict(
+            False,
+            f"The regular expression '{query}' took longer than {SEARCH_REGEX_SECONDS:g} s; "
+            "simplify it",
+        )
     where = f" in files matching '{cmd.glob}'" if cmd.glob else ""
     files = plural(len(found.files), "file")
     header = f'SEARCH "{query}"{where}: {_matches(found.total)} in {files}'
@@ -783,17 +802,33 @@ class _Grep:
         return notes
 
 
-def _grep(workspace: Workspace, pattern: re.Pattern[str], globs: list[str]) -> _Grep:
+def _grep(
+    workspace: Workspace, pattern: re.Pattern[str], globs: list[str], guarded: bool
+) -> _Grep | None:
     """Search the files the LLM sees in the listing (no .git, agent or heavy folders) line by
-    line, numbering lines as EDIT_FILE does; binary files are skipped."""
+    line, numbering lines as EDIT_FILE does; binary files are skipped.
+
+    A ``guarded`` search (the LLM's own regex, which may backtrack for ever: ``(a+)+$``) runs
+    in a child process and is None if it takes longer than SEARCH_REGEX_SECONDS. A plain-text
+    search is an escaped literal, linear in the text, and runs here.
+    """
     listing = workspace.list_files(limit=SEARCH_FILES)
     found = _Grep(omitted=listing.omitted)
+    paths = []
     for path, size in listing.entries:
         if globs and not _glob_match(path, globs):
             continue
         if size > SEARCH_FILE_BYTES:
             found.big += 1
             continue
+        paths.append(path)
+    scan = functools.partial(_scan, workspace, pattern, paths, found)
+    return _within(SEARCH_REGEX_SECONDS, scan) if guarded else scan()
+
+
+def _scan(workspace: Workspace, pattern: re.Pattern[str], paths: list[str], found: _Grep) -> _Grep:
+    """``found`` with the matches of ``pattern`` in the files ``paths`` added."""
+    for path in paths:
         text = _searchable(workspace, path)
         if text is None:
             continue
@@ -805,6 +840,55 @@ def _grep(workspace: Workspace, pattern: re.Pattern[str], globs: list[str]) -> _
                 if len(found.hits) < SEARCH_HITS:
                     found.hits.append(f"{path}:{number}: {_clip_line(line)}")
     return found
+
+
+_T = TypeVar("_T")
+# A forked child shares the parent's memory (workspace, compiled pattern), so nothing has to be
+# sent to it. Without fork (Windows) a guarded action runs in this process, unguarded.
+_CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+
+
+def _within(seconds: float, action: Callable[[], _T]) -> _T | None:
+    """What ``action()`` returns, computed in a forked child that is killed if it has not
+    answered within ``seconds`` (then None): Python's ``re`` cannot be interrupted, and a turn
+    must never hang on the LLM's regex.
+
+    A child that dies without answering raises ChildProcessError (an OSError, so the command
+    fails with that message); an exception in ``action`` is raised here again.
+    """
+    if not _CAN_FORK:
+        return action()
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_answer, args=(sender, action), daemon=True)
+    child.start()
+    sender.close()  # the child's copy stays open: EOF here means the child is gone
+    try:
+        if not receiver.poll(seconds):
+            return None
+        try:
+            succeeded, value = receiver.recv()
+        except EOFError:
+            child.join()
+            raise ChildProcessError(
+                f"The search stopped without an answer (exit code {child.exitcode})"
+            ) from None
+    finally:
+        child.kill()  # a child that answered is exiting anyway
+        child.join()
+        receiver.close()
+    if not succeeded:
+        raise value
+    return value
+
+
+def _answer(sender: Any, action: Callable[[], object]) -> None:
+    """In the child: send ``(True, action())``, or ``(False, the exception)``."""
+    try:
+        answer: tuple[bool, object] = (True, action())
+    except Exception as e:  # raised again in the parent, where it belongs
+        answer = (False, e)
+    sender.send(answer)
 
 
 def _matches(n: int) -> str:

@@ -347,11 +347,6 @@ def test_reading_a_huge_file_shows_a_bounded_head(agent):
     assert len(text) < FILE_VIEW_CAP + 10_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: READ_FILE requests are de-duplicated by spelling, not by the file they name, "
-    "and the outbox has no total cap: 40 spellings of one 3 MB file give a 4 MB outbox",
-)
 def test_one_file_read_under_many_spellings_does_not_multiply_the_outbox(agent):
     (agent.ws / "big.txt").write_text("a" * 3_000_000)
     text = agent.apply("".join(f'[READ_FILE path="x{i}/../big.txt"]\n' for i in range(40)))

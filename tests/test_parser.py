@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from codingagent.commands import (
     Command,
@@ -998,3 +1002,104 @@ def test_replace_without_closing_tag_is_unclosed():
 )
 def test_reply_echo(reply: str, echo: tuple[str | None, int | None]):
     assert reply_echo(reply) == echo
+
+
+# --- speed: no garbage-collector passes, no validators built at import -------------------------
+
+
+def test_a_parse_runs_no_cyclic_garbage_collection() -> None:
+    """The collector's passes over the millions of objects of a big reply made parsing
+    superlinear (10 MB took 13x as long as 1 MB)."""
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        commands = parse("[DONE]\n" * 20_000 + '[CREATE_FILE path="x"\n' * 20_000)
+    finally:
+        gc.callbacks.remove(count)
+    assert len(commands) == 20_001
+    assert len(passes) <= 1  # the one pass the parse's objects trigger once it is back on
+
+
+def test_a_parse_leaves_the_garbage_collector_as_it_found_it() -> None:
+    assert gc.isenabled()
+    parse("[DONE]\n" * 10)
+    assert gc.isenabled()
+    with pytest.raises(AttributeError):
+        parse(None)  # type: ignore[arg-type]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse("[DONE]\n" * 10)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_importing_the_session_store_builds_no_command_validators() -> None:
+    """`codingagent sessions` loads only session state: the command models' validators are
+    built when a reply is first parsed (pydantic's defer_build), and then work as before."""
+    probe = (
+        "import codingagent.session, codingagent.commands as c\n"
+        "print(c.CreateFile.__pydantic_complete__, c.CommandResult.__pydantic_complete__)\n"
+        "from codingagent.parser import parse\n"
+        "print(parse('[DONE]\\nok\\n[/DONE]') == [c.Done(line=1, summary='ok')])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "False True\nTrue\n"
+
+
+def test_parsed_commands_validate_dump_and_round_trip_through_the_union() -> None:
+    reply = (
+        '[SEARCH query="a|b" glob="*.py" regex="yes"]\n'
+        '[REPLACE path="a.py"]\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n[/REPLACE]\n'
+        '[EDIT_FILE path="a.py" start_line="1" end_line="2"]\nz\n[/EDIT_FILE]\n[DONE]\n'
+    )
+    commands = parse(reply)
+    adapter = TypeAdapter(list[Command])
+    assert adapter.validate_python(adapter.dump_python(commands)) == commands
+    assert commands[1].model_dump() == {
+        "line": 2,
+        "kind": "REPLACE",
+        "path": "a.py",
+        "blocks": ({"line": 3, "search": "x\n", "replace": "y\n"},),
+    }
+    with pytest.raises(ValidationError):
+        Done(line=0, summary="line numbers start at 1")
+
+
+def test_a_parse_makes_no_reference_cycles() -> None:
+    """With the collector off during a parse, a cycle per broken tag would pile up."""
+    reply = (
+        '[EDIT_FILE path="a" start_line="x" end_line="1"]\nz\n[/EDIT_FILE]\n'
+        f'[EDIT_FILE path="a" start_line="{"7" * 5000}" end_line="1"]\nz\n[/EDIT_FILE]\n'
+        '[SEARCH query="a" regex="maybe"]\n[READ_FILE path="a" path="b"]\n[READ_FILE]\n'
+        '[REPLACE path="a"]\nhello\n[/REPLACE]\n[CREATE_FILE path="x"\n[/CREATE_FILE]\n'
+        '[CREATE_FILE path="x"]\n```\nhi\n```\n[/CREATE_FILE]\n[DONE]\n'
+        "[REPLACE path='a']\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n[/REPLACE]\n"
+    ) * 50 + '[RUN_COMMAND]\nls\n[MESSAGE]\nhi\n[/MESSAGE]\n[CREATE_FILE path="x"]\n'
+    gc.collect()
+    gc.disable()
+    try:
+        assert len(parse(reply)) > 500
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=60).map("".join))
+def test_tag_soup_makes_no_reference_cycles(text: str) -> None:
+    gc.collect(0)  # the youngest generation then holds only what the parse makes
+    gc.disable()
+    try:
+        parse(text)
+        assert gc.collect(0) == 0
+    finally:
+        gc.enable()

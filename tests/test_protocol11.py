@@ -3,8 +3,11 @@ REPLACE, SEARCH, READ_FILE ranges, the guards, and what the next outbox shows.""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
@@ -13,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codingagent import executor
 from codingagent.commands import (
     Command,
     CommandResult,
@@ -896,3 +900,89 @@ def test_a_1_0_state_file_loads_and_ranges_round_trip(store, sid):
     ]
     assert store.load(sid).read_file_requests == state.read_file_requests
     assert SessionState.model_validate_json(path.read_bytes()) == state
+
+
+# --- SEARCH with the LLM's regex cannot hang the turn; READ_FILE by file, not spelling ----------
+
+can_fork = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="regex guard needs fork"
+)
+
+
+@can_fork
+def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
+    monkeypatch.setattr(executor, "SEARCH_REGEX_SECONDS", 1.0)
+    put(ws, "a.txt", "a" * 40 + "b\n")  # (a+)+$ would backtrack 2**40 times on this line
+    started = time.monotonic()
+    outcome = run(
+        ws,
+        Search(line=1, query="(a+)+$", regex=True),
+        Search(line=2, query="(a+)+$"),  # the same text, plain: a literal, searched at once
+        Search(line=3, query="a+b$", regex=True),
+    )
+    assert time.monotonic() - started < 6
+    assert headlines(outcome) == [
+        "[FAILED] SEARCH: The regular expression '(a+)+$' took longer than 1 s; simplify it",
+        "[OK] SEARCH: No matches for '(a+)+$' (1 file searched)",
+        "[OK] SEARCH: 1 match for 'a+b$' in 1 file (shown under Search Results)",
+    ]
+    assert outcome.searches[0] == 'SEARCH "(a+)+$": 0 matches in 0 files'
+    assert outcome.searches[1] == f'SEARCH "a+b$": 1 match in 1 file\na.txt:1: {"a" * 40}b'
+    assert multiprocessing.active_children() == []  # the runaway search was killed and reaped
+
+
+@can_fork
+def test_a_regex_search_counts_and_notes_like_a_plain_one(ws):
+    put(ws, "many.txt", "hit\n" * (SEARCH_HITS + 5))
+    put(ws, "huge.txt", "hit\n" * (executor.SEARCH_FILE_BYTES // 4 + 1))
+    plain, regex = (search(ws, query=q, regex=r)[1] for q, r in (("hit", False), ("^h.t$", True)))
+    assert regex.split("\n")[0] == f'SEARCH "^h.t$": {SEARCH_HITS + 5} matches in 1 file'
+    assert regex.split("\n")[1:] == plain.split("\n")[1:]
+    assert regex.endswith(
+        "(5 more matches not shown; narrow the query or the glob)\n(1 file over 1 MB not searched)"
+    )
+
+
+@can_fork
+def test_the_regex_child_reports_its_failures_to_the_parent():
+    assert executor._within(5, lambda: "answer") == "answer"
+    with pytest.raises(ValueError, match="from the child"):
+        executor._within(5, functools.partial(int, "from the child"))
+    with pytest.raises(ChildProcessError, match=r"without an answer \(exit code 3\)"):
+        executor._within(5, functools.partial(os._exit, 3))
+    assert multiprocessing.active_children() == []
+
+
+def test_read_file_requests_are_one_per_file_whatever_the_spelling(ws):
+    put(ws, "big.txt", TEN)
+    (ws.root / "sub").mkdir()
+    spellings = ["x1/../big.txt", "big.txt", "./big.txt", "sub/../big.txt", "sub//..//big.txt"]
+    if sys.platform != "win32":
+        (ws.root / "link.txt").symlink_to("big.txt")
+        spellings.append("link.txt")
+    outcome = run(
+        ws,
+        *(ReadFile(line=i, path=p) for i, p in enumerate(spellings, 1)),
+        ReadFile(line=10, path="sub/../big.txt", start_line=2, end_line=3),
+        ReadFile(line=11, path="big.txt", start_line=2, end_line=3),
+        ReadFile(line=12, path="big.txt", start_line=2),
+    )
+    assert headlines(outcome) == [
+        *(f"[OK] READ_FILE: '{p}' is shown under Requested File Contents" for p in spellings),
+        "[OK] READ_FILE: Lines 2-3 of 'sub/../big.txt' are shown under Requested File Contents",
+        "[OK] READ_FILE: Lines 2-3 of 'big.txt' are shown under Requested File Contents",
+        "[OK] READ_FILE: 'big.txt' from line 2 on is shown under Requested File Contents",
+    ]
+    assert outcome.read_requests == [
+        "x1/../big.txt",  # the first spelling is the one shown
+        FileRange(path="sub/../big.txt", start_line=2, end_line=3),
+        FileRange(path="big.txt", start_line=2),
+    ]
+
+
+def test_a_file_read_under_many_spellings_is_shown_once(store, sid):
+    (store.workspace / "a.txt").write_text("only once\n")
+    step(store, sid, "".join(f'[READ_FILE path="x{i}/../a.txt"]\n' for i in range(40)))
+    text = outbox(store, sid, 2)
+    assert text.count("only once") == 1
+    assert "--- x0/../a.txt ---\n   1 | only once\n--- end x0/../a.txt ---" in text
