@@ -39,8 +39,9 @@ import errno
 import os
 import re
 import stat
+import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -413,52 +414,92 @@ class Workspace:
     # --- listing ----------------------------------------------------------------------------
 
     def list_files(self, limit: int = 1000) -> Listing:
-        """All regular files, sorted, at most ``limit`` of them; symlinks are neither listed
-        nor followed, so the listing never shows anything outside the root."""
-        entries = sorted(self._walk())
-        return Listing(entries=entries[:limit], omitted=max(0, len(entries) - limit))
+        """The regular files the LLM is shown: sorted, at most ``limit`` of them.
 
-    def _walk(self) -> Iterator[tuple[str, int]]:
+        Symlinks are neither listed nor followed, so the listing never shows anything outside
+        the root.  Left out: ``.git``, the agent's folders and SKIPPED_DIRS at any depth, and
+        what the ``.gitignore`` files (nested ones too) and ``.git/info/exclude`` ignore; a
+        folder left out is not even entered.  ``omitted`` counts only the files the listing
+        would show but for the cap: ignored and skipped files are not counted.
+
+        Only the files that can still be among the first ``limit`` are stat'ed for their
+        sizes, which keeps a 100k-file tree within a few times a bare ``os.walk``.
+        """
+        shown = _Shown(limit)
+        self._walk(shown)
+        return shown.listing()
+
+    def _walk(self, shown: _Shown) -> None:
         # Iterative, not recursive: a reply's RUN_COMMAND can nest folders thousands deep.
         # Each folder is opened from its parent without following symlinks, like the guard.
-        pending: list[tuple[_Parent, str, str]] = []
+        root = self._open_root()
+        pending: list[_Pending] = []
         try:
-            yield from self._scan(self._open_root(), "", pending)
+            rules = _add_rules(None, "", _ignore_lines(root, ".git", "info", "exclude"))
+            self._scan(root, "", "", rules, pending, shown)
             while pending:
-                parent, name, rel = pending.pop()
+                where = pending.pop()
                 try:
-                    folder = _open_dir(parent.folder, name)
+                    folder = _open_dir(where.parent.folder, where.name)
                 except OSError:
                     continue  # replaced or vanished since it was listed
                 finally:
-                    parent.release()
-                yield from self._scan(folder, rel, pending)
+                    where.parent.release()
+                self._scan(folder, where.rel, where.shown_as, where.rules, pending, shown)
         finally:
-            for parent, _, _ in pending:
-                parent.release()
+            for where in pending:
+                where.parent.release()
 
     def _scan(
-        self, folder: Folder, rel: str, pending: list[tuple[_Parent, str, str]]
-    ) -> Iterator[tuple[str, int]]:
-        """The files in ``folder``; its subfolders are queued on ``pending``."""
+        self,
+        folder: Folder,
+        rel: str,
+        shown_as: str,
+        rules: _Rules | None,
+        pending: list[_Pending],
+        shown: _Shown,
+    ) -> None:
+        """Hand the files in ``folder`` to ``shown``; queue its subfolders on ``pending``.
+
+        ``rel`` is the folder's real path ('' or ending in '/'), ``shown_as`` that path as the
+        listing shows it, ``rules`` the ignore rules in force above it.  Entries are judged by
+        their names and types alone (no stat): the loop costs little more than a bare walk.
+        """
+        rules = _add_rules(rules, rel, _ignore_lines(folder, ".gitignore"))
+        judge = None if rules is None else rules.judge(rel)
         subfolders = []
         try:
             with os.scandir(folder) as it:
                 for entry in it:
-                    with contextlib.suppress(OSError):  # vanished while we looked
+                    name = entry.name
+                    try:
                         if entry.is_dir(follow_symlinks=False):
-                            if not self._skipped(rel + entry.name):
-                                subfolders.append(entry.name)
-                        elif entry.is_file(follow_symlinks=False):
-                            size = entry.stat(follow_symlinks=False).st_size
-                            yield display_name(rel + entry.name), size
+                            subfolders.append(name)
+                        elif entry.is_file(follow_symlinks=False) and not (
+                            judge is not None and judge.ignores_file(name)
+                        ):
+                            shown.add(
+                                shown_as + (name if name.isascii() else display_name(name)), entry
+                            )
+                    except OSError:
+                        pass  # vanished while we looked
         except OSError:
             pass  # an unreadable folder is simply not listed
-        if not subfolders:
+        kept = [
+            name
+            for name in subfolders
+            if not self._skipped(rel + name)
+            and not (judge is not None and judge.ignores_folder(name))
+        ]
+        if not kept:
             close_folder(folder)
             return
-        parent = _Parent(folder, len(subfolders))
-        pending.extend((parent, name, f"{rel}{name}/") for name in subfolders)
+        parent = _Parent(folder, len(kept))
+        # Queued so that they are listed in name order (the last is taken first): the files
+        # met first are then nearly the ones shown, and few others need a stat.
+        for name in sorted(kept, reverse=True):
+            shown_path = f"{shown_as}{display_name(name)}/"
+            pending.append(_Pending(parent, name, f"{rel}{name}/", shown_path, rules))
 
     def _skipped(self, rel: str) -> bool:
         name = rel.rpartition("/")[2]
@@ -618,6 +659,263 @@ class _Parent:
         self._waiting -= 1
         if self._waiting == 0:
             close_folder(self.folder)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A folder still to be listed, found in ``parent``."""
+
+    parent: _Parent
+    name: str
+    rel: str  # its real path below the root, ending in '/'
+    shown_as: str  # that path as the listing shows it
+    rules: _Rules | None  # the ignore rules in force above it
+
+
+class _Shown:
+    """The first ``limit`` files in path order, with their sizes, and how many there are.
+
+    Files arrive in any order.  One that sorts after ``limit`` files already found cannot be
+    shown: it is counted but not stat'ed.  As the walk takes folders in name order, that is
+    nearly every file after the first ``limit``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(0, limit)
+        self._kept: list[tuple[str, int]] = []
+        self._trim_at = self._limit
+        self._bound: str | None = None if limit > 0 else ""  # paths after it cannot be shown
+        self._count = 0
+
+    def add(self, path: str, entry: os.DirEntry[str]) -> None:
+        """Count the regular file ``entry``; keep it with its size if it may be shown."""
+        self._count += 1
+        if self._bound is not None and path > self._bound:
+            return
+        try:  # relative to its folder, still open: no path is looked up again
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            info = None
+        if info is None or not stat.S_ISREG(info.st_mode):  # vanished or replaced meanwhile
+            self._count -= 1
+            return
+        self._kept.append((path, info.st_size))
+        if len(self._kept) >= self._trim_at:
+            self._kept.sort()
+            del self._kept[self._limit :]
+            self._bound = self._kept[-1][0]
+            self._trim_at = 2 * self._limit
+
+    def listing(self) -> Listing:
+        entries = sorted(self._kept)[: self._limit]
+        return Listing(entries=entries, omitted=self._count - len(entries))
+
+
+_IGNORE_FILE_MAX = 1024 * 1024  # bytes of an ignore file honoured; a bigger one is cut there
+
+# An exclude line tested without a regex: an optional '**/', then a literal name or '*' and a
+# literal suffix, then an optional '/' (folders only).  Others: the regex pathspec makes.
+_PLAIN = re.compile(r"(?:\*\*/)?(?P<star>\*?)(?P<text>[^\s!#*?\[\]\\/][^*?\[\]\\/]*)(?P<folder>/?)")
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """The ignore rules in force in one folder: ``.git/info/exclude`` and each ``.gitignore``
+    from the root down to the folder, in rising precedence, as git ranks them.
+
+    Each entry is judged by itself, as git does: what is inside an ignored folder is never
+    looked at, and a pattern matching a parent folder says nothing about the entry.  The sets
+    and patterns besides ``levels`` only tell quickly that no exclude pattern can match, the
+    answer for nearly every file: a name pattern is tested on the name alone, a path pattern
+    only at the depth it can match.  Negations only re-include: an entry no exclude pattern
+    matches is kept.
+    """
+
+    levels: tuple[tuple[str, tuple[_Pattern, ...]], ...] = ()  # (folder: '' or '.../', lines)
+    names: frozenset[str] = frozenset()  # a file or folder with such a name may be ignored
+    folder_names: frozenset[str] = frozenset()  # a folder (with those of 'name/' lines)
+    suffixes: tuple[str, ...] = ()  # from '*.log' lines
+    folder_suffixes: tuple[str, ...] = ()
+    name_patterns: tuple[re.Pattern[str], ...] = ()  # other name patterns that exclude
+    path_patterns: tuple[tuple[int, _Pattern], ...] = ()  # (where its folder's path ends, ...)
+
+    def judge(self, rel: str) -> _Judge:
+        """These rules as they apply in the folder ``rel`` ('' or ending in '/')."""
+        here = tuple(
+            (start, pattern)
+            for start, pattern in self.path_patterns
+            if pattern.depth in (0, rel.count("/", start) + 1)
+        )
+        return _Judge(self, rel, here)
+
+    def decide(self, rel: str, name: str) -> bool:
+        """Whether the entry ``name`` ('/'-terminated for a folder) in ``rel`` is ignored: the
+        last line that matches it, in the deepest ignore file with one, says."""
+        for base, patterns in reversed(self.levels):
+            path = rel[len(base) :] + name
+            for pattern in reversed(patterns):
+                if pattern.matches(name, path):
+                    return pattern.ignores
+        return False
+
+    def below(self, base: str, lines: list[str]) -> _Rules:
+        """These rules with those of the ignore file ``lines`` in the folder ``base`` added."""
+        patterns = [pattern for pattern in map(_Pattern.read, lines) if pattern is not None]
+        if not patterns:
+            return self
+        names, folder_names = set(self.names), set(self.folder_names)
+        suffixes, folder_suffixes = list(self.suffixes), list(self.folder_suffixes)
+        name_patterns, path_patterns = list(self.name_patterns), list(self.path_patterns)
+        for pattern in patterns:
+            plain = _PLAIN.fullmatch(pattern.line) if pattern.ignores else None
+            if plain is not None:
+                text, folder_only = plain["text"], bool(plain["folder"])
+                if plain["star"]:
+                    folder_suffixes.append(text)
+                    if not folder_only:
+                        suffixes.append(text)
+                else:
+                    folder_names.add(text)
+                    if not folder_only:
+                        names.add(text)
+            elif pattern.ignores and pattern.on_name:
+                name_patterns.append(pattern.regex)
+            elif pattern.ignores:
+                path_patterns.append((len(base), pattern))
+        return _Rules(
+            levels=(*self.levels, (base, tuple(patterns))),
+            names=frozenset(names),
+            folder_names=frozenset(folder_names),
+            suffixes=tuple(suffixes),
+            folder_suffixes=tuple(folder_suffixes),
+            name_patterns=tuple(name_patterns),
+            path_patterns=tuple(path_patterns),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    """One line of an ignore file, with the regex pathspec translates it to.
+
+    pathspec's regexes also match everything below what the line names (a flat matcher's
+    way of ignoring a folder's contents).  The listing never enters an ignored folder, so it
+    wants the entry itself: a match must end where the path ends.
+    """
+
+    line: str  # without trailing blanks, as pathspec reads it
+    regex: re.Pattern[str]
+    ignores: bool  # False for a negation ('!keep.log')
+    on_name: bool  # no '/' but a trailing one: it matches a name, at any depth
+    inside: bool  # ends in '/**': it matches what is in a folder, not the folder
+    folders: bool  # ends in '/': it matches folders only
+    depth: int  # how many names below the ignore file's folder it can match; 0: any number
+
+    @staticmethod
+    def read(line: str) -> _Pattern | None:
+        """The line as pathspec reads it; None for a blank line, a comment, or a line pathspec
+        cannot read: git skips those too."""
+        from pathspec import GitIgnoreSpec  # imported here: slow, and only needed for these
+
+        try:
+            with warnings.catch_warnings():  # "possible nested set" for a '[[:alpha:]]'
+                warnings.simplefilter("ignore")
+                parsed = GitIgnoreSpec.from_lines([line]).patterns
+        except (ValueError, re.error):  # a lone '!', a trailing '\\', a '[z-a]'
+            return None
+        if len(parsed) != 1 or parsed[0].include is None or parsed[0].regex is None:
+            return None
+        line = line.rstrip()
+        text = line.removeprefix("!").removesuffix("/")
+        on_name = not any(mark in text.removeprefix("**/") for mark in "/\\")
+        return _Pattern(
+            line,
+            parsed[0].regex,
+            ignores=parsed[0].include,
+            on_name=on_name,
+            inside=text.endswith("/**"),
+            folders=line.endswith("/"),
+            depth=0 if on_name else _depth(text),
+        )
+
+    def matches(self, name: str, path: str) -> bool:
+        """Whether the line matches the entry ``name``, at ``path`` below the ignore file's
+        folder (both '/'-terminated for a folder), itself rather than a folder above it."""
+        if self.on_name:  # a name holds no parent folder to match
+            return self.regex.search(name) is not None
+        if not self.inside:  # a match of the whole path, not of a prefix: not a parent's
+            return self.regex.fullmatch(path) is not None
+        if not path.endswith("/"):  # a file: anything below the folder is
+            return not self.folders and self.regex.search(path) is not None
+        # A folder below the line's folder, but not that folder itself (which ends the path).
+        return self.regex.search(path, 0, len(path) - 1) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """The ignore rules applied to the entries of one folder, ``rel`` ('' or ending in '/')."""
+
+    rules: _Rules
+    rel: str
+    path_patterns: tuple[tuple[int, _Pattern], ...]  # those that can match here
+
+    def ignores_file(self, name: str) -> bool:
+        """Whether the file ``name`` is ignored."""
+        rules = self.rules
+        if name in rules.names or name.endswith(rules.suffixes) or self._matched(name):
+            return rules.decide(self.rel, name)
+        return False
+
+    def ignores_folder(self, name: str) -> bool:
+        """Whether the folder ``name`` is ignored, and so not entered."""
+        rules = self.rules
+        maybe = name in rules.folder_names or name.endswith(rules.folder_suffixes)
+        if maybe or self._matched(name + "/"):
+            return rules.decide(self.rel, name + "/")
+        return False
+
+    def _matched(self, name: str) -> bool:
+        """Whether an exclude pattern kept as a regex matches ``name`` (or its path) here."""
+        if not (self.rules.name_patterns or self.path_patterns):  # the usual case: cheap
+            return False
+        for regex in self.rules.name_patterns:
+            if regex.search(name):
+                return True
+        path = self.rel + name
+        return any(pattern.matches(name, path[start:]) for start, pattern in self.path_patterns)
+
+
+def _depth(text: str) -> int:
+    """How many names below its ignore file's folder a path pattern matches (0: any number)."""
+    text = text.removeprefix("/")
+    if any(mark in f"/{text}/" for mark in ("**", "[", "\\", "//", "/./", "/../")):
+        return 0
+    return text.count("/") + 1
+
+
+def _add_rules(rules: _Rules | None, base: str, lines: list[str]) -> _Rules | None:
+    """``rules`` with those of an ignore file in the folder ``base``; None: nothing is ignored."""
+    if not lines:
+        return rules
+    added = (rules or _Rules()).below(base, lines)
+    return added if added.levels else None
+
+
+def _ignore_lines(folder: Folder, *path: str) -> list[str]:
+    """The lines of the ignore file at ``path`` below ``folder``; none unless it is a regular
+    file (reached, like everything the listing opens, without following a symlink)."""
+    opened: list[Folder] = []
+    try:
+        for name in path[:-1]:
+            folder = _open_dir(folder, name)
+            opened.append(folder)
+        with os.fdopen(_open_file(folder, path[-1], "/".join(path)), "rb") as f:
+            data = f.read(_IGNORE_FILE_MAX)
+    except (OSError, PathRejected):
+        return []
+    finally:
+        for each in opened:
+            close_folder(each)
+    return os.fsdecode(data).removeprefix("\ufeff").splitlines()
 
 
 def _open_file(folder: Folder, name: str, rel: str) -> int:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -452,3 +455,233 @@ def test_file_size_follows_the_read_rules(layout: tuple[Path, Path]) -> None:
         ws.file_size("hard.txt")
     with pytest.raises(FileNotFoundError):
         ws.file_size("missing.txt")
+
+
+# --- listing: .gitignore, and speed ------------------------------------------------------------
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def sized(files: dict[str, str], paths: list[str]) -> list[tuple[str, int]]:
+    return [(path, len(files[path].encode())) for path in paths]
+
+
+def test_gitignore_file_folder_anchored_negated_and_double_star_patterns(
+    layout: tuple[Path, Path],
+) -> None:
+    ws_dir, _ = layout
+    files = {
+        ".gitignore": "# output\n*.log\n!keep.log\nbuild/\n/dist\ndocs/**/*.tmp\n**/cache\n",
+        "a.log": "",
+        "keep.log": "k",
+        "src/b.log": "",
+        "src/keep.log": "kk",
+        "build/out.o": "",
+        "src/build/out.o": "",
+        "lib/build": "a file, not a folder",
+        "dist/app.js": "",
+        "src/dist/app.js": "js",
+        "docs/a.tmp": "",
+        "docs/x/y/b.tmp": "",
+        "docs/guide.md": "md",
+        "notes/c.tmp": "tmp",
+        "cache": "",
+        "src/x/cache/blob": "",
+        "src/main.py": "print()\n",
+    }
+    write_tree(ws_dir, files)
+    expected = [
+        ".gitignore",
+        "docs/guide.md",
+        "keep.log",
+        "lib/build",
+        "notes/c.tmp",
+        "src/dist/app.js",
+        "src/keep.log",
+        "src/main.py",
+    ]
+    assert Workspace(ws_dir).list_files() == Listing(sized(files, expected), omitted=0)
+
+
+def test_nested_gitignore_applies_below_its_folder(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    files = {
+        ".gitignore": "*.bak\n",
+        "sub/.gitignore": "*.txt\n!/important.txt\n/local/\n!keep.bak\n",
+        "a.txt": "a",
+        "keep.bak": "",
+        "local/x.py": "x",
+        "other/keep.bak": "",
+        "sub/a.txt": "",
+        "sub/important.txt": "i",
+        "sub/deep/important.txt": "",
+        "sub/local/x.py": "",
+        "sub/deep/local/y.py": "y",
+        "sub/x.bak": "",
+        "sub/keep.bak": "kb",
+    }
+    write_tree(ws_dir, files)
+    expected = [
+        ".gitignore",
+        "a.txt",
+        "local/x.py",
+        "sub/.gitignore",
+        "sub/deep/local/y.py",
+        "sub/important.txt",
+        "sub/keep.bak",
+    ]
+    assert Workspace(ws_dir).list_files() == Listing(sized(files, expected), omitted=0)
+
+
+def test_git_info_exclude_is_honoured_below_gitignore(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    files = {
+        ".git/info/exclude": "*.env\nscratch/\n",
+        ".gitignore": "!public.env\n",
+        "secret.env": "",
+        "public.env": "p",
+        "scratch/notes.md": "",
+        "src/scratch/n.md": "",
+        "app.py": "app",
+    }
+    write_tree(ws_dir, files)
+    expected = [".gitignore", "app.py", "public.env"]
+    assert Workspace(ws_dir).list_files() == Listing(sized(files, expected), omitted=0)
+
+
+def test_an_ignored_folder_is_not_entered(
+    layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws_dir, _ = layout
+    write_tree(ws_dir, {".gitignore": "generated/\n!generated/keep.txt\n", "src/main.py": ""})
+    for i in range(300):
+        write_tree(ws_dir / "generated" / f"g{i:03}", {"keep.txt": "", "deeper/x.py": ""})
+    scanned: list[object] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(folder):  # type: ignore[no-untyped-def]
+        scanned.append(folder)
+        return real_scandir(folder)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    listing = Workspace(ws_dir).list_files()
+    # As in git, nothing inside an ignored folder can be re-included.
+    assert listing == Listing([(".gitignore", 31), ("src/main.py", 0)], omitted=0)
+    assert len(scanned) == 2  # the root and src/; none of generated/'s 601 folders
+
+
+def test_the_cap_counts_only_files_that_are_not_ignored(layout: tuple[Path, Path]) -> None:
+    ws_dir, _ = layout
+    (ws_dir / ".gitignore").write_text("*.log\n.gitignore\n")
+    for i in range(12):
+        (ws_dir / f"f{i:02}.txt").write_text("x" * i)
+        (ws_dir / f"f{i:02}.log").write_text("log")
+    ws = Workspace(ws_dir)
+    assert ws.list_files(limit=5) == Listing([(f"f{i:02}.txt", i) for i in range(5)], omitted=7)
+    assert ws.list_files(limit=12).omitted == 0
+    assert ws.list_files(limit=0) == Listing(entries=[], omitted=12)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 7, 40, 1000])
+def test_the_cap_keeps_the_first_files_in_path_order(layout: tuple[Path, Path], limit: int) -> None:
+    """Files met in any order (the root's own before its folders', names in scandir order)
+    come out as the first ``limit`` paths of all, with the right sizes and count."""
+    ws_dir, _ = layout
+    files = {}
+    for i in range(30):
+        files[f"{'z' if i % 2 else '0'}{i:02}.txt"] = "r" * i
+        files[f"m{i % 5}/{i:02}-{'x' * (i % 3)}.py"] = "s" * (i % 7)
+        files[f"a/b{i % 3}/c/{i:02}.md"] = "t" * (i % 4)
+    write_tree(ws_dir, files)
+    every = sorted(files)
+    expected = sized(files, every[:limit])
+    listing = Workspace(ws_dir).list_files(limit=limit)
+    assert listing == Listing(expected, omitted=len(every) - len(expected))
+
+
+def test_unreadable_ignore_lines_and_odd_ignore_files_do_no_harm(
+    layout: tuple[Path, Path],
+) -> None:
+    ws_dir, outside = layout
+    (outside / "ignore-all").write_text("*\n")
+    files = {
+        ".gitignore": "!\nfoo\\\n[z-a]\n[[:alpha:]]x\n*.log\n",  # 3 unreadable, 1 warns
+        "a.log": "",
+        "b.py": "b",
+        "c/d.py": "d",
+        "e/f.py": "",
+    }
+    write_tree(ws_dir, files)
+    (ws_dir / "c" / ".gitignore").symlink_to(outside / "ignore-all")  # not followed
+    (ws_dir / "e" / ".gitignore").mkdir()  # a folder, not a file
+    listing = Workspace(ws_dir).list_files()
+    assert listing.entries == sized(files, [".gitignore", "b.py", "c/d.py", "e/f.py"])
+
+
+# Whitelisting, re-including folders, '**' at both ends, and lines that only match a parent.
+GIT_CASES = [
+    {".gitignore": "*\n!*/\n!*.py\n", "a.py": "", "b.txt": "", "src/c.py": "", "src/d.md": ""},
+    {
+        ".gitignore": "**/cache\n!d\n/a/b\n*.log\n!/x/y\n",
+        "d/cache/e/f": "",
+        "d/g": "",
+        "a/b/c": "",
+        "q/a/b/c": "",
+        "x/y/z.log": "",
+        "x/y/keep": "",
+    },
+    {
+        ".gitignore": "gen/**\n!gen/keep.txt\ntmp/**/\n",
+        "gen/a.txt": "",
+        "gen/keep.txt": "",
+        "gen/sub/keep.txt": "",
+        "tmp/top.txt": "",
+        "tmp/inner/x.txt": "",
+        "sub/.gitignore": "!*.txt\n*.md\n",
+        "sub/gen/a.txt": "",
+        "sub/r.md": "",
+    },
+]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("files", GIT_CASES)
+def test_the_listing_ignores_what_git_ignores(tmp_path: Path, files: dict[str, str]) -> None:
+    write_tree(tmp_path, files)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    untracked = subprocess.run(
+        ["git", "-C", str(tmp_path), "ls-files", "--others", "--exclude-standard", "-z"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    expected = sorted(path for path in untracked.split("\0") if path)
+    assert expected  # the case leaves something to list
+    assert [path for path, _ in Workspace(tmp_path).list_files().entries] == expected
+
+
+@pytest.mark.slow
+def test_a_20k_file_tree_lists_in_well_under_a_second(tmp_path: Path) -> None:
+    for d in range(200):
+        folder = tmp_path / "src" / f"pkg{d:03}"
+        folder.mkdir(parents=True)
+        for f in range(100):
+            (folder / f"mod{f:02}.py").write_bytes(b"x = 1\n")
+    (tmp_path / "build").mkdir()
+    for f in range(2000):
+        (tmp_path / "build" / f"out{f}.o").write_bytes(b"")
+    (tmp_path / ".gitignore").write_text("build/\n*.log\n")
+    ws = Workspace(tmp_path)
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        listing = ws.list_files()
+        times.append(time.perf_counter() - started)
+    assert listing.entries[:2] == [(".gitignore", 13), ("src/pkg000/mod00.py", 6)]
+    assert len(listing.entries) == 1000
+    assert listing.omitted == 20_001 - 1000
+    assert min(times) < 0.5  # about 20 ms on a laptop; generous for a loaded CI machine
