@@ -374,3 +374,16 @@ def test_a_completed_session_says_how_to_follow_up(tmp_path):
     assert 'give it a follow-up with: codingagent resume --task "..."' in result.stderr
     empty = run(tmp_path, "resume", "--task", " ", "--no-watch")
     assert empty.exit_code == 1 and "follow-up task is empty" in empty.stderr
+
+
+@pytest.mark.slow
+def test_poll_flag_watches_with_the_polling_observer(tmp_path):
+    started(tmp_path)
+    (tmp_path / "inbox" / "r.txt").write_text("[MESSAGE]\npolled\n[/MESSAGE]\n")
+    command = [sys.executable, "-m", "codingagent", "resume", "--poll", "--max-turns", "1"]
+    agent = subprocess.run(
+        [*command, "--root", str(tmp_path)], capture_output=True, text=True, timeout=30
+    )
+    assert agent.returncode == 0, agent.stderr
+    assert f"Watching {tmp_path / 'inbox'} (polling)" in agent.stderr
+    assert "Message from the LLM: polled" in agent.stderr
