@@ -69,8 +69,9 @@ new lines
 [RUN_COMMAND]
 python -m pytest -q
 [/RUN_COMMAND]
-  Runs the text with /bin/sh in the workspace folder (cmd.exe on Windows): no input, a 30 s
-  time limit; stdout and stderr come back next message (long output is cut in the middle).
+  Runs the text with /bin/sh in the workspace folder (cmd.exe on Windows): no input, a time
+  limit (30 s unless the user set another; a result says when it was hit); stdout and stderr
+  come back next message (long output is cut in the middle).
 
 [MESSAGE]
 text for the user

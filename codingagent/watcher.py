@@ -44,6 +44,7 @@ twice, while the same name saved again with new content is.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
 import stat
@@ -67,6 +68,11 @@ from watchdog.observers.polling import PollingObserver
 
 from .session import SessionStore
 from .turn import TurnReport, apply_reply_file
+
+# watchdog logs an error when its inotify thread is stopped while events are still queued,
+# which happens whenever a session ends; it is harmless and must not reach the console.
+logging.getLogger("watchdog.observers.inotify_buffer").addHandler(logging.NullHandler())
+logging.getLogger("watchdog.observers.inotify").addHandler(logging.NullHandler())
 
 _Signature = tuple[int, int]
 """``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
