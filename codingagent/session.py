@@ -166,16 +166,17 @@ class SessionStore:
         """A JSON file of a turn's history."""
         return json.loads((folder / name).read_text(encoding="utf-8"))
 
-    def turns(self, session_id: str) -> list[Path]:
+    def turns(self, session_id: str, current: int | None = None) -> list[Path]:
         """The history folders of the session's committed turns, oldest first.
 
-        A folder numbered at or past the current sequence belongs to a turn that never
-        committed (the agent died); it is not history.
+        A folder numbered at or past the current sequence (``current``, read from the state
+        when not given) belongs to a turn that never committed (the agent died): not history.
         """
         folder = self.sessions / session_id / "turns"
         if not folder.is_dir():
             return []
-        current = self.load(session_id).sequence_number
+        if current is None:
+            current = self.load(session_id).sequence_number
         found = [p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()]
         return sorted(p for p in found if int(p.name) < current)
 

@@ -21,7 +21,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import signal
 import time
@@ -46,7 +45,7 @@ CRASH_ENV = "CODINGAGENT_CRASH_AT"
 TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
 MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
-_SEQUENCE = re.compile(r"\bSequence:\s*(\d{1,9})\b")
+ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
 
 OnResult = Callable[[CommandResult], None]
 
@@ -241,11 +240,12 @@ def apply_reply(
         )
     digest = reply_digest(data)
     if not force:
-        duplicate = _skip_duplicate(store, state, data, digest)
+        echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
+        duplicate = _skip_duplicate(store, state, echo[1], digest)
         if duplicate is not None:
             return duplicate
         if len(data) <= max_reply_bytes:
-            stale = _refuse_stale(store, state, data, source, digest)
+            stale = _refuse_stale(store, state, echo, data, source, digest)
             if stale is not None:
                 return stale
     if state.is_complete:
@@ -266,7 +266,7 @@ def apply_reply(
     store.write_history(
         session_id, answered, {"reply.txt": data, "state-before.json": state.to_json()}
     )
-    journal = _Journal(store, session_id, folder, meta)
+    journal = _Journal(store.journal_path(session_id), folder, answered, source)
     _crash_point("journal")
 
     text, problem = decode_reply(data, max_reply_bytes, size)
@@ -350,15 +350,17 @@ def reply_digest(data: bytes) -> str:
 
 
 def _skip_duplicate(
-    store: SessionStore, state: SessionState, data: bytes, digest: str
+    store: SessionStore, state: SessionState, named_sequence: int | None, digest: str
 ) -> TurnReport | None:
-    """A report saying the reply was skipped, if this content was applied before."""
-    for folder in store.turns(state.session_id):
+    """A report saying the reply was skipped, if this content was applied before.
+
+    ``named_sequence`` is the sequence the reply's echo names (see ``parser.reply_echo``).
+    """
+    for folder in store.turns(state.session_id, state.sequence_number):
         meta = store.read_history(folder, "meta.json")
         if meta.get("normalizedSha256") != digest:
             continue
-        named = _SEQUENCE.search(data.decode("utf-8", errors="replace"))
-        if named and int(named.group(1)) == state.sequence_number:
+        if named_sequence == state.sequence_number:
             return None  # the LLM resent it on purpose, for the current turn
         note = (
             f"This reply is identical to the one applied in turn {meta['sequence']} "
@@ -372,12 +374,17 @@ def _skip_duplicate(
 
 
 def _refuse_stale(
-    store: SessionStore, state: SessionState, data: bytes, source: str, digest: str
+    store: SessionStore,
+    state: SessionState,
+    echo: tuple[str | None, int | None],
+    data: bytes,
+    source: str,
+    digest: str,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
     prompt than the current one (SPEC 2.4); the reply is kept in ``refused/``, in a folder
     named by the prompt it came to and its content (the same reply twice is kept once)."""
-    session, sequence = reply_echo(data[:65536].decode("utf-8", errors="replace"))
+    session, sequence = echo
     current = state.sequence_number
     if session is not None and session != state.session_id:
         why = f"it names session {session}, but it was given to session {state.session_id}"
@@ -407,12 +414,13 @@ class _Journal:
     gets one fsynced line per file, written before the file is first changed.
     """
 
-    def __init__(self, store: SessionStore, session_id: str, folder: Path, meta: dict) -> None:
-        self.path = store.journal_path(session_id)
+    def __init__(self, path: Path, folder: Path, sequence: int, source: str) -> None:
+        self.path = path
         self.folder = folder
         self.paths: list[str] = []
-        store.write_history(session_id, meta["sequence"], {"meta.json": meta})
-        atomic_write(self.path, json.dumps({"sequence": meta["sequence"], "turn": folder.name}))
+        # The reply's name is all recovery needs besides reply.txt; meta.json comes at the end.
+        opened = {"sequence": sequence, "turn": folder.name, "replyFile": source}
+        atomic_write(self.path, json.dumps(opened))
 
     def record(self, pre: PreImage) -> None:
         if pre.path in self.paths:
@@ -490,7 +498,8 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
     journal_path = store.journal_path(session_id)
     if not journal_path.exists():
         return None
-    sequence = json.loads(journal_path.read_text(encoding="utf-8"))["sequence"]
+    journal = json.loads(journal_path.read_text(encoding="utf-8"))
+    sequence = journal["sequence"]
     state = store.load(session_id)
     folder = store.turn_dir(session_id, sequence)
     if state.sequence_number > sequence:
@@ -500,7 +509,7 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
     restored = _restore_turn(ws, folder)
     store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
     data = (folder / "reply.txt").read_bytes()
-    source = store.read_history(folder, "meta.json")["replyFile"]
+    source = journal["replyFile"]
     store.set_aside(session_id, folder, "aborted")
     journal_path.unlink()
     report = apply_reply(store, session_id, data, source=source, force=True, **options)
@@ -524,7 +533,7 @@ def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = Fal
     state = store.load(session_id)
     if store.journal_path(session_id).exists():
         raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
-    history = store.turns(session_id)
+    history = store.turns(session_id, state.sequence_number)
     if not 1 <= turns <= len(history):
         raise SessionError(f"Session {session_id} has {len(history)} turn(s) to undo, not {turns}")
     undoing = history[-turns:]

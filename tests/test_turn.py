@@ -176,7 +176,8 @@ def test_recover_rolls_back_an_uncommitted_turn_and_applies_it_afresh(store, sid
     state = store.load(sid)
     before = (store.turn_dir(sid, 1) / "state-before.json").read_text()
     store.state_path(sid).write_text(before)
-    store.journal_path(sid).write_text(json.dumps({"sequence": 1, "turn": "0001"}))
+    journal = {"sequence": 1, "turn": "0001", "replyFile": "r.txt"}
+    store.journal_path(sid).write_text(json.dumps(journal))
     (ws(store) / "keep.txt").write_text("half-written by the dead agent\n")
     (ws(store) / ".keep.txt.abc123.tmp").write_text("stray temp file")
 
