@@ -996,14 +996,12 @@ _HANDLERS: dict[type[Any], Callable[[Any, _Turn], _Verdict]] = {
 
 
 def _split_lines(text: str) -> list[str]:
-    """The file's lines with their endings; only ``\\n`` ends a line (``\\r\\n`` included).
-
-    Not ``str.splitlines``: it also splits on form feeds and other rare separators, which
-    would shift line numbers away from the ones the LLM saw.
-    """
-    lines = text.split("\n")
-    last = lines.pop()
-    return [f"{line}\n" for line in lines] + ([last] if last else [])
+    """The file's lines as :func:`file_lines` counts them, each with its ending kept: the
+    last one has none when the file does not end with a newline."""
+    lines = [f"{line}\n" for line in file_lines(text)]
+    if lines and not text.endswith("\n"):
+        lines[-1] = lines[-1][:-1]
+    return lines
 
 
 class _Style(NamedTuple):
