@@ -232,17 +232,24 @@ class _ConsoleShell:
         return answer
 
 
-def copy_to_clipboard(text: str) -> str | None:
-    """Copy ``text``; the reason it could not, or None. A missing clipboard is never an error."""
+def _clipboard(use: Callable[[Any], Any]) -> tuple[Any, str | None]:
+    """``use(pyperclip)``'s result and None, or None and why there is no usable clipboard.
+
+    A missing clipboard is never an error: callers say so in one line.
+    """
     try:
         import pyperclip
     except ImportError:
-        return "pyperclip is not installed"
+        return None, "pyperclip is not installed"
     try:
-        pyperclip.copy(text)
+        return use(pyperclip), None
     except pyperclip.PyperclipException:
-        return _NO_CLIPBOARD
-    return None
+        return None, _NO_CLIPBOARD
+
+
+def copy_to_clipboard(text: str) -> str | None:
+    """Copy ``text``; the reason it could not, or None."""
+    return _clipboard(lambda pyperclip: pyperclip.copy(text))[1]
 
 
 def _stdin_is_terminal() -> bool:
@@ -252,18 +259,12 @@ def _stdin_is_terminal() -> bool:
 def paste_from_clipboard() -> str:
     from .session import SessionError
 
-    problem = "pyperclip is not installed"
-    try:
-        import pyperclip
-
-        return pyperclip.paste()
-    except ImportError:
-        pass
-    except pyperclip.PyperclipException:
-        problem = _NO_CLIPBOARD
-    raise SessionError(
-        f"No clipboard here ({problem}); pipe the reply: codingagent paste < reply.txt"
-    )
+    text, problem = _clipboard(lambda pyperclip: pyperclip.paste())
+    if problem is not None:
+        raise SessionError(
+            f"No clipboard here ({problem}); pipe the reply: codingagent paste < reply.txt"
+        )
+    return text
 
 
 _NO_CLIPBOARD = "no clipboard tool found; on Linux install xclip, xsel or wl-clipboard"
@@ -510,7 +511,7 @@ def doctor(root: Path) -> None:
     layer, reason = sandbox_status(settings.sandbox)
     tty = sys.stdin.isatty()
     approval = settings.commands or default_approval(layer, tty)
-    clipboard = copy_to_clipboard_probe()
+    clipboard = _clipboard(lambda pyperclip: pyperclip.paste())[1]  # reads, never changes it
     rows = [
         (
             "codingagent",
@@ -530,19 +531,6 @@ def doctor(root: Path) -> None:
     width = max(len(key) for key, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
-
-
-def copy_to_clipboard_probe() -> str | None:
-    """Why there is no usable clipboard, or None; reads it, never changes it."""
-    try:
-        import pyperclip
-    except ImportError:
-        return "pyperclip is not installed"
-    try:
-        pyperclip.paste()
-    except pyperclip.PyperclipException:
-        return _NO_CLIPBOARD
-    return None
 
 
 # --- watching --------------------------------------------------------------------------
