@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from invoking import run
 
 from codingagent import __version__
 from codingagent.cli import main
@@ -37,10 +38,6 @@ The script works.
 Created hello.py, which prints a greeting.
 [/DONE]
 """
-
-
-def run(root: Path, *args: str, input: str | None = None):
-    return CliRunner().invoke(main, [*args, "--root", str(root)], input=input)
 
 
 def only_session(root: Path) -> str:

@@ -13,13 +13,10 @@ from pathlib import Path
 import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
+from invoking import run
 
 from codingagent.cli import main
 from codingagent.settings import Settings, SettingsError, load_settings
-
-
-def run(root: Path, *args: str, input: str | None = None):
-    return CliRunner().invoke(main, [*args, "--root", str(root)], input=input)
 
 
 def started(root: Path) -> str:

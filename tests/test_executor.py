@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from executing import edit, headlines, only, put, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from codingagent.commands import (
     CreateFile,
     DeleteFile,
     Done,
-    EditFile,
     Message,
     ParseError,
     ReadFile,
@@ -26,37 +26,6 @@ from codingagent.shell import Shell, ShellResult
 from codingagent.workspace import Workspace
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    root = tmp_path / "ws"
-    (root / "outbox").mkdir(parents=True)
-    return Workspace(root, protected=[root / "outbox"])
-
-
-def run(ws: Workspace, *commands: Command, shell: Shell | None = None) -> TurnOutcome:
-    return execute(commands, ws, shell or Shell(timeout=10))
-
-
-def headlines(outcome: TurnOutcome) -> list[str]:
-    return [r.headline for r in outcome.results]
-
-
-def only(outcome: TurnOutcome) -> CommandResult:
-    (result,) = outcome.results
-    return result
-
-
-def edit(path: str, start: int, end: int, content: str) -> EditFile:
-    return EditFile(line=1, path=path, start_line=start, end_line=end, content=content)
-
-
-def put(ws: Workspace, rel: str, data: str | bytes) -> Path:
-    path = ws.root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return path
 
 
 # --- CREATE_FILE --------------------------------------------------------------------------------

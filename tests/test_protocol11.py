@@ -10,19 +10,17 @@ import multiprocessing
 import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from executing import edit, headlines, put, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codingagent import executor
 from codingagent.commands import (
-    Command,
     CommandResult,
     CreateFile,
     DeleteFile,
-    EditFile,
     FileRange,
     ReadFile,
     Replace,
@@ -30,7 +28,7 @@ from codingagent.commands import (
     RunCommand,
     Search,
 )
-from codingagent.executor import SEARCH_HITS, TurnOutcome, execute
+from codingagent.executor import SEARCH_HITS, execute
 from codingagent.parser import parse
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
@@ -40,36 +38,8 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell com
 TEN = "".join(f"line {i}\n" for i in range(1, 11))
 
 
-@pytest.fixture
-def ws(tmp_path: Path):
-    from codingagent.workspace import Workspace
-
-    root = tmp_path / "ws"
-    (root / "outbox").mkdir(parents=True)
-    return Workspace(root, protected=[root / "outbox"])
-
-
-def run(ws, *commands: Command, shown: dict[str, str] | None = None) -> TurnOutcome:
-    return execute(commands, ws, Shell(timeout=10), shown=shown)
-
-
-def headlines(outcome: TurnOutcome) -> list[str]:
-    return [r.headline for r in outcome.results]
-
-
-def put(ws, rel: str, data: str | bytes) -> Path:
-    path = ws.root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return path
-
-
 def sha(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
-
-
-def edit(path: str, start: int, end: int, content: str, line: int = 1) -> EditFile:
-    return EditFile(line=line, path=path, start_line=start, end_line=end, content=content)
 
 
 def replace(path: str, *blocks: tuple[str, str]) -> Replace:

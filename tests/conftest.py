@@ -1,0 +1,17 @@
+"""Fixtures shared by the test files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codingagent.workspace import Workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A workspace with an agent folder (``outbox/``) inside it, fenced off."""
+    root = tmp_path / "ws"
+    (root / "outbox").mkdir(parents=True)
+    return Workspace(root, protected=[root / "outbox"])
