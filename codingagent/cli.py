@@ -1,4 +1,5 @@
-"""The command line: click commands and the console. Nothing else lives here.
+"""The command line: click commands that parse flags and print. Policy lives in the session
+loop (:mod:`codingagent.app`); printing in :mod:`codingagent.console`.
 
 Console output goes to stderr; stdout carries only data (``show`` prints the outbox,
 ``sessions`` and ``log`` print tables or JSON), so both can be piped.
@@ -9,39 +10,22 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.shell_completion import CompletionItem
 from rich.console import Console
-from rich.text import Text
 
 from . import __version__
+from .console import STYLE, console, error, safe_text, say, shorten
 
 # The agent's own modules load pydantic, filelock and watchdog: each command imports what it
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
-    from .commands import CommandResult
-    from .session import SessionState, SessionStore
-    from .settings import Settings
-    from .shell import Shell
-    from .turn import TurnReport
-
-console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
-STYLE = {True: "green", False: "red"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _text(text: str, style: str = "") -> Text:
-    """Console text. Replies and file names may hold terminal escapes (clear the screen, write
-    the clipboard with OSC 52): they are shown as ``\\x1b``, never obeyed."""
-    return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), style=style)
+    from .app import SessionLoop
 
 
 class _Group(click.Group):
@@ -54,7 +38,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (SessionError, SettingsError) as e:
-            console.print(_text("error: ", style="bold red") + _text(str(e)))
+            error(str(e))
             ctx.exit(1)
 
 
@@ -72,7 +56,7 @@ def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: st
     except SessionError:
         return []
     return [
-        CompletionItem(s.session_id, help=_shorten(s.task, 40))
+        CompletionItem(s.session_id, help=shorten(s.task, 40))
         for s in states
         if s.session_id.startswith(incomplete)
     ]
@@ -119,155 +103,25 @@ poll_option = click.option(
 )
 
 
-@dataclass
-class _Run:
-    """A run directory with its settings: what every command that applies replies needs."""
+def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
+    """The session loop for SESSION in ROOT with the settings and these flags, on the console."""
+    from .app import SessionLoop
+    from .approval import ask_on_terminal
+    from .console import ConsoleListener
+    from .session import SessionStore
+    from .settings import load_settings
 
-    store: SessionStore
-    settings: Settings
-    clipboard_note_shown: bool = False
-
-    @classmethod
-    def open(cls, root: Path, **flags: Any) -> _Run:
-        from .session import SessionStore
-        from .settings import load_settings
-
-        return cls(SessionStore(root), load_settings(Path(root), flags))
-
-    def turn_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``apply_reply``/``recover``; says which sandbox is active."""
-        from .settings import SettingsError
-        from .shell import SandboxUnavailable, Shell, default_approval
-
-        settings = self.settings
-        try:
-            shell = Shell(
-                timeout=settings.command_timeout,
-                max_output=settings.max_output,
-                sandbox=settings.sandbox,
-                read_only=self.store.agent_dirs,
-            )
-        except SandboxUnavailable as e:
-            raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
-        policy = settings.commands or default_approval(shell.sandbox_layer, sys.stdin.isatty())
-        if policy == "deny":
-            shell.approve = lambda command: False
-        console.print(
-            _text(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}", style="dim")
-        )
-        return {
-            "shell": _ConsoleShell(shell, ask=policy == "ask"),
-            "on_result": _print_result,
-            "max_reply_bytes": settings.max_reply_bytes,
-            "token_budget": settings.token_budget,
-        }
-
-    def check_turn_limit(self, state: SessionState) -> None:
-        from .session import SessionError
-
-        limit = self.settings.max_turns
-        if limit is not None and state.sequence_number > limit:
-            raise SessionError(
-                f"Session {state.session_id} reached max_turns ({limit}); raise it "
-                "(--max-turns, CODINGAGENT_MAX_TURNS or codingagent.toml) to go on"
-            )
-
-    def announce(self, path: Path) -> None:
-        """Say where the next prompt is, how big it is, and copy it to the clipboard."""
-        from .render import estimate_tokens
-
-        text = path.read_text(encoding="utf-8")
-        tokens = estimate_tokens(text)
-        console.print(
-            _text(
-                f"Next prompt: {path} ({len(text):,} characters, ~{tokens:,} tokens). "
-                "Paste it into your chat LLM."
-            )
-        )
-        if tokens > self.settings.token_budget:
-            console.print(
-                _text(
-                    f"warning: the prompt is over the token budget ({tokens:,} > "
-                    f"{self.settings.token_budget:,}); some chat UIs will cut it",
-                    style="yellow",
-                )
-            )
-        if self.settings.clipboard:
-            problem = copy_to_clipboard(text)
-            if problem is None:
-                console.print("Copied to the clipboard.")
-            elif not self.clipboard_note_shown:
-                self.clipboard_note_shown = True
-                console.print(_text(f"note: prompt not copied: {problem}", style="dim"))
-
-
-class _ConsoleShell:
-    """The Shell, with a spinner on the console while a command runs, and the user's y/n
-    before each command when approval is ``ask``."""
-
-    def __init__(self, shell: Shell, ask: bool) -> None:
-        self._shell = shell
-        self._status: Any = None
-        if ask:
-            shell.approve = self._confirm
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shell, name)
-
-    def run(self, command: str, cwd: Path) -> Any:
-        first = (command.strip().splitlines() or [""])[0]
-        with console.status(_text(f"Running {_shorten(first, 60)}")) as status:
-            self._status = status
-            return self._shell.run(command, cwd)
-
-    def _confirm(self, command: str) -> bool:
-        self._status.stop()
-        console.print(_text("The LLM wants to run:", style="bold yellow"))
-        console.print(_text(command))
-        try:
-            answer = click.confirm("Run it?", default=False, err=True)
-        except click.Abort:  # no answer (end of input): not approved
-            answer = False
-        self._status.start()
-        return answer
-
-
-def _clipboard(use: Callable[[Any], Any]) -> tuple[Any, str | None]:
-    """``use(pyperclip)``'s result and None, or None and why there is no usable clipboard.
-
-    A missing clipboard is never an error: callers say so in one line.
-    """
-    try:
-        import pyperclip
-    except ImportError:
-        return None, "pyperclip is not installed"
-    try:
-        return use(pyperclip), None
-    except pyperclip.PyperclipException:
-        return None, _NO_CLIPBOARD
-
-
-def copy_to_clipboard(text: str) -> str | None:
-    """Copy ``text``; the reason it could not, or None."""
-    return _clipboard(lambda pyperclip: pyperclip.copy(text))[1]
+    return SessionLoop(
+        SessionStore(root),
+        load_settings(root, flags),
+        session,
+        ConsoleListener(ask=ask_on_terminal),
+        interactive=sys.stdin.isatty(),
+    )
 
 
 def _stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
-
-
-def paste_from_clipboard() -> str:
-    from .session import SessionError
-
-    text, problem = _clipboard(lambda pyperclip: pyperclip.paste())
-    if problem is not None:
-        raise SessionError(
-            f"No clipboard here ({problem}); pipe the reply: codingagent paste < reply.txt"
-        )
-    return text
-
-
-_NO_CLIPBOARD = "no clipboard tool found; on Linux install xclip, xsel or wl-clipboard"
 
 
 # --- commands ----------------------------------------------------------------------------
@@ -300,19 +154,18 @@ def main() -> None:
 @tuning_options
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
+    from .session import SessionStore
+    from .settings import load_settings
     from .turn import start_session
 
-    run = _Run.open(root, **flags)
-    state, outbox = start_session(run.store, task, workspace)
+    load_settings(root, flags)  # settings errors stop us before a session is made
+    state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
-        _text("Session ")
-        + _text(state.session_id, "bold")
-        + _text(f" started on {state.workspace}")
+        safe_text("Session ")
+        + safe_text(state.session_id, "bold")
+        + safe_text(f" started on {state.workspace}")
     )
-    if no_watch:
-        run.announce(outbox)
-    else:
-        _watch(run, state.session_id)
+    _watch(_loop(root, state.session_id, flags), watch=not no_watch)
 
 
 @main.command()
@@ -331,8 +184,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
-    run = _Run.open(root, **flags)
-    _watch(run, run.store.resolve(session), follow_up=follow_up, watch=not no_watch)
+    _watch(_loop(root, session, flags), follow_up=follow_up, watch=not no_watch)
 
 
 @main.command()
@@ -343,23 +195,17 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 @tuning_options
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
-    from .turn import apply_reply, apply_reply_file, recover
+    from .app import Reply
+    from .sources.inbox import FileReply, hand_off, read_reply_file
 
-    run = _Run.open(root, **flags)
-    store = run.store
-    session_id = store.resolve(session)
-    options = run.turn_options()
-    with _holding(store, session_id):
-        recovered = recover(store, session_id, **options)
-        if recovered is not None:
-            _print_turn(run, recovered)
-        run.check_turn_limit(store.load(session_id))
+    with _loop(root, session, flags) as loop:
         if reply == "-":
-            data = sys.stdin.buffer.read()
-            report = apply_reply(store, session_id, data, source="<stdin>", force=force, **options)
+            given: Reply = Reply(sys.stdin.buffer.read(), source="<stdin>")
         else:
-            report = apply_reply_file(store, session_id, Path(reply), force=force, **options)
-    _print_turn(run, report)
+            given = read_reply_file(Path(reply), loop.settings.max_reply_bytes)
+        report = loop.step(given, force)
+        if isinstance(given, FileReply):
+            hand_off(given, report, loop.store.inbox)
 
 
 @main.command()
@@ -370,26 +216,22 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
-    from .fsio import atomic_write
-    from .session import SessionError, SessionStore, utc_now
+    from .clipboard import paste as read_clipboard
+    from .session import SessionError, SessionStore
+    from .sources.inbox import save_reply
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    text = paste_from_clipboard() if _stdin_is_terminal() else sys.stdin.read()
-    if not text.strip():
-        raise SessionError("Nothing to paste: the clipboard (or stdin) is empty")
-    if text.lstrip().startswith("=== HEADER ==="):
-        raise SessionError(
-            "That is the prompt, not the LLM's reply: copy the reply from the chat, then paste"
-        )
-    store.inbox.mkdir(parents=True, exist_ok=True)
-    base = f"{session_id}_reply_{utc_now():%Y%m%dT%H%M%S}"
-    path, n = store.inbox / f"{base}.txt", 1
-    while path.exists():
-        n += 1
-        path = store.inbox / f"{base}-{n}.txt"
-    atomic_write(path, text)
-    console.print(_text(f"Saved the reply ({len(text):,} characters) as {path}"))
+    if _stdin_is_terminal():
+        text, problem = read_clipboard()
+        if text is None:
+            raise SessionError(
+                f"No clipboard here ({problem}); pipe the reply: codingagent paste < reply.txt"
+            )
+    else:
+        text = sys.stdin.read()
+    path = save_reply(store.inbox, session_id, text)
+    say(f"Saved the reply ({len(text):,} characters) as {path}")
 
 
 @main.command(name="undo")
@@ -399,16 +241,8 @@ def paste(session: str, root: Path) -> None:
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     """Restore the files of the last turns of SESSION exactly and rewind it."""
-    from .turn import undo
-
-    run = _Run.open(root)
-    session_id = run.store.resolve(session)
-    with _holding(run.store, session_id):
-        report = undo(run.store, session_id, turns, force)
-    numbers = ", ".join(map(str, report.turns))
-    files = ", ".join(report.restored) or "no files"
-    console.print(_text(f"Undid turn {numbers} of session {session_id}: restored {files}"))
-    run.announce(report.outbox)
+    with _loop(root, session, {}) as loop:
+        loop.undo(turns, force)
 
 
 @main.command()
@@ -431,7 +265,7 @@ def log(session: str, root: Path, as_json: bool) -> None:
         out.print(f"Session {session_id} has no turns yet")
     for entry in entries:
         out.print(
-            _text(
+            safe_text(
                 f"Turn {entry['sequence']}  {entry['appliedAt']}  {entry['replyFile']}  "
                 f"{entry['durationMs']:.0f} ms",
                 style="bold",
@@ -439,8 +273,8 @@ def log(session: str, root: Path, as_json: bool) -> None:
         )
         for result in map(CommandResult.model_validate, entry["results"]):
             out.print(
-                _text(f"  {result.headline}", style=STYLE[result.success])
-                + _text(f"  ({result.duration_ms:.0f} ms)", style="dim")
+                safe_text(f"  {result.headline}", style=STYLE[result.success])
+                + safe_text(f"  ({result.duration_ms:.0f} ms)", style="dim")
             )
 
 
@@ -459,13 +293,13 @@ def sessions(root: Path, as_json: bool) -> None:
         click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
         return
     if not states:
-        console.print(_text(f"No sessions in {store.sessions}"))
+        console.print(safe_text(f"No sessions in {store.sessions}"))
         return
     table = Table("id", "task", "turn", "state", "age")
     for state in states:
         table.add_row(
             state.session_id,
-            _text(_shorten(state.task, 50)),
+            safe_text(shorten(state.task, 50)),
             str(state.sequence_number),
             "done" if state.is_complete else "open",
             age(state.updated_at),
@@ -485,15 +319,15 @@ def show(session: str, root: Path, copy: bool) -> None:
     store = SessionStore(root)
     state = store.load(store.resolve(session))
     if state.is_complete:
-        console.print(_text(f"Session {state.session_id} is complete: {state.summary or ''}"))
+        say(f"Session {state.session_id} is complete: {state.summary or ''}")
         return
     text = ensure_outbox(store, state).read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
-        problem = copy_to_clipboard(text)
-        console.print(
-            _text("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
-        )
+        from .clipboard import copy as copy_text
+
+        problem = copy_text(text)
+        say("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
 
 
 @main.command()
@@ -503,15 +337,16 @@ def doctor(root: Path) -> None:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
+    from .clipboard import problem as clipboard_problem
     from .settings import load_settings
     from .shell import default_approval, sandbox_status
-    from .watcher import backend_name
+    from .sources.inbox import backend_name
 
     settings = load_settings(root)
     layer, reason = sandbox_status(settings.sandbox)
     tty = sys.stdin.isatty()
     approval = settings.commands or default_approval(layer, tty)
-    clipboard = _clipboard(lambda pyperclip: pyperclip.paste())[1]  # reads, never changes it
+    clipboard = clipboard_problem()
     rows = [
         (
             "codingagent",
@@ -536,108 +371,18 @@ def doctor(root: Path) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-@contextmanager
-def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
-    lock = store.hold(session_id)
-    try:
-        yield
-    finally:
-        lock.release()
+def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) -> None:
+    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ until the
+    session stops (exit 130 after Ctrl-C)."""
+    from .app import StopReason
+    from .sources.inbox import InboxSource
 
-
-def _watch(run: _Run, session_id: str, follow_up: str | None = None, watch: bool = True) -> None:
-    from .session import SessionError
-    from .turn import ensure_outbox, follow_up_session, recover
-    from .watcher import session_watcher
-
-    store = run.store
-    options = run.turn_options()
-
-    def on_turn(report: TurnReport) -> bool:
-        _print_turn(run, report)
-        try:
-            run.check_turn_limit(report.state)
-        except SessionError as e:
-            console.print(_text(str(e), style="yellow"))
-            return True
-        return False
-
-    with _holding(store, session_id):
-        recovered = recover(store, session_id, **options)
-        if recovered is not None:
-            _print_turn(run, recovered)
-        if follow_up is not None:
-            follow_up_session(store, session_id, follow_up)
-        state = store.load(session_id)
-        if state.is_complete:
-            if recovered is not None:
-                return
-            raise SessionError(
-                f"Session {session_id} is complete: {state.summary or ''} (give it a follow-up "
-                'with: codingagent resume --task "...")'
-            )
-        run.check_turn_limit(state)
-        run.announce(ensure_outbox(store, state))
+    with loop:
         if not watch:
+            loop.prepare(follow_up)
             return
-        watcher = session_watcher(
-            store,
-            session_id,
-            poll=run.settings.poll,
-            on_reply=_print_reply,
-            on_turn=on_turn,
-            **options,
-        )
-        console.print(
-            _text(
-                f"Watching {store.inbox} ({watcher.backend}): save the LLM's reply there as a "
-                ".txt file. Ctrl-C stops."
-            )
-        )
-        try:
-            watcher.run()
-        except KeyboardInterrupt:
-            console.print(_text(f"Stopped. Continue later with: codingagent resume {session_id}"))
-            sys.exit(130)
-
-
-# --- console output --------------------------------------------------------------------
-
-
-def _print_reply(path: Path) -> None:
-    console.print(_text(f"Reply {path.name} received", style="bold"))
-
-
-def _print_result(result: CommandResult) -> None:
-    console.print(_text(result.headline, style=STYLE[result.success]))
-
-
-def _print_turn(run: _Run, report: TurnReport) -> None:
-    from .commands import plural
-
-    for note in report.notes:
-        console.print(_text(note, style="yellow"))
-    if report.skipped:
-        return
-    outcome = report.outcome
-    for message in outcome.messages:
-        console.print(_text("Message from the LLM: ", style="bold cyan") + _text(message))
-    failed = sum(not r.success for r in outcome.results)
-    ran = sum(r.command == "RUN_COMMAND" for r in outcome.results)
-    console.print(
-        _text(
-            f"Turn {report.state.sequence_number - 1}: {plural(len(outcome.results), 'command')} "
-            f"({ran} run), {plural(len(outcome.changed), 'file')} changed, {failed} failed"
-        )
-    )
-    if report.outbox is None:
-        console.print(
-            _text("Session complete: ", style="bold green") + _text(report.state.summary or "")
-        )
-    else:
-        run.announce(report.outbox)
-
-
-def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+        settings = loop.settings
+        with InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll) as inbox:
+            stop = loop.run(inbox, follow_up)
+    if stop.reason is StopReason.INTERRUPTED:
+        sys.exit(130)

@@ -1,4 +1,4 @@
-"""Tests for codingagent.watcher: which inbox files count as replies, and when they are handed over.
+"""Tests for the inbox watcher: which inbox files count as replies, and when they are handed over.
 
 Tests marked slow run a real watchdog observer in a thread (joined with a timeout, so a failure
 never hangs the suite) and write files the way browsers and editors do.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from watchdog.events import FileClosedEvent, FileModifiedEvent, FileMovedEvent
 
-from codingagent.watcher import InboxWatcher, is_reply_name
+from codingagent.sources.inbox import InboxWatcher, is_reply_name
 
 SETTLE = 0.5
 QUIET = 0.8  # longer than SETTLE: a file that would be handed over wrongly has had its chance
@@ -77,17 +77,32 @@ def watchdog_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if type(t).__module__.startswith("watchdog.")]
 
 
-class Running:
-    """``watcher.run(stop)`` on a thread; remembers what it raised."""
+class Handing:
+    """A watcher and what it hands each ready reply to, as the session loop uses them."""
 
-    def __init__(self, watcher: InboxWatcher) -> None:
+    def __init__(self, watcher: InboxWatcher, handle: Callable[[Path], bool]) -> None:
+        self.watcher = watcher
+        self.handle = handle
+
+    def run(self, stop: threading.Event) -> None:
+        """Hand over replies until ``handle`` returns True or ``stop`` is set."""
+        with self.watcher:
+            while (path := self.watcher.next_ready(stop)) is not None:
+                if self.handle(path):
+                    return
+
+
+class Running:
+    """``Handing.run(stop)`` on a thread; remembers what it raised."""
+
+    def __init__(self, handing: Handing) -> None:
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(watcher,), daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(handing,), daemon=True)
 
-    def _run(self, watcher: InboxWatcher) -> None:
+    def _run(self, handing: Handing) -> None:
         try:
-            watcher.run(self.stop)
+            handing.run(self.stop)
         except BaseException as exc:
             self.error = exc
 
@@ -107,9 +122,9 @@ class Running:
 
 
 @contextmanager
-def running(watcher: InboxWatcher) -> Iterator[Running]:
+def running(handing: Handing) -> Iterator[Running]:
     """Run the watcher for the body of a with-block, then stop it and check it ended cleanly."""
-    runner = Running(watcher)
+    runner = Running(handing)
     runner.start()
     try:
         yield runner
@@ -127,10 +142,10 @@ def inbox(tmp_path: Path) -> Path:
     return folder
 
 
-def make_watcher(inbox: Path, handle: Callable[[Path], bool], **options: object) -> InboxWatcher:
+def make_watcher(inbox: Path, handle: Callable[[Path], bool], **options: object) -> Handing:
     options.setdefault("settle", SETTLE)
     options.setdefault("rescan_interval", 0.2)
-    return InboxWatcher(inbox, handle, **options)  # type: ignore[arg-type]
+    return Handing(InboxWatcher(inbox, **options), handle)  # type: ignore[arg-type]
 
 
 def write_with_mtime(path: Path, text: str, mtime: float) -> None:
@@ -146,7 +161,7 @@ def test_pending_lists_replies_oldest_first_and_ties_by_name(inbox: Path) -> Non
     write_with_mtime(inbox / ".c.txt.swp", "vim", 10)
     (inbox / "folder.txt").mkdir()
     (inbox / "empty.TXT").write_bytes(b"")
-    watcher = InboxWatcher(inbox, lambda path: False, settle=0)
+    watcher = InboxWatcher(inbox, settle=0)
 
     assert [p.name for p in watcher.pending()] == ["c.txt", "a.txt", "b.txt", "empty.TXT"]
     assert watcher.pending()[0] == inbox / "c.txt"
@@ -156,7 +171,7 @@ def test_pending_lists_replies_oldest_first_and_ties_by_name(inbox: Path) -> Non
 def test_pending_waits_until_the_file_has_settled(inbox: Path) -> None:
     reply = inbox / "reply.txt"
     reply.write_text("part one\n", encoding="utf-8")
-    watcher = InboxWatcher(inbox, lambda path: False, settle=0.3)
+    watcher = InboxWatcher(inbox, settle=0.3)
 
     assert watcher.pending() == []
     time.sleep(0.35)
@@ -175,7 +190,7 @@ def test_a_close_hint_counts_once_confirmed_and_only_while_nothing_was_written(
     """Events fed by hand to the watcher's event handler; settle is too long to matter."""
     reply = inbox / "reply.txt"
     reply.write_text("head\n", encoding="utf-8")
-    watcher = InboxWatcher(inbox, lambda path: False, settle=30)
+    watcher = InboxWatcher(inbox, settle=30)
     events = watcher._hints
 
     events.dispatch(FileClosedEvent(str(reply)))
@@ -200,7 +215,7 @@ def test_a_move_hint_counts_for_the_destination_in_the_inbox_only(
     part, reply = inbox / "reply.txt.part", inbox / "reply.txt"
     part.write_text("downloaded\n", encoding="utf-8")
     part.rename(reply)
-    watcher = InboxWatcher(inbox, lambda path: False, settle=30)
+    watcher = InboxWatcher(inbox, settle=30)
     elsewhere = tmp_path / "reply.txt"
     elsewhere.write_text("downloaded\n", encoding="utf-8")
     os.utime(elsewhere, ns=(reply.stat().st_mtime_ns, reply.stat().st_mtime_ns))
@@ -213,23 +228,27 @@ def test_a_move_hint_counts_for_the_destination_in_the_inbox_only(
     assert watcher.pending() == [reply]
 
 
-def test_a_file_changed_after_the_scan_is_not_handed_over(inbox: Path) -> None:
+def test_a_file_changed_after_the_scan_is_judged_again(inbox: Path) -> None:
     reply = inbox / "reply.txt"
     reply.write_text("head\n", encoding="utf-8")
-    handed: list[Path] = []
-    watcher = InboxWatcher(inbox, lambda path: handed.append(path) or False, settle=0)
-    [(name, signature)] = watcher._ready()
+    watcher = InboxWatcher(inbox, settle=30)
+    watcher._hints.dispatch(FileClosedEvent(str(reply)))
+    time.sleep(0.05)
+    assert watcher.pending() == [reply]
     with reply.open("a", encoding="utf-8") as f:
         f.write("tail\n")
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
 
-    assert watcher._hand_over(name, signature) is False
-    assert handed == []
+    # The version scanned is not handed out: the new one has not settled yet.
+    assert watcher.next_ready(stop) is None
+    assert watcher._ready() == []
 
 
 def test_backend_names_the_observer_in_use(inbox: Path) -> None:
-    assert InboxWatcher(inbox, lambda path: False, poll=True).backend == "polling"
+    assert InboxWatcher(inbox, poll=True).backend == "polling"
     if sys.platform.startswith("linux"):
-        assert InboxWatcher(inbox, lambda path: False).backend == "inotify"
+        assert InboxWatcher(inbox).backend == "inotify"
 
 
 @pytest.mark.slow
@@ -319,7 +338,7 @@ def test_a_closed_or_moved_in_reply_is_handed_over_without_waiting_to_settle(
 ) -> None:
     recorder = Recorder(inbox)
     watcher = make_watcher(inbox, recorder, settle=30.0, rescan_interval=30.0)
-    if watcher.backend != "inotify":
+    if watcher.watcher.backend != "inotify":
         pytest.skip("close-write events need inotify")
     with running(watcher):
         started = time.monotonic()
@@ -353,7 +372,7 @@ def test_a_file_reopened_right_after_its_close_waits_for_its_next_close(
         return recorder(path)
 
     watcher = make_watcher(inbox, handle)
-    if watcher.backend != "inotify":
+    if watcher.watcher.backend != "inotify":
         pytest.skip("close-write events need inotify")
     second = inbox / "second.txt"
     with running(watcher):
@@ -394,7 +413,7 @@ def test_stop_event_ends_run_promptly(inbox: Path) -> None:
 def test_polling_observer_hands_over_replies(inbox: Path) -> None:
     recorder = Recorder(inbox, done_after=2)
     watcher = make_watcher(inbox, recorder, poll=True, settle=0.2)
-    assert watcher.backend == "polling"
+    assert watcher.watcher.backend == "polling"
     write_with_mtime(inbox / "before.txt", "there before the start\n", 1_000)
     runner = Running(watcher)
     runner.start()
@@ -445,8 +464,8 @@ def test_an_exception_from_handle_propagates_and_stops_the_observer(
 
 
 def test_a_missing_inbox_raises_and_leaves_no_observer_thread(tmp_path: Path) -> None:
-    watcher = InboxWatcher(tmp_path / "missing", lambda path: False)
+    watcher = InboxWatcher(tmp_path / "missing")
 
-    with pytest.raises(FileNotFoundError):
-        watcher.run(threading.Event())
+    with pytest.raises(FileNotFoundError), watcher:
+        pass
     assert watchdog_threads() == []

@@ -1,4 +1,8 @@
-"""Notice LLM replies saved into ``inbox/`` and hand complete ones, one at a time, to a callback.
+"""The protocol's reply source: LLM replies saved as ``.txt`` files into ``inbox/``.
+
+:class:`InboxWatcher` finds complete replies, one at a time; :class:`InboxSource` is the session
+loop's :class:`~codingagent.app.ReplySource` built on it: it reads each reply and, once its turn
+is applied, removes it from the inbox.
 
 How a reply is found
 --------------------
@@ -47,13 +51,18 @@ import functools
 import logging
 import math
 import os
+import shutil
 import stat
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from watchdog.events import (
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -66,8 +75,11 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from .session import SessionStore
-from .turn import TurnReport, apply_reply_file
+from ..app import Prompt, Reply
+from ..fsio import atomic_write
+from ..session import SessionError, utc_now
+from ..turn import TurnReport
+from ..workspace import display_name
 
 # watchdog logs an error when its inotify thread is stopped while events are still queued,
 # which happens whenever a session ends; it is harmless and must not reach the console.
@@ -97,6 +109,11 @@ _CONFIRM = 0.010
 # Seconds a set stop Event may go unnoticed while the loop waits.
 _STOP_CHECK = 0.1
 
+# Seconds to wait for the observer's threads after stopping them. They are daemon threads, so
+# one that does not finish in time never keeps the agent from exiting (Ctrl-C on a loaded
+# machine must end the process, not wait on a thread).
+_JOIN_TIMEOUT = 2.0
+
 
 def is_reply_name(name: str) -> bool:
     """Whether a file called ``name`` in the inbox is an LLM reply (``*.txt``, any suffix case).
@@ -124,19 +141,19 @@ def backend_name(poll: bool = False) -> str:
     return _backend_name(PollingObserver if poll else Observer)
 
 
-def _backend_name(observer_class: type) -> str:
+def _backend_name(observer_class: object) -> str:
     """``InotifyObserver`` -> ``inotify``, ``PollingObserver`` -> ``polling``, and so on."""
-    return observer_class.__name__.removesuffix("Observer").lower()
+    return str(getattr(observer_class, "__name__", "")).removesuffix("Observer").lower()
 
 
 def _observer_factory(poll: bool) -> Callable[[], BaseObserver]:
-    """The observer to build for each :meth:`InboxWatcher.run` (an observer cannot restart)."""
+    """The observer to build for each watch (an observer cannot restart)."""
     if poll:
         return PollingObserver
-    if Observer.__name__ == "InotifyObserver":
+    if _backend_name(Observer) == "inotify":
         # Full events report a file moved in from another folder (``mv ~/Downloads/r.txt
         # inbox/``) as a move, a completion hint, instead of as a bare creation.
-        return functools.partial(Observer, generate_full_events=True)
+        return functools.partial(Observer, generate_full_events=True)  # type: ignore[call-arg]
     return Observer
 
 
@@ -170,14 +187,14 @@ class _HintRecorder(FileSystemEventHandler):
     def on_closed(self, event: FileClosedEvent) -> None:
         self._mark(event.src_path)
 
-    def on_moved(self, event: FileMovedEvent) -> None:
+    def on_moved(self, event: DirMovedEvent | FileMovedEvent) -> None:
         self._forget(event.src_path)
         self._mark(event.dest_path)
 
-    def on_deleted(self, event: FileDeletedEvent) -> None:
+    def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
         self._forget(event.src_path)
 
-    def on_modified(self, event: FileModifiedEvent) -> None:
+    def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
         self._forget(event.src_path)
 
     def _name(self, raw: bytes | str) -> str | None:
@@ -206,17 +223,16 @@ class _HintRecorder(FileSystemEventHandler):
 
 
 class InboxWatcher:
-    """Hands each complete reply in ``inbox`` to ``handle``, oldest first, one at a time.
+    """Finds the complete replies in ``inbox``, oldest first, one at a time.
 
-    ``handle(path)`` normally moves the reply out of the inbox and returns True when the session
-    is done. ``poll=True`` uses watchdog's PollingObserver, for mounts where native events do not
-    work. ``backend`` names the observer in use ("inotify", "polling", ...) for the console.
+    Use it as a context manager (the observer runs inside it) and call :meth:`next_ready`.
+    ``poll=True`` uses watchdog's PollingObserver, for mounts where native events do not work.
+    ``backend`` names the observer in use ("inotify", "polling", ...) for the console.
     """
 
     def __init__(
         self,
         inbox: Path,
-        handle: Callable[[Path], bool],
         *,
         poll: bool = False,
         settle: float = 0.5,
@@ -225,32 +241,50 @@ class InboxWatcher:
         # Absolute, so event paths (built from the watched path) compare equal to it.
         self.inbox = Path(os.path.abspath(inbox))
         self.backend = backend_name(poll)
-        self._handle = handle
         self._settle = settle
         self._rescan_interval = rescan_interval
         self._new_observer = _observer_factory(poll)
+        self._observer: BaseObserver | None = None
         self._wake = threading.Event()
         self._hints = _HintRecorder(str(self.inbox), self._wake)
         self._first_seen: dict[str, tuple[_Signature, float]] = {}
         self._handed: dict[str, _Signature] = {}
 
-    def run(self, stop: threading.Event | None = None) -> None:
-        """Process replies until ``handle`` returns True or ``stop`` is set.
-
-        Exceptions from ``handle`` propagate: the turn engine turns bad replies into results
-        itself, so an exception is a bug. The observer is stopped on every way out, including
-        KeyboardInterrupt.
-        """
-        stop = stop if stop is not None else threading.Event()
+    def __enter__(self) -> InboxWatcher:
         observer = self._new_observer()
         try:
             observer.schedule(self._hints, str(self.inbox), recursive=False, event_filter=_EVENTS)
             observer.start()
-            self._loop(stop)
-        finally:
-            observer.stop()
-            if observer.is_alive():
-                observer.join()
+        except BaseException:
+            _stop_observer(observer)
+            raise
+        self._observer = observer
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stops the observer on every way out, KeyboardInterrupt included."""
+        if self._observer is not None:
+            _stop_observer(self._observer)
+            self._observer = None
+
+    def next_ready(self, stop: threading.Event) -> Path | None:
+        """The next complete reply, once it is complete; None once ``stop`` is set.
+
+        A version of a file is handed out once: the same name saved again with new content is
+        handed out again.
+        """
+        while not stop.is_set():
+            # Clear before scanning: an event arriving during the scan makes the wait return.
+            self._wake.clear()
+            ready = self._ready()
+            if not ready:
+                self._sleep(stop)
+                continue
+            name, signature = ready[0]
+            if _signature(self.inbox / name) == signature:  # unchanged since the scan
+                self._handed[name] = signature
+                return self.inbox / name
+        return None
 
     def pending(self) -> list[Path]:
         """The complete replies ready now, oldest modification time first (ties by name).
@@ -259,16 +293,6 @@ class InboxWatcher:
         from the thread that runs :meth:`run`, or while nothing runs.
         """
         return [self.inbox / name for name, _ in self._ready()]
-
-    def _loop(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            # Clear before scanning: an event arriving during the scan makes the wait return.
-            self._wake.clear()
-            ready = self._ready()
-            if not ready:
-                self._sleep(stop)
-            elif self._hand_over(*ready[0]):
-                return
 
     def _sleep(self, stop: threading.Event) -> None:
         """Wait for an event, the next settle deadline or the periodic rescan, whichever is first.
@@ -281,19 +305,6 @@ class InboxWatcher:
             left = deadline - time.monotonic()
             if left <= 0 or self._wake.wait(min(left, _STOP_CHECK)):
                 return
-
-    def _hand_over(self, name: str, signature: _Signature) -> bool:
-        """Give one reply to ``handle`` if it is still the version the scan judged complete.
-
-        Returns True when the session is done. A file that changed since the scan is left for
-        the next scan to judge again.
-        """
-        path = self.inbox / name
-        if _signature(path) != signature:
-            return False
-        done = self._handle(path)
-        self._handed[name] = signature
-        return bool(done)
 
     def _ready(self) -> list[tuple[str, _Signature]]:
         now = time.monotonic()
@@ -338,24 +349,107 @@ class InboxWatcher:
         return max(0.0, min([self._rescan_interval, *waits]))
 
 
-def session_watcher(
-    store: SessionStore,
-    session_id: str,
-    *,
-    poll: bool = False,
-    on_reply: Callable[[Path], None] | None = None,
-    on_turn: Callable[[TurnReport], bool] | None = None,
-    **options,
-) -> InboxWatcher:
-    """A watcher on ``store.inbox`` that applies each complete reply to the session as one turn,
-    and stops once the session is complete or ``on_turn`` returns True.
-    ``options`` are ``turn.apply_reply_file``'s."""
+def _stop_observer(observer: BaseObserver) -> None:
+    observer.stop()
+    if observer.is_alive():
+        observer.join(_JOIN_TIMEOUT)
 
-    def handle(path: Path) -> bool:
-        if on_reply is not None:
-            on_reply(path)
-        report = apply_reply_file(store, session_id, path, **options)
-        stop = on_turn(report) if on_turn is not None else False
-        return report.state.is_complete or stop
 
-    return InboxWatcher(store.inbox, handle, poll=poll)
+# --- the reply source ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileReply(Reply):
+    """A reply read from a file: the file's identity when read, to hand it off afterwards."""
+
+    path: Path = Path()
+    identity: tuple[int, int, int] = (0, 0, 0)  # (inode, size, mtime_ns) when it was read
+    oversized: bool = False  # over the size limit: read no further, moved whole to the history
+
+
+def read_reply_file(path: Path, max_reply_bytes: int) -> FileReply:
+    """The reply saved in ``path``: at most ``max_reply_bytes + 1`` bytes are read."""
+    before = path.stat()
+    with open(path, "rb") as f:
+        data = f.read(max_reply_bytes + 1)
+    return FileReply(
+        data=data,
+        source=display_name(path.name),
+        size=before.st_size,
+        path=path,
+        identity=_identity(before),
+        oversized=len(data) > max_reply_bytes,
+    )
+
+
+def hand_off(reply: FileReply, report: TurnReport, inbox: Path) -> None:
+    """A reply taken from ``inbox`` leaves it once its turn is applied (its bytes are in the
+    turn's history by then; an oversized one is moved there whole), unless it was saved again
+    meanwhile: then the new version is the next reply. Files elsewhere are left alone."""
+    path = reply.path
+    if path.resolve().parent != inbox.resolve() or _identity_of(path) != reply.identity:
+        return
+    if reply.oversized and not report.skipped:
+        shutil.move(path, report.history / "reply.txt")
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity_of(path: Path) -> tuple[int, int, int] | None:
+    try:
+        return _identity(path.stat())
+    except FileNotFoundError:
+        return None
+
+
+def save_reply(inbox: Path, session_id: str, text: str) -> Path:
+    """Save a pasted reply into the inbox under a new name (``codingagent paste``)."""
+    if not text.strip():
+        raise SessionError("Nothing to paste: the clipboard (or stdin) is empty")
+    if text.lstrip().startswith("=== HEADER ==="):
+        raise SessionError(
+            "That is the prompt, not the LLM's reply: copy the reply from the chat, then paste"
+        )
+    inbox.mkdir(parents=True, exist_ok=True)
+    base = f"{session_id}_reply_{utc_now():%Y%m%dT%H%M%S}"
+    path, n = inbox / f"{base}.txt", 1
+    while path.exists():
+        n += 1
+        path = inbox / f"{base}-{n}.txt"
+    atomic_write(path, text)
+    return path
+
+
+class InboxSource:
+    """Replies saved as ``.txt`` files into the inbox (any name), applied oldest first."""
+
+    def __init__(self, inbox: Path, max_reply_bytes: int, *, poll: bool = False) -> None:
+        self.inbox = inbox
+        self._max_reply_bytes = max_reply_bytes
+        self._watcher = InboxWatcher(inbox, poll=poll)
+        self.description = (
+            f"Watching {inbox} ({self._watcher.backend}): save the LLM's reply there as a .txt file"
+        )
+
+    def __enter__(self) -> InboxSource:
+        self._watcher.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._watcher.__exit__(*exc_info)
+
+    def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
+        while (path := self._watcher.next_ready(stop)) is not None:
+            try:
+                return read_reply_file(path, self._max_reply_bytes)
+            except FileNotFoundError:  # removed between the scan and the read
+                continue
+        return None
+
+    def done_with(self, reply: Reply, report: TurnReport) -> None:
+        assert isinstance(reply, FileReply)
+        hand_off(reply, report, self.inbox)
