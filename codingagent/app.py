@@ -11,14 +11,20 @@
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
 :class:`Listener` shows what happens (the console, or a page) and answers RUN_COMMAND approval.
+
+An *automatic* loop (replies from a model, nobody between turns) must end by itself: it stops
+after ``model_max_turns`` replies, and after two replies in a row that ran no command (a model
+that answers in prose, or repeats a reply, which is skipped as a duplicate). Without an OS
+sandbox and without a terminal to ask, it runs no RUN_COMMAND unless ``commands`` is set
+explicitly (``--commands allow`` or ``deny``): nobody would see what runs.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
@@ -51,6 +57,12 @@ class Reply:
     data: bytes
     source: str  # shown on the console and kept in the history: a file name, "clipboard", ...
     size: int | None = None  # the real size, when ``data`` holds only the first bytes
+    meta: Mapping[str, object] = field(default_factory=dict)  # for the turn's meta.json
+
+
+class SourceError(Exception):
+    """A reply source cannot go on and the user must act (a model server down, a key refused);
+    the message says what to do. No turn was applied."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class Listener(Protocol):
 
     def note(self, text: str) -> None: ...
 
+    def progress(self, text: str | None) -> None:
+        """A live line while a source waits (tokens received, seconds); None clears it."""
+
     def reply_received(self, reply: Reply) -> None: ...
 
     def running(self, command: str) -> AbstractContextManager[None]: ...
@@ -107,6 +122,7 @@ class Listener(Protocol):
 class StopReason(Enum):
     COMPLETE = "complete"
     TURN_LIMIT = "turn limit"
+    NO_COMMANDS = "no commands"
     INTERRUPTED = "interrupted"
     SOURCE_ENDED = "source ended"
 
@@ -151,15 +167,20 @@ class SessionLoop:
         listener: Listener,
         *,
         interactive: bool = False,
+        automatic: bool = False,
         shell: Shell | None = None,
     ) -> None:
-        """``interactive``: the user can answer approval questions. ``shell``: made from the
-        settings when the first turn needs it, if not given."""
+        """``interactive``: the user can answer approval questions. ``automatic``: replies
+        come from a model, with nobody between turns (see the module doc). ``shell``: made
+        from the settings when the first turn needs it, if not given."""
         self.store = store
         self.settings = settings
         self.session_id = store.resolve(session_id)
         self._listener = listener
         self._interactive = interactive
+        self._automatic = automatic
+        self._replies = 0  # replies taken in this run
+        self._idle = 0  # replies in a row that ran no command
         self._given_shell = shell
         self._shell: Shell | None = None
         self._stop = threading.Event()
@@ -178,6 +199,10 @@ class SessionLoop:
         if self._lock is not None:
             self._lock.release()
 
+    @property
+    def listener(self) -> Listener:
+        return self._listener
+
     # --- the loop ------------------------------------------------------------------------
 
     def run(self, source: ReplySource, follow_up: str | None = None) -> Stop:
@@ -186,6 +211,7 @@ class SessionLoop:
         if prompt is None:
             return self._stopped(StopReason.COMPLETE, "")
         self._listener.watching(source)
+        self._replies = self._idle = 0
         try:
             while True:
                 reply = source.next_reply(prompt, self._stop)
@@ -245,6 +271,7 @@ class SessionLoop:
             source=reply.source,
             size=reply.size,
             force=force,
+            extra_meta=reply.meta,
             **self._turn_options(),
         )
         self._listener.turn_applied(report)
@@ -257,6 +284,24 @@ class SessionLoop:
         limit = self.settings.max_turns
         if limit is not None and report.state.sequence_number > limit:
             return self._stopped(StopReason.TURN_LIMIT, self._limit_message(limit))
+        if not self._automatic:
+            return None
+        self._replies += 1
+        ran = not report.skipped and any(r.command != "REPLY" for r in report.outcome.results)
+        self._idle = 0 if ran else self._idle + 1
+        if self._idle >= 2:
+            return self._stopped(
+                StopReason.NO_COMMANDS,
+                "Stopped: two replies in a row ran no command (the model answers without "
+                "commands, or repeats itself). Continue with: codingagent resume "
+                f"{self.session_id}",
+            )
+        if self._replies >= self.settings.model_max_turns:
+            return self._stopped(
+                StopReason.TURN_LIMIT,
+                f"Stopped after {self._replies} model turns (model_max_turns); continue with: "
+                f"codingagent resume {self.session_id} --model ...",
+            )
         return None
 
     def deliver(self, report: TurnReport) -> Prompt | None:
@@ -282,7 +327,7 @@ class SessionLoop:
         """The shell for this loop's turns, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
-            policy = approval_policy(self.settings, shell, self._interactive)
+            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
             if policy == "deny":
                 shell.approve = lambda command: False
             elif policy == "ask":
@@ -323,9 +368,22 @@ class SessionLoop:
         }
 
 
-def approval_policy(settings: Settings, shell: Shell, interactive: bool) -> str:
+def approval_policy(
+    settings: Settings, shell: Shell, interactive: bool, automatic: bool = False
+) -> str:
     """``allow``, ``ask`` or ``deny``: the setting, else ask where no OS sandbox is active and
-    someone can answer."""
+    someone can answer. An automatic loop with neither a sandbox nor someone to ask needs
+    the setting: a SettingsError says so."""
+    if (
+        settings.commands is None
+        and automatic
+        and shell.sandbox_layer == "none"
+        and not interactive
+    ):
+        raise SettingsError(
+            f"A model would run RUN_COMMANDs unattended, and {shell.sandbox_reason}; run "
+            "it on a terminal to approve each command, or choose --commands allow (or deny)"
+        )
     return settings.commands or default_approval(shell.sandbox_layer, interactive)
 
 

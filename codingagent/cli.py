@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,19 +26,21 @@ from .console import STYLE, console, error, safe_text, say, shorten
 # The agent's own modules load pydantic, filelock and watchdog: each command imports what it
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
-    from .app import SessionLoop
+    from .app import ReplySource, SessionLoop
+    from .settings import ModelProfile
 
 
 class _Group(click.Group):
     """Turns user errors into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
+        from .app import SourceError
         from .session import SessionError
         from .settings import SettingsError
 
         try:
             return super().invoke(ctx)
-        except (SessionError, SettingsError) as e:
+        except (SessionError, SettingsError, SourceError) as e:
             error(str(e))
             ctx.exit(1)
 
@@ -96,6 +99,24 @@ def tuning_options(command: Callable) -> Callable:
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
+def model_options(command: Callable) -> Callable:
+    """The model endpoint that answers the prompts instead of the user (docs/models.md)."""
+    options = [
+        click.option("--model", "model_name", help="Let this [models.NAME] profile answer."),
+        click.option("--base-url", help="Or an OpenAI-compatible API's root URL ..."),
+        click.option("--model-id", help="... and the model id it serves."),
+        click.option("--api-key-env", help="The environment variable holding the API key."),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def _model(root: Path, flags: dict[str, Any], given: dict[str, str | None]) -> ModelProfile | None:
+    """The endpoint the model flags name, if any; settings errors stop us early."""
+    from .settings import load_settings
+
+    return load_settings(root, flags).model_profile(**given)
+
+
 poll_option = click.option(
     "--poll/--no-poll",
     default=None,
@@ -103,7 +124,7 @@ poll_option = click.option(
 )
 
 
-def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
+def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = False) -> SessionLoop:
     """The session loop for SESSION in ROOT with the settings and these flags, on the console."""
     from .app import SessionLoop
     from .approval import ask_on_terminal
@@ -117,6 +138,7 @@ def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
         session,
         ConsoleListener(ask=ask_on_terminal),
         interactive=sys.stdin.isatty(),
+        automatic=automatic,
     )
 
 
@@ -151,21 +173,41 @@ def main() -> None:
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
 @poll_option
+@model_options
 @tuning_options
-def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
-    """Start a session for TASK and watch inbox/ for the LLM's replies."""
+def start(
+    task: str,
+    workspace: Path | None,
+    root: Path,
+    no_watch: bool,
+    model_name: str | None,
+    base_url: str | None,
+    model_id: str | None,
+    api_key_env: str | None,
+    **flags: Any,
+) -> None:
+    """Start a session for TASK and watch inbox/ for the LLM's replies (or let --model answer)."""
     from .session import SessionStore
-    from .settings import load_settings
     from .turn import start_session
 
-    load_settings(root, flags)  # settings errors stop us before a session is made
+    # Settings errors stop us before a session is made.
+    model = _model(
+        root,
+        flags,
+        {
+            "name": model_name,
+            "base_url": base_url,
+            "model_id": model_id,
+            "api_key_env": api_key_env,
+        },
+    )
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")
         + safe_text(f" started on {state.workspace}")
     )
-    _watch(_loop(root, state.session_id, flags), watch=not no_watch)
+    _watch(_loop(root, state.session_id, flags, model is not None), watch=not no_watch, model=model)
 
 
 @main.command()
@@ -178,13 +220,35 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
 @poll_option
+@model_options
 @tuning_options
-def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
-    """Continue watching for replies to SESSION (default: the latest).
+def resume(
+    session: str,
+    root: Path,
+    follow_up: str | None,
+    no_watch: bool,
+    model_name: str | None,
+    base_url: str | None,
+    model_id: str | None,
+    api_key_env: str | None,
+    **flags: Any,
+) -> None:
+    """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
-    _watch(_loop(root, session, flags), follow_up=follow_up, watch=not no_watch)
+    model = _model(
+        root,
+        flags,
+        {
+            "name": model_name,
+            "base_url": base_url,
+            "model_id": model_id,
+            "api_key_env": api_key_env,
+        },
+    )
+    loop = _loop(root, session, flags, model is not None)
+    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
 
 
 @main.command()
@@ -271,6 +335,17 @@ def log(session: str, root: Path, as_json: bool) -> None:
                 style="bold",
             )
         )
+        if "model" in entry:
+            tokens = [
+                ("?" if n is None else f"{n:,}") for n in (entry["tokensIn"], entry["tokensOut"])
+            ]
+            out.print(
+                safe_text(
+                    f"  model {entry['model']}: {tokens[0]} tokens in, {tokens[1]} out, "
+                    f"{entry['modelSeconds']:.1f} s",
+                    style="dim",
+                )
+            )
         for result in map(CommandResult.model_validate, entry["results"]):
             out.print(
                 safe_text(f"  {result.headline}", style=STYLE[result.success])
@@ -358,7 +433,16 @@ def doctor(root: Path) -> None:
         ("clipboard", clipboard or "available"),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
-    for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):
+    for package in (
+        "click",
+        "pydantic",
+        "watchdog",
+        "rich",
+        "pathspec",
+        "filelock",
+        "pyperclip",
+        "httpx",
+    ):
         try:
             rows.append((package, version(package)))
         except PackageNotFoundError:
@@ -371,18 +455,35 @@ def doctor(root: Path) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) -> None:
-    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ until the
-    session stops (exit 130 after Ctrl-C)."""
+def _watch(
+    loop: SessionLoop,
+    follow_up: str | None = None,
+    watch: bool = True,
+    model: ModelProfile | None = None,
+) -> None:
+    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (or the
+    answers of ``model``) until the session stops (exit 130 after Ctrl-C)."""
     from .app import StopReason
-    from .sources.inbox import InboxSource
 
     with loop:
         if not watch:
             loop.prepare(follow_up)
             return
-        settings = loop.settings
-        with InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll) as inbox:
-            stop = loop.run(inbox, follow_up)
+        with _source(loop, model) as source:
+            stop = loop.run(source, follow_up)
     if stop.reason is StopReason.INTERRUPTED:
         sys.exit(130)
+
+
+def _source(loop: SessionLoop, model: ModelProfile | None) -> AbstractContextManager[ReplySource]:
+    """The inbox watcher, or the model endpoint when one is given."""
+    settings = loop.settings
+    if model is None:
+        from .sources.inbox import InboxSource
+
+        return InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
+    from .sources.endpoint import EndpointSource
+
+    return EndpointSource(
+        model, loop.store, loop.listener, history_turns=settings.model_history_turns
+    )

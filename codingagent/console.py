@@ -49,15 +49,28 @@ def print_result(result: CommandResult) -> None:
 
 class ConsoleListener:
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
-    the next prompt is, and a spinner while a command runs. ``ask`` answers approval."""
+    the next prompt is, a spinner while a command runs, and a live line while a model
+    answers. ``ask`` answers approval."""
 
     def __init__(self, ask: Callable[[str], bool]) -> None:
         self._ask = ask
         self._status: Any = None
+        self._live: Any = None
         self._copy_note_shown = False
 
     def note(self, text: str) -> None:
         say(text, "dim")
+
+    def progress(self, text: str | None) -> None:
+        if text is None:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+        elif self._live is None:
+            self._live = console.status(safe_text(text))
+            self._live.start()
+        else:
+            self._live.update(safe_text(text))
 
     def reply_received(self, reply: Reply) -> None:
         say(f"Reply {reply.source} received", "bold")

@@ -22,6 +22,20 @@ class SettingsError(Exception):
     """Settings the user must fix; the message says which and where."""
 
 
+class ModelProfile(BaseModel):
+    """One ``[models.NAME]`` table: an OpenAI-compatible chat-completions endpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(description="the API's root, e.g. http://127.0.0.1:11434/v1")
+    model: str = Field(description="the model id the server knows")
+    api_key_env: str | None = Field(None, description="the environment variable with the key")
+    max_tokens: int | None = Field(None, ge=1, description="longest reply, tokens")
+    temperature: float | None = Field(None, ge=0, description="sampling temperature")
+    timeout: float = Field(600.0, gt=0, description="seconds without an answer before giving up")
+    stream: bool = Field(True, description="stream the reply (a live line shows its progress)")
+
+
 class Settings(BaseModel):
     """Everything a user can tune. Names are the keys of ``codingagent.toml``."""
 
@@ -38,6 +52,37 @@ class Settings(BaseModel):
     sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    models: dict[str, ModelProfile] = Field({}, description="[models.NAME] endpoint profiles")
+    model_max_turns: int = Field(30, ge=1, description="turns one --model run takes at most")
+    model_history_turns: int = Field(
+        0, ge=0, description="earlier turns sent to a model with each prompt (0: stateless)"
+    )
+
+    def model_profile(
+        self,
+        name: str | None,
+        base_url: str | None = None,
+        model_id: str | None = None,
+        api_key_env: str | None = None,
+    ) -> ModelProfile | None:
+        """The endpoint ``--model NAME`` (a profile) or ``--base-url URL --model-id ID`` names;
+        None when neither is given. The flags override the profile's fields."""
+        given = {"base_url": base_url, "model": model_id, "api_key_env": api_key_env}
+        given = {key: value for key, value in given.items() if value is not None}
+        if name is None:
+            if not given:
+                return None
+            if base_url is None or model_id is None:
+                raise SettingsError("Give both --base-url URL and --model-id ID, or --model NAME")
+            return ModelProfile.model_validate(given)
+        if name not in self.models:
+            known = ", ".join(sorted(self.models)) or "none yet"
+            raise SettingsError(
+                f"No model profile {name!r} in the settings (profiles: {known}); add a "
+                "[models.NAME] table to codingagent.toml (see docs/models.md) or give "
+                "--base-url URL --model-id ID"
+            )
+        return self.models[name].model_copy(update=given)
 
 
 def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
@@ -59,7 +104,8 @@ def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Setting
         for error in e.errors():
             key = str(error["loc"][0]) if error["loc"] else "?"
             where = sources.get(key, "?")
-            name = f"{ENV_PREFIX}{key.upper()}" if where == "environment" else key
+            dotted = ".".join(map(str, error["loc"])) or "?"  # models.local.base_url
+            name = f"{ENV_PREFIX}{key.upper()}" if where == "environment" else dotted
             problems.append(f"{name} ({where}): {error['msg']}")
         raise SettingsError("Invalid settings: " + "; ".join(problems)) from None
 

@@ -25,7 +25,7 @@ import shutil
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -220,11 +220,13 @@ def apply_reply(
     max_reply_bytes: int = REPLY_SIZE_CAP,
     size: int | None = None,
     token_budget: int = TOKEN_BUDGET,
+    extra_meta: Mapping[str, object] | None = None,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
     ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
-    ``max_reply_bytes`` is read no further).
+    ``max_reply_bytes`` is read no further). ``extra_meta`` goes into the turn's ``meta.json``
+    (a model's name, tokens and seconds).
 
     A reply whose content was already applied in this session is skipped, unless it names the
     current sequence (``Sequence: N``) or ``force`` is set. So is, unless ``force`` is set, a
@@ -262,6 +264,7 @@ def apply_reply(
         "sha256": hashlib.sha256(data).hexdigest(),
         "normalizedSha256": digest,
         "receivedAt": utc_now().isoformat(),
+        **(extra_meta or {}),
     }
     store.write_history(
         session_id, answered, {"reply.txt": data, "state-before.json": state.to_json()}

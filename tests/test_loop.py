@@ -16,7 +16,7 @@ import pytest
 from codingagent.app import Prompt, Reply, SessionLoop, Stop, StopReason
 from codingagent.commands import CommandResult
 from codingagent.session import SessionError, SessionStore
-from codingagent.settings import Settings
+from codingagent.settings import Settings, SettingsError
 from codingagent.shell import Shell
 from codingagent.turn import TurnReport, UndoReport, start_session
 
@@ -56,6 +56,9 @@ class Recording:
     def note(self, text: str) -> None:
         self.events.append(f"note {text}")
 
+    def progress(self, text: str | None) -> None:
+        self.events.append(f"progress {text}")
+
     def reply_received(self, reply: Reply) -> None:
         self.events.append(f"reply {reply.source}")
 
@@ -87,7 +90,9 @@ class Recording:
         self.stops.append(stop)
 
 
-def open_loop(root: Path, listener: Recording, **settings: object) -> SessionLoop:
+def open_loop(
+    root: Path, listener: Recording, automatic: bool = False, **settings: object
+) -> SessionLoop:
     store = SessionStore(root)
     state, _ = start_session(store, "the task")
     return SessionLoop(
@@ -95,6 +100,7 @@ def open_loop(root: Path, listener: Recording, **settings: object) -> SessionLoo
         Settings(clipboard=False, **settings),  # type: ignore[arg-type]
         state.session_id,
         listener,
+        automatic=automatic,
         shell=Shell(timeout=10, sandbox="none"),
     )
 
@@ -201,3 +207,54 @@ def test_undo_rewinds_and_offers_the_prompt_again(tmp_path):
         loop.undo()
     assert not (tmp_path / "workspace/a.txt").exists()
     assert listener.events[-2:] == ["undone [1]", "prompt 1"]
+
+
+# --- automatic runs (a model answers): they end by themselves ---------------------------------
+
+
+def test_an_automatic_run_stops_after_model_max_turns(tmp_path):
+    replies = [MESSAGE.format(n) for n in range(5)]
+    listener = Recording()
+    with open_loop(tmp_path, listener, automatic=True, model_max_turns=3, commands="deny") as loop:
+        stop = loop.run(ScriptedSource(*replies))
+        assert stop.reason is StopReason.TURN_LIMIT
+        assert stop.message.startswith("Stopped after 3 model turns (model_max_turns)")
+        assert loop.store.load(loop.session_id).sequence_number == 4
+        # The limit is per run: the next run takes up to three more.
+        assert loop.run(ScriptedSource(*replies[3:])).reason is StopReason.SOURCE_ENDED
+
+
+def test_a_run_by_hand_has_no_model_turn_limit_and_no_idle_stop(tmp_path):
+    replies = ["prose", "more prose", *(MESSAGE.format(n) for n in range(3))]
+    with open_loop(tmp_path, Recording(), model_max_turns=1) as loop:
+        assert loop.run(ScriptedSource(*replies)).reason is StopReason.SOURCE_ENDED
+        assert loop.store.load(loop.session_id).sequence_number == 6
+
+
+def test_two_replies_in_a_row_without_commands_stop_an_automatic_run(tmp_path):
+    source = ScriptedSource("prose", MESSAGE.format("a"), "prose", "", "never asked")
+    with open_loop(tmp_path, Recording(), automatic=True, commands="deny") as loop:
+        stop = loop.run(source)
+    assert stop.reason is StopReason.NO_COMMANDS
+    assert "two replies in a row ran no command" in stop.message
+    assert source.replies == ["never asked"]  # an empty reply counts as one without commands
+
+
+def test_a_repeated_reply_is_skipped_and_counts_as_one_without_commands(tmp_path):
+    same = MESSAGE.format("same")
+    source = ScriptedSource(same, same, same, "never asked")
+    with open_loop(tmp_path, Recording(), automatic=True, commands="deny") as loop:
+        stop = loop.run(source)
+    assert stop.reason is StopReason.NO_COMMANDS
+    assert source.done == [("script 1", False), ("script 2", True), ("script 3", True)]
+
+
+def test_an_automatic_run_without_sandbox_or_terminal_needs_the_commands_setting(tmp_path):
+    with (
+        open_loop(tmp_path / "a", Recording(), automatic=True) as loop,
+        pytest.raises(SettingsError, match="unattended, and no OS sandbox"),
+    ):
+        loop.run(ScriptedSource(MESSAGE.format("a")))
+    for policy in ("allow", "deny"):
+        with open_loop(tmp_path / policy, Recording(), automatic=True, commands=policy) as loop:
+            assert loop.run(ScriptedSource()).reason is StopReason.SOURCE_ENDED
