@@ -339,7 +339,10 @@ class SessionLoop:
     def _offer(self, path: Path) -> Prompt:
         state_sequence = int(path.stem.rsplit("_seq", 1)[1])
         prompt = Prompt(self.session_id, state_sequence, path, path.read_text(encoding="utf-8"))
-        problem = clipboard.copy(prompt.text) if self.settings.clipboard else ""
+        # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
+        # clipboard is left alone.
+        wanted = self.settings.clipboard and not self._automatic
+        problem = clipboard.copy(prompt.text) if wanted else ""
         self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
         return prompt
 

@@ -136,7 +136,7 @@ def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = Fal
         SessionStore(root),
         load_settings(root, flags),
         session,
-        ConsoleListener(ask=ask_on_terminal),
+        ConsoleListener(ask=ask_on_terminal, pasting=not automatic),
         interactive=sys.stdin.isatty(),
         automatic=automatic,
     )

@@ -50,10 +50,12 @@ def print_result(result: CommandResult) -> None:
 class ConsoleListener:
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
     the next prompt is, a spinner while a command runs, and a live line while a model
-    answers. ``ask`` answers approval."""
+    answers. ``ask`` answers approval; ``pasting``: the user carries each prompt to a chat
+    (not so when a model endpoint answers)."""
 
-    def __init__(self, ask: Callable[[str], bool]) -> None:
+    def __init__(self, ask: Callable[[str], bool], pasting: bool = True) -> None:
         self._ask = ask
+        self._pasting = pasting
         self._status: Any = None
         self._live: Any = None
         self._copy_note_shown = False
@@ -121,9 +123,10 @@ class ConsoleListener:
             )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
+        paste = " Paste it into your chat LLM." if self._pasting else ""
         say(
             f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
-            f"~{prompt.tokens:,} tokens). Paste it into your chat LLM."
+            f"~{prompt.tokens:,} tokens).{paste}"
         )
         if prompt.tokens > token_budget:
             say(

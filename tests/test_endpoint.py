@@ -70,7 +70,11 @@ def one_error_line(result: Result) -> str:
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_a_scripted_model_solves_a_task_to_done_across_several_turns(tmp_path, stream):
+def test_a_scripted_model_solves_a_task_to_done_across_several_turns(tmp_path, stream, monkeypatch):
+    import pyperclip
+
+    copied: list[str] = []  # a working clipboard, which a model's prompts must not touch
+    monkeypatch.setattr(pyperclip, "copy", copied.append)
     with ScriptedModel(Say(SOLVE_1), Say(SOLVE_2), Say(DONE)) as model:
         profile(tmp_path, model.url, stream=stream, max_tokens=2000, temperature=0.2)
         result = agent(
@@ -80,6 +84,7 @@ def test_a_scripted_model_solves_a_task_to_done_across_several_turns(tmp_path, s
     assert result.exit_code == 0, result.output
     assert "Session complete: Created hello.py." in result.output
     assert "scripted-1 answered: 1,000 tokens in" in result.output
+    assert "Paste it" not in result.output and copied == []
     state = state_of(tmp_path)
     assert state["isComplete"] and state["sequenceNumber"] == 4
     assert (tmp_path / "workspace" / "hello.py").is_file()

@@ -101,32 +101,26 @@ class ChatClient:
         note: Note,
     ) -> Answer | None:
         """The answer to ``messages``; transient failures are retried (``note`` says so)."""
-        for attempt in range(1, ATTEMPTS + 1):
+        attempt = 1
+        while True:
             try:
                 return self._request(messages, stop, progress)
             except _Transient as e:
-                if attempt == ATTEMPTS:
-                    raise ChatError(
-                        f"{self._redact(str(e))}; gave up after {ATTEMPTS} attempts. The session "
-                        "is intact: resume it when the server is back"
-                    ) from None
-                wait = (
-                    min(e.wait, MAX_WAIT_S)
-                    if e.wait is not None
-                    else BACKOFF_S * 2 ** (attempt - 1)
-                )
-                note(f"{self._redact(str(e))}; retrying in {wait:.1f} s")
-                if stop.wait(wait):
-                    return None
+                problem = e
             finally:
                 progress(None)
-        raise AssertionError("unreachable")
-
-    def models(self) -> list[str]:
-        """The model ids the server offers (``GET /models``)."""
-        response = self._http.get(f"{self.url}/models")
-        response.raise_for_status()
-        return sorted(str(m.get("id")) for m in response.json().get("data", []))
+            said = self._redact(str(problem))
+            if attempt == ATTEMPTS:
+                raise ChatError(
+                    f"{said}; gave up after {ATTEMPTS} attempts. The session is intact: "
+                    "resume it when the server is back"
+                )
+            wait = BACKOFF_S * 2 ** (attempt - 1) if problem.wait is None else problem.wait
+            wait = min(wait, MAX_WAIT_S)
+            note(f"{said}; retrying in {wait:.1f} s")
+            if stop.wait(wait):
+                return None
+            attempt += 1
 
     # --- one request -------------------------------------------------------------------------
 
@@ -227,8 +221,12 @@ class ChatClient:
         raise ChatError(f"{self.url} answered HTTP {status}: {said}")
 
     def _offered(self) -> str:
+        """The model ids the server offers (``GET /models``), for the unknown-model error."""
         try:
-            return ", ".join(self.models()) or "no models"
+            response = self._http.get(f"{self.url}/models")
+            response.raise_for_status()
+            ids = sorted(str(m.get("id")) for m in response.json().get("data", []))
+            return ", ".join(ids) or "no models"
         except (httpx.HTTPError, ValueError, AttributeError) as e:
             return f"(its model list could not be read: {_reason(e)})"
 
