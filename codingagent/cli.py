@@ -27,7 +27,7 @@ from .console import STYLE, console, error, safe_text, say, shorten
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
     from .app import ReplySource, SessionLoop
-    from .settings import ModelProfile
+    from .sources.chat import ChatClient
 
 
 class _Group(click.Group):
@@ -110,11 +110,14 @@ def model_options(command: Callable) -> Callable:
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
-def _model(root: Path, flags: dict[str, Any], given: dict[str, str | None]) -> ModelProfile | None:
-    """The endpoint the model flags name, if any; settings errors stop us early."""
+def _model(root: Path, flags: dict[str, Any], given: dict[str, str | None]) -> ChatClient | None:
+    """A client for the endpoint the model flags name, if any: settings errors and a missing
+    key stop us before a session is made or touched."""
     from .settings import load_settings
+    from .sources.chat import ChatClient
 
-    return load_settings(root, flags).model_profile(**given)
+    profile = load_settings(root, flags).model_profile(**given)
+    return None if profile is None else ChatClient(profile)
 
 
 poll_option = click.option(
@@ -459,7 +462,7 @@ def _watch(
     loop: SessionLoop,
     follow_up: str | None = None,
     watch: bool = True,
-    model: ModelProfile | None = None,
+    model: ChatClient | None = None,
 ) -> None:
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (or the
     answers of ``model``) until the session stops (exit 130 after Ctrl-C)."""
@@ -475,7 +478,7 @@ def _watch(
         sys.exit(130)
 
 
-def _source(loop: SessionLoop, model: ModelProfile | None) -> AbstractContextManager[ReplySource]:
+def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManager[ReplySource]:
     """The inbox watcher, or the model endpoint when one is given."""
     settings = loop.settings
     if model is None:

@@ -327,3 +327,17 @@ def test_ctrl_c_while_the_model_answers_stops_cleanly(tmp_path):
     assert "Stopped. Continue later with: codingagent resume" in stderr
     assert "Traceback" not in stderr
     assert_intact_at_the_first_prompt(tmp_path)
+
+
+def test_a_missing_key_stops_start_before_a_session_is_made(tmp_path):
+    profile(tmp_path, "http://127.0.0.1:9/v1", api_key_env="MY_LLM_KEY")
+    line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"))
+    assert line == "error: The API key variable $MY_LLM_KEY is not set; export it with the key"
+    assert not (tmp_path / "sessions").exists()
+
+
+def test_a_base_url_without_a_scheme_is_one_clear_line(tmp_path):
+    result = agent(tmp_path, "start", "t", "--base-url", "localhost:1/v1", "--model-id", "m")
+    line = one_error_line(result)
+    assert line.startswith("error: The request to localhost:1/v1 failed: ")
+    assert "'http://' or 'https://'" in line

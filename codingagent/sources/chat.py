@@ -157,8 +157,10 @@ class ChatClient:
                 f"{profile.model} at {self.url} did not answer within {profile.timeout:g} s; "
                 "raise timeout in its [models.NAME] profile"
             ) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+        except (httpx.RemoteProtocolError, httpx.NetworkError) as e:
             raise _Transient(f"The connection to {self.url} dropped ({_reason(e)})") from None
+        except httpx.HTTPError as e:  # a URL httpx cannot use, a proxy refusing, ...
+            raise ChatError(f"The request to {self.url} failed: {_reason(e)}") from None
 
     def _read_stream(
         self, response: httpx.Response, started: float, stop: threading.Event, progress: Progress

@@ -18,7 +18,6 @@ import threading
 
 from ..app import Listener, Prompt, Reply
 from ..session import SessionStore
-from ..settings import ModelProfile
 from ..turn import TurnReport
 from .chat import Answer, ChatClient
 
@@ -28,17 +27,17 @@ class EndpointSource:
 
     def __init__(
         self,
-        profile: ModelProfile,
+        client: ChatClient,
         store: SessionStore,
         listener: Listener,
         *,
         history_turns: int = 0,
     ) -> None:
-        self._client = ChatClient(profile)
+        self._client = client
         self._store = store
         self._listener = listener
         self._history_turns = history_turns
-        self.description = f"Asking {profile.model} at {self._client.url} for each reply"
+        self.description = f"Asking {client.profile.model} at {client.url} for each reply"
 
     def __enter__(self) -> EndpointSource:
         return self
