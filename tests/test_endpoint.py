@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,6 +140,16 @@ def test_429_is_retried_after_the_wait_the_server_asks_for(tmp_path):
     assert result.exit_code == 0, result.output
     assert "answered HTTP 429: slow down; retrying in 0.1 s" in result.output
     assert len(model.requests) == 2 and state_of(tmp_path)["isComplete"]
+
+
+def test_a_retry_after_date_in_the_past_means_at_once(tmp_path):
+    past = "Wed, 21 Oct 2015 07:28:00 GMT"
+    with ScriptedModel(Fail(503, "busy", retry_after=past), Say(DONE)) as model:
+        profile(tmp_path, model.url)
+        result = agent(tmp_path, "start", "t", "--model", "scripted")
+    assert result.exit_code == 0, result.output
+    assert "answered HTTP 503: busy; retrying in 0.0 s" in result.output
+    assert len(model.requests) == 2
 
 
 def test_500_three_times_is_a_clear_failure_and_the_session_goes_on_later(tmp_path):
@@ -341,3 +352,33 @@ def test_a_base_url_without_a_scheme_is_one_clear_line(tmp_path):
     line = one_error_line(result)
     assert line.startswith("error: The request to localhost:1/v1 failed: ")
     assert "'http://' or 'https://'" in line
+
+
+def test_a_terminal_shows_a_live_line_while_the_model_answers(tmp_path):
+    import pty
+
+    with ScriptedModel(Say(DONE)) as model:
+        profile(tmp_path, model.url)
+        leader, follower = pty.openpty()
+        root = ("--root", str(tmp_path), "--commands", "deny")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "codingagent", "start", "t", *("--model", "scripted"), *root],
+            stdin=subprocess.DEVNULL,
+            stdout=follower,
+            stderr=follower,
+            env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "200"},
+        )
+        os.close(follower)
+        seen = b""
+        try:
+            while chunk := os.read(leader, 65536):
+                seen += chunk
+        except OSError:  # the terminal closed: the process is gone
+            pass
+        finally:
+            os.close(leader)
+        assert process.wait(timeout=20) == 0
+    text = seen.decode(errors="replace")
+    # The line is redrawn in place; when the answer is complete it shows its last state.
+    assert re.search(r"\S scripted-1: 5 tokens received, \d+\.\d s\r", text)
+    assert "Session complete" in text
