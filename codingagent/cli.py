@@ -102,21 +102,24 @@ def tuning_options(command: Callable) -> Callable:
 def model_options(command: Callable) -> Callable:
     """The model endpoint that answers the prompts instead of the user (docs/models.md)."""
     options = [
-        click.option("--model", "model_name", help="Let this [models.NAME] profile answer."),
-        click.option("--base-url", help="Or an OpenAI-compatible API's root URL ..."),
-        click.option("--model-id", help="... and the model id it serves."),
-        click.option("--api-key-env", help="The environment variable holding the API key."),
+        click.option(
+            "--model", "model_name", metavar="NAME", help="Let this [models.NAME] answer."
+        ),
+        click.option("--base-url", metavar="URL", help="Or an OpenAI-compatible API's root ..."),
+        click.option("--model-id", metavar="ID", help="... and the model id it serves."),
+        click.option("--api-key-env", metavar="VAR", help="The variable holding the API key."),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
-def _model(root: Path, flags: dict[str, Any], given: dict[str, str | None]) -> ChatClient | None:
-    """A client for the endpoint the model flags name, if any: settings errors and a missing
-    key stop us before a session is made or touched."""
+def _model(root: Path, flags: dict[str, Any]) -> ChatClient | None:
+    """Takes :func:`model_options` out of ``flags``: a client for the endpoint they name, if
+    any. Settings errors and a missing key stop us before a session is made or touched."""
     from .settings import load_settings
     from .sources.chat import ChatClient
 
-    profile = load_settings(root, flags).model_profile(**given)
+    given = [flags.pop(key) for key in ("model_name", "base_url", "model_id", "api_key_env")]
+    profile = load_settings(root, flags).model_profile(*given)
     return None if profile is None else ChatClient(profile)
 
 
@@ -178,32 +181,12 @@ def main() -> None:
 @poll_option
 @model_options
 @tuning_options
-def start(
-    task: str,
-    workspace: Path | None,
-    root: Path,
-    no_watch: bool,
-    model_name: str | None,
-    base_url: str | None,
-    model_id: str | None,
-    api_key_env: str | None,
-    **flags: Any,
-) -> None:
+def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies (or let --model answer)."""
     from .session import SessionStore
     from .turn import start_session
 
-    # Settings errors stop us before a session is made.
-    model = _model(
-        root,
-        flags,
-        {
-            "name": model_name,
-            "base_url": base_url,
-            "model_id": model_id,
-            "api_key_env": api_key_env,
-        },
-    )
+    model = _model(root, flags)  # settings errors stop us before a session is made
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
         safe_text("Session ")
@@ -225,31 +208,12 @@ def start(
 @poll_option
 @model_options
 @tuning_options
-def resume(
-    session: str,
-    root: Path,
-    follow_up: str | None,
-    no_watch: bool,
-    model_name: str | None,
-    base_url: str | None,
-    model_id: str | None,
-    api_key_env: str | None,
-    **flags: Any,
-) -> None:
+def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
-    model = _model(
-        root,
-        flags,
-        {
-            "name": model_name,
-            "base_url": base_url,
-            "model_id": model_id,
-            "api_key_env": api_key_env,
-        },
-    )
+    model = _model(root, flags)
     loop = _loop(root, session, flags, model is not None)
     _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
 
