@@ -14,19 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codingagent.workspace import (
-    BACKSLASH,
-    EMPTY,
-    FOLDER,
-    HARDLINK,
-    NUL,
-    OUTSIDE,
-    STREAM,
-    Listing,
-    PathRejected,
-    PreImage,
-    Workspace,
-)
+from codingagent.workspace import Listing, PathRejected, PreImage, Workspace
+from codingagent.workspace.guard import BACKSLASH, EMPTY, FOLDER, HARDLINK, NUL, OUTSIDE, STREAM
 
 
 @pytest.fixture
