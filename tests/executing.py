@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codingagent.commands import Command, CommandResult, EditFile
-from codingagent.executor import TurnOutcome, execute
+from codingagent.execute import TurnOutcome, execute
 from codingagent.shell import Shell
 from codingagent.workspace import Workspace
 

@@ -21,7 +21,7 @@ from codingagent.commands import (
     ReadFile,
     RunCommand,
 )
-from codingagent.executor import TurnOutcome, execute
+from codingagent.execute import TurnOutcome, execute
 from codingagent.shell import Shell, ShellResult
 from codingagent.workspace import Workspace
 

@@ -16,7 +16,6 @@ from executing import edit, headlines, put, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codingagent import executor
 from codingagent.commands import (
     CommandResult,
     CreateFile,
@@ -28,7 +27,9 @@ from codingagent.commands import (
     RunCommand,
     Search,
 )
-from codingagent.executor import SEARCH_HITS, execute
+from codingagent.execute import execute
+from codingagent.execute import search as searching
+from codingagent.execute.search import SEARCH_HITS
 from codingagent.parser import parse
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
@@ -881,7 +882,7 @@ can_fork = pytest.mark.skipif(
 
 @can_fork
 def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
-    monkeypatch.setattr(executor, "SEARCH_REGEX_SECONDS", 1.0)
+    monkeypatch.setattr(searching, "SEARCH_REGEX_SECONDS", 1.0)
     put(ws, "a.txt", "a" * 40 + "b\n")  # (a+)+$ would backtrack 2**40 times on this line
     started = time.monotonic()
     outcome = run(
@@ -904,7 +905,7 @@ def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
 @can_fork
 def test_a_regex_search_counts_and_notes_like_a_plain_one(ws):
     put(ws, "many.txt", "hit\n" * (SEARCH_HITS + 5))
-    put(ws, "huge.txt", "hit\n" * (executor.SEARCH_FILE_BYTES // 4 + 1))
+    put(ws, "huge.txt", "hit\n" * (searching.SEARCH_FILE_BYTES // 4 + 1))
     plain, regex = (search(ws, query=q, regex=r)[1] for q, r in (("hit", False), ("^h.t$", True)))
     assert regex.split("\n")[0] == f'SEARCH "^h.t$": {SEARCH_HITS + 5} matches in 1 file'
     assert regex.split("\n")[1:] == plain.split("\n")[1:]
@@ -915,11 +916,11 @@ def test_a_regex_search_counts_and_notes_like_a_plain_one(ws):
 
 @can_fork
 def test_the_regex_child_reports_its_failures_to_the_parent():
-    assert executor._within(5, lambda: "answer") == "answer"
+    assert searching._within(5, lambda: "answer") == "answer"
     with pytest.raises(ValueError, match="from the child"):
-        executor._within(5, functools.partial(int, "from the child"))
+        searching._within(5, functools.partial(int, "from the child"))
     with pytest.raises(ChildProcessError, match=r"without an answer \(exit code 3\)"):
-        executor._within(5, functools.partial(os._exit, 3))
+        searching._within(5, functools.partial(os._exit, 3))
     assert multiprocessing.active_children() == []
 
 
