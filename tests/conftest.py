@@ -15,3 +15,10 @@ def ws(tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     (root / "outbox").mkdir(parents=True)
     return Workspace(root, protected=[root / "outbox"])
+
+
+@pytest.fixture(scope="module")
+def module_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """One workspace for all examples of a module's hypothesis tests (function-scoped
+    fixtures are not reset between examples)."""
+    return Workspace(tmp_path_factory.mktemp("module"))
