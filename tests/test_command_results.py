@@ -1,5 +1,6 @@
 """A reply's commands as a whole: results in order as they happen, forbidden paths rejected,
-OS errors said with the path, and Python that does not compile reported after the last write."""
+OS errors said with the path, Python that does not compile reported after the last write, and
+what each command declares (its tag, whether it writes, the path it targets)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from codingagent.commands import (
     CreateFile,
     DeleteFile,
     ReadFile,
+    RunCommand,
+    Search,
 )
 from codingagent.execute import TurnOutcome, execute
+from codingagent.parser import TAGS
 from codingagent.shell import Shell
 from codingagent.workspace import Workspace
 
@@ -125,3 +129,18 @@ def test_python_that_does_not_compile_is_reported_after_the_last_write(ws) -> No
         "[OK] REPLACE: Replaced line 2 of 'fixed.py' (1 line replaced by 2); warning: Python "
         "cannot compile it: IndentationError at line 3: unexpected indent",
     ]
+
+
+def test_each_command_declares_its_tag_whether_it_writes_and_its_target() -> None:
+    for name, spec in TAGS.items():
+        assert spec.model.model_fields["kind"].default == name
+    assert {name for name, spec in TAGS.items() if spec.model.writes} == {
+        "CREATE_FILE",
+        "EDIT_FILE",
+        "REPLACE",
+        "DELETE_FILE",
+    }
+    assert ReadFile(line=1, path="a/b.txt").target == "a/b.txt"
+    assert edit("c.txt", 1, 1, "x").target == "c.txt"
+    assert Search(line=1, query="x", glob="*.py").target is None
+    assert RunCommand(line=1, command="ls a.txt").target is None

@@ -99,23 +99,19 @@ def _run_one(command: Command, turn: Turn) -> tuple[bool, str, str | None]:
     target = turn.targets[turn.index]
     if target is not None and not isinstance(command, EditFile):
         turn.runs.pop(target, None)  # another command writes the file: the run is over
-    last_write = target is not None and turn.last_writes[target] == turn.index
-    check = target if last_write and target is not None and target.endswith(".py") else None
     try:
-        try:
-            summary, output = _handle(command, turn)
-            success = True
-        except CommandFailed as failed:
-            success, summary, output = False, failed.summary, failed.output
-        if check is not None:
-            summary = noted(summary, syntax_warning(check, turn))
-        return success, summary, output
+        success, (summary, output) = True, _handle(command, turn)
+    except CommandFailed as failed:
+        success, summary, output = False, failed.summary, failed.output
     except PathRejected as e:
         return False, f"REJECTED: {e}", None
     except OSError as e:
         path = command.target or e.filename
         reason = e.strerror or str(e)
         return False, f"{reason} ('{path}')" if path else reason, None
+    if target is not None and target.endswith(".py") and turn.last_writes[target] == turn.index:
+        summary = noted(summary, syntax_warning(target, turn))
+    return success, summary, output
 
 
 def _handle(command: Command, turn: Turn) -> Success:
