@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codingagent.execute import execute
+from codingagent.execute.matching import Ambiguous, Layer, Match, NotFound, find
 from codingagent.shell import Shell
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    return a / b\n"
@@ -224,3 +225,20 @@ def test_replace_never_changes_a_file_when_a_block_fails(module_ws, lines, block
         assert outcome.changed == []
     else:
         assert outcome.changed == ["r.txt"]
+
+
+def test_matching_answers_with_data_not_wording() -> None:
+    lines = ["def f():", "    return 1", "", "def g():", "    return 1  "]
+    found = find(lines, ["    return 1"])
+    assert isinstance(found, Match)
+    assert (found.start, found.layer) == (1, Layer.EXACT)
+    found = find(lines, ["def g():", "    return 1"])
+    assert isinstance(found, Match)
+    assert (found.start, found.layer) == (3, Layer.TRAILING_WHITESPACE)
+    found = find(lines, ["  def g():", "      return 1"])
+    assert isinstance(found, Match)
+    assert (found.start, found.layer) == (3, Layer.INDENTATION)
+    assert found.adapt(["  x", "", "    y"]) == ["x", "", "  y"]
+    assert find(lines, ["return 1"]) == Ambiguous([1, 4])
+    assert find(lines, ["def gg():"]) == NotFound(3)
+    assert find(lines, ["class Unrelated(Base):"]) == NotFound(None)

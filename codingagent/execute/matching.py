@@ -60,7 +60,7 @@ def find(contents: list[str], search: list[str]) -> Match | Ambiguous | NotFound
             return matches[0]
         if matches:
             return Ambiguous([m.start for m in matches])
-    return NotFound(closest(contents, search))
+    return NotFound(_closest(contents, search))
 
 
 def _same(lines: list[str]) -> list[str]:
@@ -132,7 +132,7 @@ def _reindent(found: list[str], search: list[str]) -> Adapt | None:
     return None
 
 
-def closest(contents: list[str], search: list[str]) -> int | None:
+def _closest(contents: list[str], search: list[str]) -> int | None:
     """The start of the window of the file most like ``search``, if it is alike enough to be
     worth offering ("did you mean").
 
