@@ -136,9 +136,9 @@ def test_a_regex_search_counts_and_notes_like_a_plain_one(ws):
 
 @can_fork
 def test_the_regex_child_reports_its_failures_to_the_parent():
-    assert searching._within(5, lambda: "answer") == "answer"
+    assert searching.within(5, lambda: "answer") == "answer"
     with pytest.raises(ValueError, match="from the child"):
-        searching._within(5, functools.partial(int, "from the child"))
+        searching.within(5, functools.partial(int, "from the child"))
     with pytest.raises(ChildProcessError, match=r"without an answer \(exit code 3\)"):
-        searching._within(5, functools.partial(os._exit, 3))
+        searching.within(5, functools.partial(os._exit, 3))
     assert multiprocessing.active_children() == []

@@ -97,7 +97,7 @@ def _grep(
             continue
         paths.append(path)
     scan = functools.partial(_scan, workspace, pattern, paths, found)
-    return _within(SEARCH_REGEX_SECONDS, scan) if guarded else scan()
+    return within(SEARCH_REGEX_SECONDS, scan) if guarded else scan()
 
 
 def _scan(workspace: Workspace, pattern: re.Pattern[str], paths: list[str], found: _Grep) -> _Grep:
@@ -122,7 +122,7 @@ _T = TypeVar("_T")
 _CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
 
 
-def _within(seconds: float, action: Callable[[], _T]) -> _T | None:
+def within(seconds: float, action: Callable[[], _T]) -> _T | None:
     """What ``action()`` returns, computed in a forked child that is killed if it has not
     answered within ``seconds`` (then None): Python's ``re`` cannot be interrupted, and a turn
     must never hang on the LLM's regex.
