@@ -29,7 +29,7 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from codingagent.commands import EditFile, Replace, ReplaceBlock
-from codingagent.executor import execute
+from codingagent.execute import execute
 from codingagent.parser import parse
 from codingagent.session import SessionStore
 from codingagent.shell import Shell

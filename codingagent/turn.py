@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .commands import CommandResult, ReadRequest
-from .executor import TurnOutcome, execute
+from .execute import TurnOutcome, execute
 from .fsio import atomic_write
 from .parser import parse, reply_echo
 from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file view

@@ -27,3 +27,10 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
     return ws, outside
+
+
+@pytest.fixture(scope="module")
+def module_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """One workspace for all examples of a module's hypothesis tests (function-scoped
+    fixtures are not reset between examples)."""
+    return Workspace(tmp_path_factory.mktemp("module"))

@@ -14,11 +14,11 @@ around ``=``, CR/CRLF/BOM, missing closing tags, placeholders, copied line numbe
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from executing import sha
 
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
@@ -532,10 +532,6 @@ CASES: dict[str, Case] = {
         after={"calc.py": CALC},
     ),
 }
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_case(tmp: Path, name: str, case: Case) -> tuple[TurnReport, SessionStore]:
