@@ -30,10 +30,11 @@ from watchdog.observers import Observer
 
 from codingagent.commands import EditFile, Replace, ReplaceBlock
 from codingagent.executor import execute
+from codingagent.outbox import write_outbox
 from codingagent.parser import parse
 from codingagent.session import SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import start_session, write_outbox
+from codingagent.turn import start_session
 from codingagent.watcher import session_watcher
 from codingagent.workspace import Workspace
 

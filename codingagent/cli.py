@@ -399,7 +399,7 @@ def paste(session: str, root: Path) -> None:
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     """Restore the files of the last turns of SESSION exactly and rewind it."""
-    from .turn import undo
+    from .journal import undo
 
     run = _Run.open(root)
     session_id = run.store.resolve(session)
@@ -418,11 +418,12 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 def log(session: str, root: Path, as_json: bool) -> None:
     """Show each turn of SESSION: when, which reply, each command's result and duration."""
     from .commands import CommandResult
+    from .journal import turn_log
     from .session import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    entries = store.log(session_id)
+    entries = turn_log(store, session_id)
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
@@ -479,8 +480,8 @@ def sessions(root: Path, as_json: bool) -> None:
 @click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
 def show(session: str, root: Path, copy: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
+    from .outbox import ensure_outbox
     from .session import SessionStore
-    from .turn import ensure_outbox
 
     store = SessionStore(root)
     state = store.load(store.resolve(session))
@@ -546,8 +547,9 @@ def _holding(store: SessionStore, session_id: str) -> Iterator[None]:
 
 
 def _watch(run: _Run, session_id: str, follow_up: str | None = None, watch: bool = True) -> None:
+    from .outbox import ensure_outbox
     from .session import SessionError
-    from .turn import ensure_outbox, follow_up_session, recover
+    from .turn import follow_up_session, recover
     from .watcher import session_watcher
 
     store = run.store

@@ -1,9 +1,10 @@
 """Crash safety: kill -9 anywhere in a turn; recovery leaves it applied or not, never half.
 
 Each case runs a real ``codingagent step`` process and kills it with SIGKILL, either at a named
-point (``CODINGAGENT_CRASH_AT``, see ``turn._crash_point``) or after a random delay. Then it
-runs the recovery that ``resume``/``step`` run first, checks the workspace equals the snapshot
-before or after the turn, finishes the session, and compares it with an uninterrupted run.
+point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.crashpoints`) or after a random delay.
+Then it runs the recovery that ``resume``/``step`` run first, checks the workspace equals the
+snapshot before or after the turn, finishes the session, and compares it with an uninterrupted
+run.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.crashpoints import CRASH_ENV
 from codingagent.session import SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import CRASH_ENV, apply_reply, recover, start_session
+from codingagent.turn import apply_reply, recover, start_session
 
 REPLIES = [
     '[CREATE_FILE path="a.txt"]\none\n[/CREATE_FILE]\n'

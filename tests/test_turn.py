@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from codingagent.cli import main
+from codingagent.journal import undo
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, apply_reply_file, recover, start_session, undo
+from codingagent.turn import apply_reply, apply_reply_file, recover, start_session
 
 
 @pytest.fixture
