@@ -295,6 +295,41 @@ def test_undo_rewrites_a_missing_outbox_and_reopens_a_done_session(store, sid):
     assert "[OK] MESSAGE: Shown to the user" in outbox_text(store, sid, 2)
 
 
+# --- a prompt shown again ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["show"], ["resume", "--no-watch"]])
+def test_a_rewritten_prompt_remembers_the_files_it_shows(store, sid, command):
+    """`show` and `resume` rewrite a deleted prompt from the workspace as it is now; an EDIT_FILE
+    written against that prompt is not warned about as stale."""
+    (ws(store) / "f.txt").write_text("one\ntwo\n")
+    step(store, sid, '[READ_FILE path="f.txt"]\n')
+    store.outbox_path(sid, 2).unlink()
+    (ws(store) / "f.txt").write_text("ONE by hand\ntwo\n")
+    shown = cli(store, *command, sid)
+    assert shown.exit_code == 0, shown.output
+    assert "ONE by hand" in outbox_text(store, sid, 2)
+    report = step(
+        store, sid, '[EDIT_FILE path="f.txt" start_line="1" end_line="1"]\nuno\n[/EDIT_FILE]\n'
+    )
+    edit = report.outcome.results[0]
+    assert edit.success, edit.summary
+    assert "changed since you last saw it" not in edit.summary
+    assert (ws(store) / "f.txt").read_text() == "uno\ntwo\n"
+
+
+def test_an_edit_after_a_change_the_llm_never_saw_is_warned_about(store, sid):
+    """The warning the test above must not see, where it belongs: the prompt still shows the
+    old content."""
+    (ws(store) / "f.txt").write_text("one\ntwo\n")
+    step(store, sid, '[READ_FILE path="f.txt"]\n')
+    (ws(store) / "f.txt").write_text("ONE by hand\ntwo\n")
+    report = step(
+        store, sid, '[EDIT_FILE path="f.txt" start_line="1" end_line="1"]\nuno\n[/EDIT_FILE]\n'
+    )
+    assert "changed since you last saw it" in report.outcome.results[0].summary
+
+
 # --- log ---------------------------------------------------------------------------------------
 
 
