@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .crashpoints import crash_point
-from .fsio import atomic_write, fsync_folder
+from .fsio import atomic_write, folder_syncs_grouped, fsync_folder
 from .outbox import ensure_outbox, open_workspace
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .workspace import PathRejected, PreImage, Workspace
@@ -55,9 +55,9 @@ class TurnRecord:
     def write_opening(self, reply: bytes, state_before: SessionState) -> None:
         """The reply and the state before the turn, durable (the journal names this folder)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._write({self.REPLY: reply, self.STATE_BEFORE: state_before.to_json()})
-        (self.folder / self.PREIMAGES).touch()
-        fsync_folder(self.folder)
+        with folder_syncs_grouped():  # the folder is fsynced once, after all three
+            self._write({self.REPLY: reply, self.STATE_BEFORE: state_before.to_json()})
+            (self.folder / self.PREIMAGES).touch()
 
     def write_outcome(self, commands: list[Any], results: list[Any], post: dict) -> None:
         self._write({self.COMMANDS: commands, self.RESULTS: results, self.POSTIMAGES: post})
