@@ -57,19 +57,24 @@ def write_outbox(
     return WrittenOutbox(store.write_outbox(state.session_id, state.sequence_number, text), shown)
 
 
+def next_outbox(store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET) -> Path:
+    """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
+    path, shown = write_outbox(store, state, token_budget)
+    state.shown_files |= shown
+    return path
+
+
 def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
     """The current outbox; if someone deleted it, it is rewritten and the digests of the files
-    it now shows are saved in the session's state."""
+    it now shows are kept in ``state`` and saved, unless the saved state has moved on meanwhile
+    (``show`` holds no lock: a watcher may have committed a turn since ``state`` was loaded)."""
     path = store.outbox_path(state.session_id, state.sequence_number)
-    return path if path.exists() else rewrite_outbox(store, state)
-
-
-def rewrite_outbox(store: SessionStore, state: SessionState) -> Path:
-    """Write the current outbox afresh and save the state with the digests of the files the
-    outbox now shows."""
-    path, shown = write_outbox(store, state)
-    state.shown_files |= shown
-    store.save(state)
+    if path.exists():
+        return path
+    path = next_outbox(store, state)
+    saved = store.load(state.session_id)
+    if (saved.sequence_number, saved.updated_at) == (state.sequence_number, state.updated_at):
+        store.save(state)
     return path
 
 

@@ -31,7 +31,7 @@ from .crashpoints import OnResult, after_each_result, crash_point
 from .executor import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import Journal, TurnRecord, digest_of, turn_record
-from .outbox import TOKEN_BUDGET, ensure_outbox, open_workspace, rewrite_outbox, write_outbox
+from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
@@ -86,7 +86,9 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
     state.updated_at = utc_now()
-    return rewrite_outbox(store, state)
+    outbox = next_outbox(store, state)
+    store.save(state)
+    return outbox
 
 
 # --- one turn ------------------------------------------------------------------------------
@@ -187,7 +189,7 @@ def apply_reply(
             {path: digest_of(ws, path) for path in journal.paths},
         )
         crash_point("history")
-        outbox = _next_outbox(store, state, token_budget)
+        outbox = None if state.is_complete else next_outbox(store, state, token_budget)
         record.write_meta(
             {
                 "sequence": answered,
@@ -273,15 +275,6 @@ def _advance(state: SessionState, outcome: TurnOutcome) -> None:
     if outcome.done is not None:
         state.is_complete = True
         state.summary = outcome.done
-
-
-def _next_outbox(store: SessionStore, state: SessionState, token_budget: int) -> Path | None:
-    """The next prompt, its shown files' digests kept in the state; None once complete."""
-    if state.is_complete:
-        return None
-    path, shown = write_outbox(store, state, token_budget)
-    state.shown_files |= shown
-    return path
 
 
 def decode_reply(

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from codingagent.cli import main
 from codingagent.journal import undo
+from codingagent.outbox import ensure_outbox
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
 from codingagent.turn import apply_reply, apply_reply_file, recover, start_session
@@ -316,6 +317,15 @@ def test_a_rewritten_prompt_remembers_the_files_it_shows(store, sid, command):
     assert edit.success, edit.summary
     assert "changed since you last saw it" not in edit.summary
     assert (ws(store) / "f.txt").read_text() == "uno\ntwo\n"
+
+
+def test_rewriting_a_prompt_never_rolls_back_a_turn_committed_meanwhile(store, sid):
+    """`show` holds no lock: a state it loaded before a watcher committed a turn is not saved."""
+    loaded_before = store.load(sid)
+    step(store, sid, '[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n')
+    store.outbox_path(sid, 1).unlink()
+    assert ensure_outbox(store, loaded_before) == store.outbox_path(sid, 1)
+    assert store.load(sid).sequence_number == 2
 
 
 def test_an_edit_after_a_change_the_llm_never_saw_is_warned_about(store, sid):
