@@ -26,19 +26,13 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from . import clipboard
 from .commands import CommandResult
+from .journal import UndoReport, undo
+from .outbox import ensure_outbox
 from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import (
-    TurnReport,
-    UndoReport,
-    apply_reply,
-    ensure_outbox,
-    follow_up_session,
-    recover,
-    undo,
-)
+from .turn import TurnReport, apply_reply, follow_up_session, recover
 
 if TYPE_CHECKING:
     from filelock import FileLock

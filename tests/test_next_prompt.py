@@ -7,13 +7,14 @@ import json
 
 import pytest
 from executing import STALE, sha
+from turns import apply_file
 
 from codingagent.commands import (
     FileRange,
 )
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, apply_reply_file, start_session
+from codingagent.turn import apply_reply, start_session
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_a_reply_for_another_session_is_not_applied_and_kept(store, sid):
     reply.write_text(
         'Session: 0badc0de Sequence: 1\n[CREATE_FILE path="x.txt"]\nx\n[/CREATE_FILE]\n'
     )
-    report = apply_reply_file(store, sid, reply, shell=Shell())
+    report = apply_file(store, sid, reply, shell=Shell())
     assert report.skipped and report.outcome.results == []
     kept = report.history / "reply.txt"
     assert report.notes == [

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from executing import sha
 
+from codingagent.outbox import write_outbox
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import TurnReport, apply_reply, write_outbox
+from codingagent.turn import TurnReport, apply_reply
 
 REPLIES = Path(__file__).parent / "replies"
 SID = "5f3a9c01"
