@@ -137,7 +137,7 @@ class _Run:
     def turn_options(self) -> dict[str, Any]:
         """Keyword arguments for ``apply_reply``/``recover``; says which sandbox is active."""
         from .settings import SettingsError
-        from .shell import SandboxUnavailable, Shell, default_approval
+        from .shell import Limits, SandboxUnavailable, Shell, default_approval
 
         settings = self.settings
         try:
@@ -145,6 +145,7 @@ class _Run:
                 timeout=settings.command_timeout,
                 max_output=settings.max_output,
                 sandbox=settings.sandbox,
+                limits=Limits.of(settings),
                 read_only=self.store.agent_dirs,
             )
         except SandboxUnavailable as e:
@@ -504,7 +505,7 @@ def doctor(root: Path) -> None:
     from importlib.metadata import PackageNotFoundError, version
 
     from .settings import load_settings
-    from .shell import default_approval, sandbox_status
+    from .shell import default_approval, protections, sandbox_status
     from .watcher import backend_name
 
     settings = load_settings(root)
@@ -521,6 +522,7 @@ def doctor(root: Path) -> None:
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", clipboard or "available"),
+        *protections(settings),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
     for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):

@@ -1,0 +1,70 @@
+"""A pids cgroup for one command, where this process may make one (root, or a delegated
+cgroup v1 ``pids`` hierarchy): the command's process limit, and the net that catches every
+process it started, even one that left the session and lost its parent.
+
+RLIMIT_NPROC cannot do either for root, whom the kernel exempts from it, and counts the whole
+user's processes outside a user namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import time
+
+_PIDS_ROOT = "/sys/fs/cgroup/pids"  # the cgroup v1 pids hierarchy
+_KILL_WAIT_S = 2.0
+# Joins the cgroup, then becomes the command: the first process is in it before it forks.
+_JOIN = 'echo $$ > "$0" && exec "$@"'
+
+
+@functools.cache
+def pids_root() -> str | None:
+    """The pids hierarchy this process may make cgroups in, or None."""
+    procs = os.path.join(_PIDS_ROOT, "cgroup.procs")
+    if os.path.isfile(procs) and os.access(_PIDS_ROOT, os.W_OK):
+        return _PIDS_ROOT
+    return None
+
+
+class PidsGroup:
+    """One command's cgroup: at most ``max_pids`` processes and threads."""
+
+    def __init__(self, root: str, tag: str, max_pids: int) -> None:
+        self.path = os.path.join(root, f"codingagent-{tag}")
+        os.mkdir(self.path)
+        self._write("pids.max", str(max_pids))
+
+    def join_argv(self, argv: list[str]) -> list[str]:
+        """``argv``, run inside this cgroup."""
+        return ["/bin/sh", "-c", _JOIN, os.path.join(self.path, "cgroup.procs"), *argv]
+
+    def close(self) -> bool:
+        """Kill whatever is still in the cgroup and remove it; whether the limit was hit."""
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while (pids := self._pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+        events = self._read("pids.events").split()  # "max N": N forks were refused
+        hit = len(events) == 2 and events[1] != "0"
+        with contextlib.suppress(OSError):
+            os.rmdir(self.path)
+        return hit
+
+    def _pids(self) -> list[int]:
+        return [int(line) for line in self._read("cgroup.procs").split()]
+
+    def _read(self, name: str) -> str:
+        try:
+            with open(os.path.join(self.path, name), encoding="ascii") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def _write(self, name: str, value: str) -> None:
+        with open(os.path.join(self.path, name), "w", encoding="ascii") as f:
+            f.write(value)
