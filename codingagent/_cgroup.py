@@ -51,9 +51,14 @@ class PidsGroup:
             time.sleep(0.01)
         events = self._read("pids.events").split()  # "max N": N forks were refused
         hit = len(events) == 2 and events[1] != "0"
-        with contextlib.suppress(OSError):
-            os.rmdir(self.path)
-        return hit
+        while True:  # busy until the killed processes have fully exited
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+            return hit
 
     def _pids(self) -> list[int]:
         return [int(line) for line in self._read("cgroup.procs").split()]

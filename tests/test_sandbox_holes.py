@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -18,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from invoking import run
@@ -192,6 +194,71 @@ def test_forking_past_the_process_limit_fails_clearly(tmp_path: Path, layer: str
     assert shell.run("for i in $(seq 8); do sleep 0.1 & done; wait; echo ok", tmp_path).output == (
         "ok\n"
     )
+
+
+_AS_NOBODY = """
+import sys
+from pathlib import Path
+from codingagent.shell import Limits, Shell
+shell = Shell(timeout=20, sandbox="bwrap", limits=Limits(nproc=16))
+print(shell._process_limit())
+print(shell.run("for i in $(seq 40); do sleep 2 & done; wait; echo finished", Path.cwd()).output)
+print(shell.run("for i in $(seq 8); do sleep 0.1 & done; wait; echo ok", Path.cwd()).output)
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="runs a user as root")
+def test_for_a_user_the_process_limit_is_an_rlimit_in_the_user_namespace() -> None:
+    # Without a pids cgroup (a user may not make one), RLIMIT_NPROC in bubblewrap's user
+    # namespace counts only the sandbox's processes: the user's others do not use it up.
+    python = next((p for p in (sys.executable, "/usr/bin/python3") if _nobody_can_run(p)), None)
+    if python is None:
+        pytest.skip("no Python an unprivileged user may run")
+    workspace = tempfile.mkdtemp()  # pytest's tmp_path is closed to other users
+    os.chmod(workspace, 0o777)
+    try:
+        done = subprocess.run(
+            [python, "-c", _AS_NOBODY],
+            **_AS_NOBODY_KWARGS,
+            cwd=workspace,
+            env={"PATH": "/usr/bin:/bin", "HOME": workspace, "PYTHONPATH": _SOURCE},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(workspace)
+    assert done.stdout.splitlines() == [
+        "rlimit",
+        "/bin/sh: 0: Cannot fork",
+        "",
+        "[limit reached: 16 processes and threads]",
+        "ok",
+        "",
+    ], done.stderr
+
+
+# setreuid(): real, effective and saved uid all change, so no capability is left.
+_AS_NOBODY_KWARGS: dict[str, Any] = {"user": 65534, "group": 65534, "extra_groups": []}
+_SOURCE = str(Path(__file__).resolve().parent.parent)
+
+
+def _nobody_can_run(python: str) -> bool:
+    if not os.path.exists(python):
+        return False
+    check = "import sys, codingagent.shell; sys.exit(sys.version_info < (3, 11))"
+    try:
+        done = subprocess.run(
+            [python, "-c", check],
+            **_AS_NOBODY_KWARGS,
+            cwd="/",
+            env={"PYTHONPATH": _SOURCE},
+            capture_output=True,
+        )
+    except PermissionError:  # its folder is closed to others (a Python under /root)
+        return False
+    return done.returncode == 0
 
 
 @needs_bwrap
