@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -33,6 +34,7 @@ CREDENTIAL_PATTERNS = (
     *(".netrc", "_netrc", ".npmrc", ".yarnrc*", ".pypirc", ".git-credentials", ".gem-credentials"),
     *("*.pem", "*.key", "id_rsa*", "id_ecdsa*", "id_ed25519*"),
 )
+_CREDENTIAL_NAME = re.compile("|".join(fnmatch.translate(p) for p in CREDENTIAL_PATTERNS))
 _CREDENTIAL_DEPTH = 2  # the home itself and its direct subfolders (cargo's, gradle's, ...)
 _RUNTIME_DIRS = ("/run", "/var/run", "/run/user")
 
@@ -117,7 +119,7 @@ def credential_files(homes: Iterable[str]) -> list[str]:
     for home in homes:
         for path in _files(home, _CREDENTIAL_DEPTH):
             name = os.path.basename(path).lower()
-            if path not in found and any(fnmatch.fnmatch(name, p) for p in CREDENTIAL_PATTERNS):
+            if path not in found and _CREDENTIAL_NAME.match(name):
                 found.append(path)
     return found
 

@@ -362,7 +362,7 @@ class Shell:
             return "\n[limit reached: CPU time]"
         if exit_code == -signal.SIGXFSZ:
             return f"\n[limit reached: file size, {_mib(limits.file_bytes)} per file]"
-        if too_many or (limits.nproc is not None and _FORK_FAILED.search(output)):
+        if too_many or (self._process_limit() == "rlimit" and _FORK_FAILED.search(output)):
             return f"\n[limit reached: {limits.nproc} processes and threads]"
         if limits.memory_bytes is not None and _NO_MEMORY.search(output):
             return f"\n[limit reached: memory, {_mib(limits.memory_bytes)} per process]"
