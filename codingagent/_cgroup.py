@@ -15,7 +15,11 @@ import signal
 import time
 
 _PIDS_ROOT = "/sys/fs/cgroup/pids"  # the cgroup v1 pids hierarchy
+_PREFIX = "codingagent-"
 _KILL_WAIT_S = 2.0
+# A cgroup left behind (a killed process whose new parent had not yet reaped it, an agent that
+# was killed) is removed by a later command once it is this old and empty.
+_STALE_S = 60.0
 # Joins the cgroup, then becomes the command: the first process is in it before it forks.
 _JOIN = 'echo $$ > "$0" && exec "$@"'
 
@@ -33,7 +37,8 @@ class PidsGroup:
     """One command's cgroup: at most ``max_pids`` processes and threads."""
 
     def __init__(self, root: str, tag: str, max_pids: int) -> None:
-        self.path = os.path.join(root, f"codingagent-{tag}")
+        _sweep(root)
+        self.path = os.path.join(root, f"{_PREFIX}{tag}")
         os.mkdir(self.path)
         self._write("pids.max", str(max_pids))
 
@@ -73,3 +78,14 @@ class PidsGroup:
     def _write(self, name: str, value: str) -> None:
         with open(os.path.join(self.path, name), "w", encoding="ascii") as f:
             f.write(value)
+
+
+def _sweep(root: str) -> None:
+    """Remove stale, empty cgroups of earlier commands (a busy one refuses: EBUSY)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if entry.name.startswith(_PREFIX):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat().st_mtime > _STALE_S:
+                        os.rmdir(entry.path)

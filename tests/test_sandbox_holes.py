@@ -302,6 +302,23 @@ def _running(cmdline: str) -> list[int]:
     return found
 
 
+@pytest.mark.skipif(_cgroup.pids_root() is None, reason="no pids cgroup can be made here")
+def test_a_stale_empty_cgroup_is_removed_by_a_later_command(tmp_path: Path) -> None:
+    root = Path(str(_cgroup.pids_root()))
+    stale, fresh = (root / f"codingagent-test-{uuid.uuid4().hex}" for _ in range(2))
+    stale.mkdir()
+    fresh.mkdir()
+    try:
+        os.utime(stale, (time.time() - 120, time.time() - 120))
+        assert Shell(timeout=10).run("echo hi", tmp_path).output == "hi\n"
+        assert not stale.exists()
+        assert fresh.exists()  # perhaps a command that is just starting
+    finally:
+        for folder in (stale, fresh):
+            with contextlib.suppress(FileNotFoundError):
+                folder.rmdir()
+
+
 def test_settings_give_the_limits(tmp_path: Path) -> None:
     (tmp_path / "codingagent.toml").write_text(
         "command_memory_mb = 100\ncommand_processes = 0\ncommand_tmp_mb = 7\n"
