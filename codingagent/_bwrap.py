@@ -16,9 +16,11 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import stat
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -44,7 +46,7 @@ def bwrap_argv(
 ) -> list[str]:
     """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    size = [] if tmp_bytes is None else ["--size", str(tmp_bytes)]
+    size = [] if tmp_bytes is None or not sizes_tmpfs(bwrap) else ["--size", str(tmp_bytes)]
     scratch = _scratch_dirs()
     for folder in scratch:
         argv += [*size, "--tmpfs", folder]
@@ -67,6 +69,16 @@ def bwrap_argv(
         *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
         *("--chdir", str(workspace), "--"),
     ]
+
+
+@functools.cache
+def sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap can limit a tmpfs's size (``--size``, version 0.5 and later)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout
 
 
 def _scratch_dirs() -> list[str]:

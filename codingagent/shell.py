@@ -6,6 +6,8 @@ works) it sees the machine read-only, without network, with a private ``/tmp`` a
 
     agent ── [bwrap ──] runner ── /bin/sh -c COMMAND ── ...
 
+(with the environment :mod:`codingagent.scrub` lets through), and:
+
 - ``bwrap`` (the sandbox layer, when active; :mod:`codingagent._bwrap` builds its command
   line): read-only root, the workspace bound writable, size-limited tmpfs on ``/tmp``,
   ``$TMPDIR`` and ``$HOME`` (tool folders found there are bound back read-only, without their
@@ -41,13 +43,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _cgroup
-from ._bwrap import CREDENTIAL_PATTERNS, TOOL_VARS, bwrap_argv
+from ._bwrap import CREDENTIAL_PATTERNS, bwrap_argv, sizes_tmpfs
+from .scrub import scrub_env
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -70,37 +73,6 @@ _RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-
 
 Sandbox = Literal["auto", "bwrap", "none"]
 SANDBOX_MODES: tuple[Sandbox, ...] = ("auto", "bwrap", "none")
-
-# The environment a command gets: these names (and prefixes), minus anything secret-looking.
-_ENV_NAMES = frozenset(
-    {
-        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ"),
-        *("TERM", "COLORTERM", "NO_COLOR", "TMPDIR", "TEMP", "TMP"),
-        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
-        *("NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
-        # Toolchains; their folders are also bound back into a sandboxed home.
-        *(*TOOL_VARS, "CONDA_DEFAULT_ENV", "PYENV_VERSION"),
-        # Windows needs these to start anything at all.
-        *("SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE"),
-        *("USERNAME", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES"),
-    }
-)
-_ENV_PREFIXES = ("LC_", "PYTHON", "PIP_")
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE")
-# Values that carry a credential, whatever the variable's name.
-_SECRET_VALUE = re.compile(
-    r"://[^/\s]*@"  # https://user:password@host
-    # a query parameter named like a secret: ?access_token=, &auth=, ;sig=, ?X-Amz-Signature=
-    r"|[?&;#][^=&;#\s]*(token|auth|key|secret|passw|pwd|sig|credential|session)[^=&;#\s]*="
-    # known token formats (GitHub, OpenAI/Anthropic, AWS, Slack, GitLab, npm, PyPI, Google,
-    # Hugging Face, Stripe, JWTs, private keys)
-    r"|\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[\w-]{20,}|(AKIA|ASIA)[0-9A-Z]{16}"
-    r"|xox[abposr]-[\w-]{10,}|glpat-[\w-]{20,}|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"
-    r"|AIza[\w-]{35}|hf_[A-Za-z0-9]{30,}|[rs]k_live_[A-Za-z0-9]{20,}"
-    r"|eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.)"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY",
-    re.IGNORECASE,
-)
 
 
 class SandboxUnavailable(Exception):
@@ -142,22 +114,6 @@ class ShellResult:
     duration_s: float
     cut_chars: int  # characters cut from the middle of the output (UTF-8 characters)
     approved: bool = True  # False: the user refused it and it did not run
-
-
-def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """What a command may see of ``env``: allowlisted names only, and of those nothing that
-    looks like a credential, by name (``*TOKEN*``, ``AWS_*``, ...) or by value (a URL with a
-    password or a secret-looking query parameter, a known token format)."""
-    return {name: value for name, value in env.items() if _env_allowed(name, value)}
-
-
-def _env_allowed(name: str, value: str) -> bool:
-    upper = name.upper()
-    if upper not in _ENV_NAMES and not upper.startswith(_ENV_PREFIXES):
-        return False
-    if upper.startswith("AWS_") or any(marker in upper for marker in _SECRET_MARKERS):
-        return False
-    return not _SECRET_VALUE.search(value)
 
 
 def default_approval(layer: str, stdin_is_tty: bool) -> Literal["ask", "allow"]:
@@ -407,6 +363,11 @@ def protections(settings: Settings) -> list[tuple[str, str]]:
         "none": "off: no pids cgroup can be made here"
         + (", and RLIMIT_NPROC does not bind root" if _POSIX and os.geteuid() == 0 else ""),
     }[shell._process_limit()]
+    tmp_limit = limit(limits.tmp_bytes, "per tmpfs")
+    if not bwrap:
+        tmp_limit = "off: no private /tmp"
+    elif not sizes_tmpfs(shutil.which("bwrap") or "bwrap"):
+        tmp_limit = "off: this bubblewrap has no --size (0.5 and later)"
     escape = "pids cgroup" if _cgroup.pids_root() else "bubblewrap PID namespace"
     return [
         ("environment scrub", "active: allow-list, secret names, secret values"),
@@ -417,7 +378,7 @@ def protections(settings: Settings) -> list[tuple[str, str]]:
         ("tool credential files", only_bwrap(", ".join(CREDENTIAL_PATTERNS[:4]) + ", ...")),
         ("memory limit", limit(limits.memory_bytes, "address space per process")),
         ("process limit", process_limit if limits.nproc is not None else "off (setting)"),
-        ("/tmp size limit", limit(limits.tmp_bytes, "per tmpfs") if bwrap else "off: no tmpfs"),
+        ("/tmp size limit", tmp_limit),
         ("file size limit", limit(limits.file_bytes, "per file")),
         ("CPU time limit", "active: the timeout times the CPUs"),
         (

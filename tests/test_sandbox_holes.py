@@ -26,8 +26,9 @@ from invoking import run
 from processes import needs_proc
 
 from codingagent import _cgroup
+from codingagent.scrub import scrub_env
 from codingagent.settings import load_settings
-from codingagent.shell import Limits, Shell, protections, sandbox_status, scrub_env
+from codingagent.shell import Limits, Shell, protections, sandbox_status
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sandbox")
 
