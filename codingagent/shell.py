@@ -375,7 +375,10 @@ def protections(settings: Settings) -> list[tuple[str, str]]:
         ("no network", only_bwrap("own network namespace")),
         ("no host socket files", only_bwrap("fresh /run, socket files covered")),
         ("private /tmp and home", only_bwrap("fresh tmpfs")),
-        ("tool credential files", only_bwrap(", ".join(CREDENTIAL_PATTERNS[:4]) + ", ...")),
+        (
+            "tool credential files",
+            only_bwrap("hidden: " + ", ".join(CREDENTIAL_PATTERNS[:4]) + ", ..."),
+        ),
         ("memory limit", limit(limits.memory_bytes, "address space per process")),
         ("process limit", process_limit if limits.nproc is not None else "off (setting)"),
         ("/tmp size limit", tmp_limit),

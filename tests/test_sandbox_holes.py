@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from invoking import run
 from processes import needs_proc
 
@@ -142,6 +144,28 @@ def test_a_tool_home_is_visible_without_its_credentials(
 )
 def test_values_that_carry_credentials_are_dropped(name: str, value: str) -> None:
     assert scrub_env({name: value, "HOME": "/home/u"}) == {"HOME": "/home/u"}
+
+
+TOKENS = st.sampled_from(
+    ["ghp_", "gho_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "hf_", "sk-", "sk-ant-", "npm_"]
+)
+
+
+@given(
+    before=st.text(max_size=30),
+    separator=st.sampled_from(["", " ", "=", ":", "/", ",", ";", '"', "'", "@"]),
+    token=TOKENS,
+    body=st.text(
+        alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=36
+    ),
+    after=st.text(max_size=30),
+)
+def test_a_known_token_anywhere_in_a_value_drops_it(
+    before: str, separator: str, token: str, body: str, after: str
+) -> None:
+    assume(separator or not before)
+    value = f"{before}{separator}{token}{body}{after}"
+    assert scrub_env({"PYTHONWARNINGS": value}) == {}
 
 
 @pytest.mark.parametrize(
