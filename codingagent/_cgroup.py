@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import signal
+import subprocess
 import time
 
 _PIDS_ROOT = "/sys/fs/cgroup/pids"  # the cgroup v1 pids hierarchy
@@ -26,11 +27,22 @@ _JOIN = 'echo $$ > "$0" && exec "$@"'
 
 @functools.cache
 def pids_root() -> str | None:
-    """The pids hierarchy this process may make cgroups in, or None."""
+    """The pids hierarchy this process may make cgroups in and move commands into (tried once
+    with ``true``), or None."""
     procs = os.path.join(_PIDS_ROOT, "cgroup.procs")
-    if os.path.isfile(procs) and os.access(_PIDS_ROOT, os.W_OK):
-        return _PIDS_ROOT
-    return None
+    if not os.path.isfile(procs) or not os.access(_PIDS_ROOT, os.W_OK):
+        return None
+    try:
+        group = PidsGroup(_PIDS_ROOT, f"probe-{os.getpid()}", 8)
+    except OSError:
+        return None
+    try:
+        done = subprocess.run(group.join_argv(["true"]), capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        group.close()
+    return _PIDS_ROOT if done.returncode == 0 else None
 
 
 class PidsGroup:
