@@ -340,7 +340,7 @@ def doctor(root: Path) -> None:
 
     from .clipboard import problem as clipboard_problem
     from .settings import load_settings
-    from .shell import default_approval, sandbox_status
+    from .shell import default_approval, protections, sandbox_status
     from .sources.inbox import backend_name
 
     settings = load_settings(root)
@@ -357,6 +357,7 @@ def doctor(root: Path) -> None:
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", clipboard or "available"),
+        *protections(settings),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
     for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):
