@@ -1,8 +1,8 @@
 """The process between the agent and ``/bin/sh``: resource limits, reaping, killing the tree.
 
-Run as ``python -I -S -c SOURCE STATUS_FD CPU_S FILE_BYTES NPROC SHELL COMMAND`` (``-`` for a
-limit not set).  The source is passed as text, so it runs the same inside bubblewrap, where
-this package's folder may be hidden.  Why a process of its own:
+Run as ``python -I -S -c SOURCE STATUS_FD CPU_S FILE_BYTES MEMORY_BYTES NPROC SHELL COMMAND``
+(``-`` for a limit not set).  The source is passed as text, so it runs the same inside
+bubblewrap, where this package's folder may be hidden.  Why a process of its own:
 
 - Resource limits must be set between fork and exec, and the agent is threaded (watcher,
   console), where ``preexec_fn`` is unsafe.  Here there is one thread.
@@ -38,10 +38,10 @@ _WATCHED = _STOPS | {signal.SIGCHLD}
 
 
 def main(argv: list[str]) -> int:
-    status_fd, cpu_s, file_bytes, nproc, shell, command = argv
+    status_fd, *numbers, shell, command = argv
     status = int(status_fd)
     os.set_inheritable(status, False)
-    limits = [_number(cpu_s), _number(file_bytes), _number(nproc)]
+    limits = [_number(n) for n in numbers]
     _become_subreaper()
     signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
     pid = os.fork()
@@ -87,13 +87,17 @@ def _exec_shell(shell: str, command: str, limits: list[int | None]) -> None:
         os._exit(127)
 
 
-def _set_limits(cpu_s: int | None, file_bytes: int | None, nproc: int | None) -> None:
+def _set_limits(
+    cpu_s: int | None, file_bytes: int | None, memory_bytes: int | None, nproc: int | None
+) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     if cpu_s is not None:  # SIGXCPU at the soft limit, SIGKILL a second later
         _limit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
     if file_bytes is not None:  # SIGXFSZ for a write past it
         _limit(resource.RLIMIT_FSIZE, file_bytes)
-    if nproc is not None:
+    if memory_bytes is not None:  # allocations past it fail (ENOMEM)
+        _limit(resource.RLIMIT_AS, memory_bytes)
+    if nproc is not None:  # fork() past it fails (EAGAIN)
         _limit(resource.RLIMIT_NPROC, nproc)
 
 

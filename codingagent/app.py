@@ -32,19 +32,13 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from . import clipboard
 from .commands import CommandResult
+from .journal import UndoReport, undo
+from .outbox import ensure_outbox
 from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
-from .shell import SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import (
-    TurnReport,
-    UndoReport,
-    apply_reply,
-    ensure_outbox,
-    follow_up_session,
-    recover,
-    undo,
-)
+from .shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
+from .turn import TurnReport, apply_reply, follow_up_session, recover
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -141,6 +135,7 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             max_output=settings.max_output,
             sandbox=settings.sandbox,
             read_only=store.agent_dirs,
+            limits=Limits.of(settings),
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None

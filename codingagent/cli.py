@@ -283,11 +283,12 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 def log(session: str, root: Path, as_json: bool) -> None:
     """Show each turn of SESSION: when, which reply, each command's result and duration."""
     from .commands import CommandResult
+    from .journal import turn_log
     from .session import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    entries = store.log(session_id)
+    entries = turn_log(store, session_id)
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
@@ -355,8 +356,8 @@ def sessions(root: Path, as_json: bool) -> None:
 @click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
 def show(session: str, root: Path, copy: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
+    from .outbox import ensure_outbox
     from .session import SessionStore
-    from .turn import ensure_outbox
 
     store = SessionStore(root)
     state = store.load(store.resolve(session))
@@ -381,7 +382,7 @@ def doctor(root: Path) -> None:
 
     from .clipboard import problem as clipboard_problem
     from .settings import load_settings
-    from .shell import default_approval, sandbox_status
+    from .shell import default_approval, protections, sandbox_status
     from .sources.inbox import backend_name
 
     settings = load_settings(root)
@@ -398,6 +399,7 @@ def doctor(root: Path) -> None:
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", clipboard or "available"),
+        *protections(settings),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
     for package in (

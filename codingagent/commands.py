@@ -1,13 +1,15 @@
 """The values that flow through a turn: parsed commands and their results.
 
-One pydantic class per command, discriminated on ``kind``.  ``line`` is the 1-based line of the
-reply where the command's opening tag stands, so errors can point the LLM at it.
+One pydantic class per command, discriminated on ``kind``: a command is one declaration.  Its
+class says whether it writes a file (``writes``) and which path it names (``target``); ``line``
+is the 1-based line of the reply where the command's opening tag stands, so errors can point the
+LLM at it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -18,7 +20,14 @@ class _Command(BaseModel):
     # commands that never parse a reply should not pay for schemas they do not use.
     model_config = ConfigDict(frozen=True, defer_build=True)
 
+    writes: ClassVar[bool] = False  # whether it writes or deletes the file it targets
+
     line: int = Field(ge=1, description="1-based line of the opening tag in the reply")
+
+    @property
+    def target(self) -> str | None:
+        """The workspace path the command names, as the LLM wrote it (None: it names none)."""
+        return None
 
     @property
     def name(self) -> str:
@@ -27,13 +36,21 @@ class _Command(BaseModel):
 
 
 class CreateFile(_Command):
+    writes: ClassVar[bool] = True
+
     kind: Literal["CREATE_FILE"] = "CREATE_FILE"
     path: str
     content: str
     fence_removed: bool = False  # the body was wrapped in a code fence, which was removed
 
+    @property
+    def target(self) -> str:
+        return self.path
+
 
 class EditFile(_Command):
+    writes: ClassVar[bool] = True
+
     kind: Literal["EDIT_FILE"] = "EDIT_FILE"
     path: str
     start_line: int
@@ -41,10 +58,20 @@ class EditFile(_Command):
     content: str
     fence_removed: bool = False
 
+    @property
+    def target(self) -> str:
+        return self.path
+
 
 class DeleteFile(_Command):
+    writes: ClassVar[bool] = True
+
     kind: Literal["DELETE_FILE"] = "DELETE_FILE"
     path: str
+
+    @property
+    def target(self) -> str:
+        return self.path
 
 
 class ReadFile(_Command):
@@ -52,6 +79,10 @@ class ReadFile(_Command):
     path: str
     start_line: int | None = None  # protocol 1.1: only some lines (None: from the first)
     end_line: int | None = None  # (None: to the last)
+
+    @property
+    def target(self) -> str:
+        return self.path
 
 
 class ReplaceBlock(BaseModel):
@@ -68,9 +99,15 @@ class ReplaceBlock(BaseModel):
 class Replace(_Command):
     """Content-anchored edit (protocol 1.1): blocks applied in order, all or nothing."""
 
+    writes: ClassVar[bool] = True
+
     kind: Literal["REPLACE"] = "REPLACE"
     path: str
     blocks: tuple[ReplaceBlock, ...]
+
+    @property
+    def target(self) -> str:
+        return self.path
 
 
 class Search(_Command):

@@ -18,7 +18,8 @@ from rich.text import Text
 if TYPE_CHECKING:
     from .app import Prompt, Reply, ReplySource, Stop
     from .commands import CommandResult
-    from .turn import TurnReport, UndoReport
+    from .journal import UndoReport
+    from .turn import TurnReport
 
 console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 STYLE = {True: "green", False: "red"}

@@ -18,6 +18,8 @@ import os
 import secrets
 import shutil
 import stat
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +41,10 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+# Inside folder_syncs_grouped(): the folders whose fsync waits for the end of the block, each
+# as a duplicated descriptor, keyed by (device, inode) so a folder is fsynced once.
+_grouped: ContextVar[dict[tuple[int, int], int] | None] = ContextVar("grouped", default=None)
 
 
 def at(folder: Folder, name: str) -> tuple[str, int | None]:
@@ -146,7 +152,44 @@ def _create_temp(folder: Folder, name: str) -> tuple[str, int]:
             continue
 
 
+@contextlib.contextmanager
+def folder_syncs_grouped() -> Iterator[None]:
+    """Within this block (in this thread), atomic writes fsync each file's data as always, but
+    each folder a file was renamed into is fsynced once, when the block ends, not after every
+    rename.  For a transaction: its renames are durable before the code after the block (the
+    commit point) runs; a write that must be durable at once belongs outside the block.
+    """
+    pending: dict[tuple[int, int], int] = {}
+    token = _grouped.set(pending)
+    try:
+        yield
+        for fd in pending.values():
+            os.fsync(fd)
+    finally:
+        _grouped.reset(token)
+        for fd in pending.values():
+            os.close(fd)
+
+
+def fsync_folder(path: Path) -> None:
+    """Make the entries of the folder ``path`` (files created, renamed, removed) durable now."""
+    folder = open_folder(path)
+    try:
+        if isinstance(folder, int):
+            os.fsync(folder)
+    finally:
+        close_folder(folder)
+
+
 def _fsync_folder(folder: Folder) -> None:
     # Directories cannot be opened for fsync on Windows; there the rename is already durable.
-    if isinstance(folder, int):
+    if not isinstance(folder, int):
+        return
+    pending = _grouped.get()
+    if pending is None:
         os.fsync(folder)
+        return
+    info = os.fstat(folder)
+    key = (info.st_dev, info.st_ino)
+    if key not in pending:
+        pending[key] = os.dup(folder)

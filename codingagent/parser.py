@@ -4,7 +4,7 @@
 of the reply: every line is looked at once, attributes are read by a hand-written loop over
 anchored regexes whose adjacent parts cannot overlap, so nothing can backtrack.
 
-Everything the parser knows about a command lives in one row of ``_TAGS``; adding a command is
+Everything the parser knows about a command lives in one row of ``TAGS``; adding a command is
 one new row plus its model in ``commands.py``.
 
 Tolerances (SPEC 2.1): tags in any letter case, with single, double, curly or no quotes, spaces
@@ -237,7 +237,8 @@ class _TagSpec:
 
 _LINES = frozenset({"start_line", "end_line"})
 
-_TAGS: dict[str, _TagSpec] = {
+# The command table, by tag name: what the parser reads, and what the PROTOCOL text must teach.
+TAGS: dict[str, _TagSpec] = {
     "CREATE_FILE": _TagSpec(CreateFile, ("path",), body=_Body(_file_body)),
     "EDIT_FILE": _TagSpec(
         EditFile, ("path", "start_line", "end_line"), integers=_LINES, body=_Body(_file_body)
@@ -335,7 +336,7 @@ class _Reply:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.openings: dict[int, _Opening] = {}
-        self.closings: dict[str, list[int]] = {name: [] for name in _TAGS}
+        self.closings: dict[str, list[int]] = {name: [] for name in TAGS}
         for index, line in enumerate(lines):
             text = _tag_text(line)
             if not text.startswith("["):
@@ -384,7 +385,7 @@ def _closing_name(text: str) -> str | None:
     if not (text.startswith("[/") and text.endswith("]") and text.isascii()):
         return None
     name = text[2:-1].upper()
-    return name if name in _TAGS else None
+    return name if name in TAGS else None
 
 
 def _opening_tag(text: str, line_number: int) -> _Opening | None:
@@ -395,7 +396,7 @@ def _opening_tag(text: str, line_number: int) -> _Opening | None:
         return None
     name = match.group(1).upper()
     end = match.end()
-    if name not in _TAGS or (end < len(text) and not _ends_name(text[end])):
+    if name not in TAGS or (end < len(text) and not _ends_name(text[end])):
         return None
     return _Opening(name, text, end, line_number)
 
@@ -409,7 +410,7 @@ def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command
 
     Returns the command (or its ParseError) and the index of the first line after it.
     """
-    spec = _TAGS[opening.name]
+    spec = TAGS[opening.name]
     rest: str | None
     try:
         attributes, rest = _scan_attributes(opening.text, opening.attributes_start)

@@ -2,18 +2,17 @@
 
 ``SessionState`` is the JSON of ``sessions/{id}.json`` with the protocol document's camelCase
 field names. ``SessionStore`` knows the run-directory layout (workspace/, outbox/, inbox/,
-sessions/), writes state and history atomically, resolves session-id prefixes, and hands out
-the one-watcher-per-session lock.
+sessions/), writes state atomically, names each turn's history folder, resolves session-id
+prefixes, and hands out the one-watcher-per-session lock.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -152,20 +151,6 @@ class SessionStore:
         """History of the turn that answered outbox ``sequence``."""
         return self.sessions / session_id / "turns" / f"{sequence:04d}"
 
-    def write_history(self, session_id: str, sequence: int, files: dict[str, Any]) -> Path:
-        """Write a turn's history files; ``bytes``/``str`` values verbatim, others as JSON."""
-        folder = self.turn_dir(session_id, sequence)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, value in files.items():
-            if not isinstance(value, bytes | str):
-                value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
-            atomic_write(folder / name, value)
-        return folder
-
-    def read_history(self, folder: Path, name: str) -> Any:
-        """A JSON file of a turn's history."""
-        return json.loads((folder / name).read_text(encoding="utf-8"))
-
     def turns(self, session_id: str, current: int | None = None) -> list[Path]:
         """The history folders of the session's committed turns, oldest first.
 
@@ -179,13 +164,6 @@ class SessionStore:
             current = self.load(session_id).sequence_number
         found = [p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()]
         return sorted(p for p in found if int(p.name) < current)
-
-    def log(self, session_id: str) -> list[dict[str, Any]]:
-        """Each committed turn's meta data and results, oldest first."""
-        return [
-            {**self.read_history(f, "meta.json"), "results": self.read_history(f, "results.json")}
-            for f in self.turns(session_id)
-        ]
 
     def set_aside(self, session_id: str, folder: Path, kind: str) -> Path:
         """Move a turn's history out of ``turns/`` into ``{kind}/`` (``undone``, ``aborted``),
@@ -203,7 +181,7 @@ class SessionStore:
     # --- journal: the turn in progress ----------------------------------------------------
 
     def journal_path(self, session_id: str) -> Path:
-        """Present while a turn is being applied; see :mod:`codingagent.turn`."""
+        """Present while a turn is being applied; see :mod:`codingagent.journal`."""
         return self.sessions / session_id / "journal.json"
 
     # --- lock --------------------------------------------------------------------------

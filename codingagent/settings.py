@@ -50,6 +50,13 @@ class Settings(BaseModel):
         None, description="RUN_COMMAND approval; default: ask without an OS sandbox on a terminal"
     )
     sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
+    command_memory_mb: int = Field(
+        4096, ge=0, description="RUN_COMMAND address space per process, MiB; 0: no limit"
+    )
+    command_processes: int = Field(
+        256, ge=0, description="RUN_COMMAND processes and threads at once; 0: no limit"
+    )
+    command_tmp_mb: int = Field(512, ge=0, description="sandbox /tmp and home size, MiB; 0: none")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
     models: dict[str, ModelProfile] = Field({}, description="[models.NAME] endpoint profiles")

@@ -6,15 +6,22 @@ works) it sees the machine read-only, without network, with a private ``/tmp`` a
 
     agent ── [bwrap ──] runner ── /bin/sh -c COMMAND ── ...
 
-- ``bwrap`` (the sandbox layer, when active): read-only root, the workspace bound writable, tmpfs
-  on ``/tmp``, ``$TMPDIR`` and ``$HOME`` (tool folders found there, such as ``PATH`` entries and
-  the Python installation, are bound back read-only), no network, own PID, IPC and UTS
-  namespaces, no capabilities (root included), a new session, dies with the agent.
+(with the environment :mod:`codingagent.scrub` lets through), and:
+
+- ``bwrap`` (the sandbox layer, when active; :mod:`codingagent._bwrap` builds its command
+  line): read-only root, the workspace bound writable, size-limited tmpfs on ``/tmp``,
+  ``$TMPDIR`` and ``$HOME`` (tool folders found there are bound back read-only, without their
+  credential files), no host socket files, no network, own PID, IPC and UTS namespaces, no
+  capabilities (root included), a new session, dies with the agent.
+- a pids cgroup (:mod:`codingagent._cgroup`), where one can be made: the process limit, and
+  every process the command started is killed from it at the end, wherever it went.
 - ``runner`` (:mod:`codingagent._runner`): sets the resource limits, is the child subreaper
   that kills everything the command left behind, and reports how the shell ended.  It runs
   in its own session and process group, which the agent signals on timeout: SIGTERM, a grace
   period, SIGKILL.  If the runner itself was killed (by the command), processes tagged with
-  this run's id in their environment are hunted down from /proc as a last resort.
+  this run's id in their environment are hunted down from /proc as a last resort (without a
+cgroup or bubblewrap, a process that also cleared its environment escapes: one reason
+bubblewrap is the default).
 
 Output is read incrementally and only a head and a tail are kept, so a command that prints
 gigabytes costs a few kilobytes of memory.
@@ -36,10 +43,17 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _cgroup
+from ._bwrap import CREDENTIAL_PATTERNS, bwrap_argv, sizes_tmpfs
+from .scrub import scrub_env
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 _POSIX = os.name == "posix"
 _LINUX = sys.platform.startswith("linux")
@@ -60,27 +74,6 @@ _RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-
 Sandbox = Literal["auto", "bwrap", "none"]
 SANDBOX_MODES: tuple[Sandbox, ...] = ("auto", "bwrap", "none")
 
-# The environment a command gets: these names (and prefixes), minus anything secret-looking.
-_ENV_NAMES = frozenset(
-    {
-        *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ"),
-        *("TERM", "COLORTERM", "NO_COLOR", "TMPDIR", "TEMP", "TMP"),
-        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
-        *("NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
-        # Toolchains; their folders are also bound back into a sandboxed home.
-        *("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYENV_ROOT", "PYENV_VERSION"),
-        *("CARGO_HOME", "RUSTUP_HOME", "NVM_DIR", "GOROOT", "GOPATH", "JAVA_HOME"),
-        # Windows needs these to start anything at all.
-        *("SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE"),
-        *("USERNAME", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES"),
-    }
-)
-_ENV_PREFIXES = ("LC_", "PYTHON", "PIP_")
-_TOOL_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME")
-_TOOL_VARS += ("NVM_DIR", "GOROOT", "GOPATH", "JAVA_HOME")
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE")
-_URL_CREDENTIALS = re.compile(r"://[^/\s]*@")  # https://user:password@host
-
 
 class SandboxUnavailable(Exception):
     """``sandbox="bwrap"`` was asked for where bubblewrap does not work; ``str(e)`` says why."""
@@ -94,8 +87,21 @@ class Limits:
     # timeout cannot reach, so it only ends a process that escaped the kill.
     cpu_s: int | None = None
     file_bytes: int | None = 1 << 30  # the largest file a command may write
-    # Processes of the whole user, not just this command's, so off unless asked for.
-    nproc: int | None = None
+    memory_bytes: int | None = 4 << 30  # address space of each process (RLIMIT_AS)
+    # Processes and threads of the command: a pids cgroup where one can be made, else
+    # RLIMIT_NPROC inside bubblewrap's user namespace (not as root, whom it does not bind);
+    # elsewhere RLIMIT_NPROC would count the whole user's processes, so it is not set.
+    nproc: int | None = 256
+    tmp_bytes: int | None = 512 << 20  # size of each private tmpfs (/tmp, $TMPDIR, home)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """The limits the settings ask for (0 there: no limit)."""
+        return cls(
+            memory_bytes=(settings.command_memory_mb << 20) or None,
+            nproc=settings.command_processes or None,
+            tmp_bytes=(settings.command_tmp_mb << 20) or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -108,21 +114,6 @@ class ShellResult:
     duration_s: float
     cut_chars: int  # characters cut from the middle of the output (UTF-8 characters)
     approved: bool = True  # False: the user refused it and it did not run
-
-
-def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """What a command may see of ``env``: allowlisted names only, and of those nothing that
-    looks like a credential (by name, ``AWS_*``, or a URL with a password in it)."""
-    return {name: value for name, value in env.items() if _env_allowed(name, value)}
-
-
-def _env_allowed(name: str, value: str) -> bool:
-    upper = name.upper()
-    if upper not in _ENV_NAMES and not upper.startswith(_ENV_PREFIXES):
-        return False
-    if upper.startswith("AWS_") or any(marker in upper for marker in _SECRET_MARKERS):
-        return False
-    return not _URL_CREDENTIALS.search(value)
 
 
 def default_approval(layer: str, stdin_is_tty: bool) -> Literal["ask", "allow"]:
@@ -149,8 +140,8 @@ def sandbox_status(mode: Sandbox = "auto") -> tuple[str, str]:
     if problem:
         return "none", f"no OS sandbox: bubblewrap does not work here ({problem})"
     return "bwrap", (
-        "bubblewrap: read-only system, writable workspace, private /tmp and home, no network,"
-        " own process namespace"
+        "bubblewrap: read-only system, writable workspace, private /tmp and home, no host"
+        " socket files, no network, own process namespace"
     )
 
 
@@ -159,7 +150,7 @@ def _probe(bwrap: str) -> str | None:
     """Run the sandbox once, as a command would run (cached for the process): None if it
     works, else the first line of what went wrong."""
     with tempfile.TemporaryDirectory() as folder:
-        argv = [*_bwrap_argv(bwrap, Path(folder), ()), _PYTHON, "-I", "-S", "-c", "pass"]
+        argv = [*bwrap_argv(bwrap, Path(folder), (), None), _PYTHON, "-I", "-S", "-c", "pass"]
         try:
             done = subprocess.run(
                 argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, env=scrub_env(os.environ)
@@ -170,54 +161,6 @@ def _probe(bwrap: str) -> str | None:
         return None
     lines = done.stderr.decode(errors="replace").strip().splitlines()
     return lines[0] if lines else f"exit code {done.returncode}"
-
-
-def _bwrap_argv(bwrap: str, workspace: Path, read_only: Iterable[Path]) -> list[str]:
-    """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    scratch = _scratch_dirs()
-    for folder in scratch:
-        argv += ["--tmpfs", folder]
-    for folder in _tool_dirs(scratch):
-        argv += ["--ro-bind-try", folder, folder]
-    argv += ["--bind", str(workspace), str(workspace)]
-    for folder in read_only:
-        if folder.is_relative_to(workspace):
-            argv += ["--ro-bind-try", str(folder), str(folder)]
-    return [
-        *argv,
-        *("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
-        *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
-        *("--chdir", str(workspace), "--"),
-    ]
-
-
-def _scratch_dirs() -> list[str]:
-    """The folders a sandboxed command gets an empty, private tmpfs on: /tmp, $TMPDIR, $HOME."""
-    found: list[str] = []
-    for folder in ("/tmp", os.environ.get("TMPDIR"), os.environ.get("HOME")):
-        if folder and os.path.isabs(folder) and os.path.isdir(folder):
-            real = os.path.realpath(folder)
-            if real != "/" and real not in found:
-                found.append(real)
-    return sorted(found)  # a parent before its children: mounted later, a child stays visible
-
-
-def _tool_dirs(scratch: list[str]) -> list[str]:
-    """Existing folders under ``scratch`` that commands need to see (read-only): ``PATH``
-    entries, toolchain homes from the environment, the Python installation."""
-    candidates = os.environ.get("PATH", "").split(os.pathsep)
-    candidates += [os.environ.get(name, "") for name in _TOOL_VARS]
-    candidates += [sys.prefix, sys.base_prefix, sys.exec_prefix]
-    found = []
-    for folder in candidates:
-        if not folder or not os.path.isabs(folder) or not os.path.isdir(folder):
-            continue
-        real = os.path.realpath(folder)
-        hidden = any(Path(real).is_relative_to(s) for s in scratch)
-        if hidden and real not in found:
-            found.append(real)
-    return found
 
 
 class _Capture:
@@ -314,13 +257,17 @@ class Shell:
             )
         started = time.monotonic()
         capture = _Capture(self.max_output)
-        process = _Process(functools.partial(self._argv, command, Path(cwd)), Path(cwd))
+        group = self._pids_group()
+        process = _Process(functools.partial(self._argv, command, Path(cwd), group), Path(cwd))
         try:
             timed_out = process.pump(capture, started + self.timeout)
         finally:  # also when the agent is interrupted: nothing the command started outlives it
             exit_code = process.finish()
             process.close()
+            too_many = group is not None and group.close()
         output, cut = capture.text()
+        if not timed_out:
+            output += self._limit_note(exit_code, output, too_many)
         return ShellResult(
             exit_code=None if timed_out else exit_code,
             output=output,
@@ -329,18 +276,122 @@ class Shell:
             cut_chars=cut,
         )
 
-    def _argv(self, command: str, cwd: Path, status_fd: int) -> list[str]:
+    def _argv(
+        self, command: str, cwd: Path, group: _cgroup.PidsGroup | None, status_fd: int
+    ) -> list[str]:
         """The command line that runs ``command``; the runner reports to ``status_fd``."""
         if not _POSIX:
             return ["cmd.exe", "/c", command]
         cpu_s = self.limits.cpu_s or math.ceil(self.timeout) * (os.cpu_count() or 1)
-        limits = [cpu_s, self.limits.file_bytes, self.limits.nproc]
-        runner = [_PYTHON, "-I", "-S", "-c", _RUNNER_SOURCE, str(status_fd)]
-        runner += ["-" if n is None else str(n) for n in limits] + [_SHELL, command]
-        if self.sandbox_layer != "bwrap":
-            return runner
-        bwrap = shutil.which("bwrap") or "bwrap"
-        return _bwrap_argv(bwrap, cwd.resolve(), self.read_only) + runner
+        nproc = self.limits.nproc if self._process_limit() == "rlimit" else None
+        limits = [cpu_s, self.limits.file_bytes, self.limits.memory_bytes, nproc]
+        argv = [_PYTHON, "-I", "-S", "-c", _RUNNER_SOURCE, str(status_fd)]
+        argv += ["-" if n is None else str(n) for n in limits] + [_SHELL, command]
+        if self.sandbox_layer == "bwrap":
+            bwrap = shutil.which("bwrap") or "bwrap"
+            argv = bwrap_argv(bwrap, cwd.resolve(), self.read_only, self.limits.tmp_bytes) + argv
+        return argv if group is None else group.join_argv(argv)
+
+    def _process_limit(self) -> Literal["cgroup", "rlimit", "none"]:
+        """How the process limit is enforced here (see :class:`Limits`)."""
+        if self.limits.nproc is None or not _LINUX:
+            return "none"
+        if _cgroup.pids_root() is not None:
+            return "cgroup"
+        return "rlimit" if self.sandbox_layer == "bwrap" and os.geteuid() != 0 else "none"
+
+    def _pids_group(self) -> _cgroup.PidsGroup | None:
+        root = _cgroup.pids_root()
+        if root is None or self._process_limit() != "cgroup" or self.limits.nproc is None:
+            return None
+        try:
+            return _cgroup.PidsGroup(root, uuid.uuid4().hex, self.limits.nproc)
+        except OSError:
+            return None  # the hierarchy is there but refuses us: the rlimits still apply
+
+    def _limit_note(self, exit_code: int | None, output: str, too_many: bool) -> str:
+        """A line saying which limit a failed command ran into, or ``""``."""
+        if exit_code == 0 and not too_many:
+            return ""
+        limits = self.limits
+        if exit_code == -signal.SIGXCPU:
+            return "\n[limit reached: CPU time]"
+        if exit_code == -signal.SIGXFSZ:
+            return f"\n[limit reached: file size, {_mib(limits.file_bytes)} per file]"
+        if too_many or (self._process_limit() == "rlimit" and _FORK_FAILED.search(output)):
+            return f"\n[limit reached: {limits.nproc} processes and threads]"
+        if limits.memory_bytes is not None and _NO_MEMORY.search(output):
+            return f"\n[limit reached: memory, {_mib(limits.memory_bytes)} per process]"
+        if limits.tmp_bytes is not None and self.sandbox_layer == "bwrap" and _NO_SPACE in output:
+            return f"\n[limit reached: {_mib(limits.tmp_bytes)} in /tmp (or the disk is full)]"
+        return ""
+
+
+_FORK_FAILED = re.compile(
+    r"fork.*(Resource temporarily unavailable|failed|retry)|can't fork|Cannot fork"
+    r"|BlockingIOError|pthread_create|Resource temporarily unavailable",
+    re.IGNORECASE,
+)
+_NO_MEMORY = re.compile(
+    r"Cannot allocate memory|MemoryError|out of memory|bad_alloc|memory allocation|"
+    r"allocation failed|memory exhausted",
+    re.IGNORECASE,
+)
+_NO_SPACE = "No space left on device"
+
+
+def _mib(size: int | None) -> str:
+    return f"{(size or 0) >> 20} MiB"
+
+
+def protections(settings: Settings) -> list[tuple[str, str]]:
+    """Each protection of RUN_COMMAND and whether it is active here, for ``doctor``."""
+    layer, _ = sandbox_status(settings.sandbox)
+    bwrap = layer == "bwrap"
+    shell = Shell(sandbox="bwrap" if bwrap else "none", limits=Limits.of(settings))
+    limits = shell.limits
+
+    def only_bwrap(what: str) -> str:
+        return f"active: {what}" if bwrap else "off: needs bubblewrap"
+
+    def limit(size: int | None, what: str) -> str:
+        return "off (setting)" if size is None else f"active: {_mib(size)} {what}"
+
+    process_limit = {
+        "cgroup": f"active: {limits.nproc} per command (pids cgroup)",
+        "rlimit": f"active: {limits.nproc} per command (RLIMIT_NPROC in a user namespace)",
+        "none": "off: no pids cgroup can be made here"
+        + (", and RLIMIT_NPROC does not bind root" if _POSIX and os.geteuid() == 0 else ""),
+    }[shell._process_limit()]
+    tmp_limit = limit(limits.tmp_bytes, "per tmpfs")
+    if not bwrap:
+        tmp_limit = "off: no private /tmp"
+    elif not sizes_tmpfs(shutil.which("bwrap") or "bwrap"):
+        tmp_limit = "off: this bubblewrap has no --size (0.5 and later)"
+    escape = "pids cgroup" if _cgroup.pids_root() else "bubblewrap PID namespace"
+    return [
+        ("environment scrub", "active: allow-list, secret names, secret values"),
+        ("read-only system", only_bwrap("only the workspace is writable")),
+        ("no network", only_bwrap("own network namespace")),
+        ("no host socket files", only_bwrap("fresh /run, socket files covered")),
+        ("private /tmp and home", only_bwrap("fresh tmpfs")),
+        (
+            "tool credential files",
+            only_bwrap("hidden: " + ", ".join(CREDENTIAL_PATTERNS[:4]) + ", ..."),
+        ),
+        ("memory limit", limit(limits.memory_bytes, "address space per process")),
+        ("process limit", process_limit if limits.nproc is not None else "off (setting)"),
+        ("/tmp size limit", tmp_limit),
+        ("file size limit", limit(limits.file_bytes, "per file")),
+        ("CPU time limit", "active: the timeout times the CPUs"),
+        (
+            "no escaping processes",
+            f"active: {escape}"
+            if bwrap or _cgroup.pids_root()
+            else "partial: a process that leaves the session and clears its environment"
+            " escapes after killing the runner",
+        ),
+    ]
 
 
 class _Process:

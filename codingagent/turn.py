@@ -3,51 +3,41 @@
     reply bytes -> dedupe -> journal -> decode -> parse -> execute (pre-images first)
       -> history -> next outbox -> state (the commit point) -> journal removed
 
-The journal (``sessions/{id}/journal.json``) exists exactly while a turn is in flight.  Before
-any workspace file is written or deleted, its pre-image (bytes and mode, or "did not exist") is
-appended to the turn's history and fsynced.  If the agent dies mid-turn, :func:`recover` finds
-the journal: if the state was already saved the turn is complete and only the journal goes;
-otherwise every file is put back from its pre-image and the reply is applied afresh.  So after
-any crash the workspace and session equal "turn not applied" or "turn fully applied".
+The journal (:mod:`codingagent.journal`) exists exactly while a turn is in flight.  Before any
+workspace file is written or deleted, its pre-image is appended to the turn's history and
+fsynced.  The reply, the state before the turn and the journal are durable before the first
+command runs; every other file the turn writes has its data fsynced as it is written and each
+folder it wrote in fsynced once, before the commit point.  If the agent dies mid-turn,
+:func:`recover` finds the journal: if the state was already saved the turn is complete and only
+the journal goes; otherwise every file is put back from its pre-image and the reply is applied
+afresh.  So after any crash the workspace and session equal "turn not applied" or "turn fully
+applied".
 
 Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
-import io
-import json
-import os
-import shutil
-import signal
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .commands import CommandResult, ReadRequest
-from .executor import TurnOutcome, execute
-from .fsio import atomic_write
+from .commands import Command, CommandResult
+from .crashpoints import OnResult, after_each_result, crash_point
+from .execute import TurnOutcome, execute
+from .fsio import atomic_write, folder_syncs_grouped
+from .journal import Journal, TurnRecord, digest_of, turn_record
+from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo
-from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file view
-from .render import FileView, OutboxContext, estimate_tokens, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
-from .workspace import PathRejected, PreImage, Workspace, display_name
+from .workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
-FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
-CRASH_ENV = "CODINGAGENT_CRASH_AT"
-TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
-MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
-INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
-
-OnResult = Callable[[CommandResult], None]
 
 
 @dataclass
@@ -62,22 +52,7 @@ class TurnReport:
     skipped: bool = False  # a duplicate or a stale reply: nothing was applied
 
 
-@dataclass
-class UndoReport:
-    turns: list[int]  # the sequence numbers of the undone turns, newest first
-    restored: list[str]  # files put back
-    state: SessionState
-    outbox: Path
-
-
-# --- sessions and outboxes ---------------------------------------------------------------
-
-
-def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
-    folder = Path(state.workspace)
-    if not folder.is_dir():
-        raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
-    return Workspace(folder, protected=store.agent_dirs)
+# --- sessions ------------------------------------------------------------------------------
 
 
 def start_session(
@@ -92,45 +67,7 @@ def start_session(
         raise SessionError(f"Workspace folder does not exist: {folder}")
     state = SessionState(session_id=store.new_id(), task=task.strip(), workspace=str(folder))
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
-    return state, write_outbox(store, state)
-
-
-def write_outbox(
-    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET
-) -> Path:
-    """Render the session's current outbox from the workspace as it is now, and write it.
-
-    The digest of every file shown goes into ``state.shown_files`` (the caller saves it).
-    Over ``token_budget``, the largest file views are shown in smaller windows first.
-    """
-    ws = open_workspace(store, state)
-    listing = ws.list_files()
-    views = []
-    for request in state.read_file_requests:
-        view, digest = _file_view(ws, request)
-        views.append(view)
-        if digest is not None:
-            state.shown_files[_shown_key(ws, view.path)] = digest
-    context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
-    return store.write_outbox(
-        state.session_id, state.sequence_number, _fit(state, context, token_budget)
-    )
-
-
-def _fit(state: SessionState, context: OutboxContext, token_budget: int) -> str:
-    """The outbox text, with the largest file views windowed down until it fits the budget
-    (or every view is down to ``MIN_WINDOW`` lines: the console then warns)."""
-    text = render_outbox(state, context)
-    views = list(context.file_views)
-    while estimate_tokens(text) > token_budget:
-        shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
-        if not shrinkable:
-            break
-        largest = max(shrinkable, key=lambda i: len(views[i].text or "") * views[i].window)
-        view = views[largest]
-        views[largest] = replace(view, window=max(MIN_WINDOW, view.window // 2))
-        text = render_outbox(state, replace(context, file_views=views))
-    return text
+    return state, write_outbox(store, state).path
 
 
 def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:
@@ -148,64 +85,12 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
     state.updated_at = utc_now()
-    outbox = write_outbox(store, state)
+    outbox = next_outbox(store, state)
     store.save(state)
     return outbox
 
 
-def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
-    """The current outbox, rewritten if someone deleted it."""
-    path = store.outbox_path(state.session_id, state.sequence_number)
-    return path if path.exists() else write_outbox(store, state)
-
-
 # --- one turn ------------------------------------------------------------------------------
-
-
-def apply_reply_file(
-    store: SessionStore,
-    session_id: str,
-    path: Path,
-    max_reply_bytes: int = REPLY_SIZE_CAP,
-    **options,
-) -> TurnReport:
-    """Apply a reply saved in a file; ``options`` are :func:`apply_reply`'s.
-
-    At most ``max_reply_bytes + 1`` bytes are read. A reply taken from ``inbox/`` leaves it
-    afterwards, unless it was saved again meanwhile (then the new version is the next reply);
-    its bytes are in the turn's history by then, and an oversized reply is moved there whole.
-    """
-    path = Path(path)
-    before = path.stat()
-    with open(path, "rb") as f:
-        data = f.read(max_reply_bytes + 1)
-    report = apply_reply(
-        store,
-        session_id,
-        data,
-        source=display_name(path.name),
-        max_reply_bytes=max_reply_bytes,
-        size=before.st_size,
-        **options,
-    )
-    if path.resolve().parent == store.inbox.resolve() and _unchanged(path, before):
-        if len(data) > max_reply_bytes and not report.skipped:
-            shutil.move(path, report.history / "reply.txt")
-        else:
-            path.unlink(missing_ok=True)
-    return report
-
-
-def _unchanged(path: Path, before: os.stat_result) -> bool:
-    try:
-        now = path.stat()
-    except FileNotFoundError:
-        return False
-    return (now.st_ino, now.st_size, now.st_mtime_ns) == (
-        before.st_ino,
-        before.st_size,
-        before.st_mtime_ns,
-    )
 
 
 def apply_reply(
@@ -234,55 +119,109 @@ def apply_reply(
     prompt: it is kept in ``sessions/{id}/refused/``.
     """
     started = time.perf_counter()
+    received = utc_now()
     state = store.load(session_id)
+    _refuse_if_interrupted(store, session_id)
+    if not force:
+        skipped = _skip(store, state, data, source, max_reply_bytes)
+        if skipped is not None:
+            return skipped
+    if state.is_complete:
+        raise SessionError(f"Session {session_id} is complete; it takes no more replies")
+    ws = open_workspace(store, state)
+    answered = state.sequence_number
+    record, journal = _open_turn(store, state, data, source)
+    with folder_syncs_grouped():  # every folder this block writes in is durable after it
+        text, problem = decode_reply(data, max_reply_bytes, size)
+        if problem and on_result:
+            on_result(problem)
+        commands = parse(text) if text is not None else []
+        outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
+        _advance(state, outcome)
+        record.write_outcome(
+            [c.model_dump() for c in commands],
+            [r.model_dump(by_alias=True) for r in outcome.results],
+            {path: digest_of(ws, path) for path in journal.paths},
+        )
+        crash_point("history")
+        outbox = None if state.is_complete else next_outbox(store, state, token_budget)
+        record.write_meta(
+            {
+                "sequence": answered,
+                "replyFile": source,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "normalizedSha256": reply_digest(data),
+                "receivedAt": received.isoformat(),
+                "appliedAt": state.updated_at.isoformat(),
+                "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                "nextOutbox": outbox.name if outbox else None,
+                **(extra_meta or {}),
+            }
+        )
+        crash_point("outbox")
+    store.save(state)  # the commit point
+    crash_point("state")
+    journal.close()
+    notes = [problem.summary] if problem else []
+    return TurnReport(state, outcome, outbox, record.folder, notes=notes)
+
+
+def _refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
     if store.journal_path(session_id).exists():
         raise SessionError(
             f"Session {session_id} has an interrupted turn; run 'codingagent resume "
             f"{session_id}' to recover it first"
         )
+
+
+def _skip(
+    store: SessionStore, state: SessionState, data: bytes, source: str, max_reply_bytes: int
+) -> TurnReport | None:
+    """A report saying the reply was not applied, if it is a duplicate or a stale reply."""
     digest = reply_digest(data)
-    if not force:
-        echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-        duplicate = _skip_duplicate(store, state, echo[1], digest)
-        if duplicate is not None:
-            return duplicate
-        if len(data) <= max_reply_bytes:
-            stale = _refuse_stale(store, state, echo, data, source, digest)
-            if stale is not None:
-                return stale
-    if state.is_complete:
-        raise SessionError(f"Session {session_id} is complete; it takes no more replies")
-    ws = open_workspace(store, state)
+    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
+    duplicate = _skip_duplicate(store, state, echo[1], digest)
+    if duplicate is not None or len(data) > max_reply_bytes:
+        return duplicate
+    return _refuse_stale(store, state, echo, data, source, digest)
 
-    answered = state.sequence_number
-    folder = store.turn_dir(session_id, answered)
-    if folder.exists():  # left by a crash before the journal was written: never committed
-        store.set_aside(session_id, folder, "aborted")
-    meta = {
-        "sequence": answered,
-        "replyFile": source,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "normalizedSha256": digest,
-        "receivedAt": utc_now().isoformat(),
-        **(extra_meta or {}),
-    }
-    store.write_history(
-        session_id, answered, {"reply.txt": data, "state-before.json": state.to_json()}
-    )
-    journal = _Journal(store.journal_path(session_id), folder, answered, source)
-    _crash_point("journal")
 
-    text, problem = decode_reply(data, max_reply_bytes, size)
-    commands = parse(text) if text is not None else []
-    preceding = [problem] if problem else []
-    if problem and on_result:
-        on_result(problem)
+def _open_turn(
+    store: SessionStore, state: SessionState, data: bytes, source: str
+) -> tuple[TurnRecord, Journal]:
+    """The turn's history folder with the reply and the state before, then the journal: both
+    durable before anything in the workspace changes."""
+    record = turn_record(store, state.session_id, state.sequence_number)
+    if record.folder.exists():  # left by a crash before the journal was written: never committed
+        store.set_aside(state.session_id, record.folder, "aborted")
+    record.write_opening(data, state)
+    journal = Journal(store.journal_path(state.session_id), record, state.sequence_number, source)
+    crash_point("journal")
+    return record, journal
+
+
+def _execute(
+    commands: list[Command],
+    ws: Workspace,
+    shell: Shell,
+    journal: Journal,
+    state: SessionState,
+    problem: CommandResult | None,
+    on_result: OnResult | None,
+) -> TurnOutcome:
+    """Run the commands, each file's pre-image recorded in the journal before it changes."""
     ws.before_change = journal.record
-    outcome = execute(
-        commands, ws, shell, _with_crash_point(on_result), preceding, shown=state.shown_files
-    )
-    ws.before_change = None
+    try:
+        preceding = [problem] if problem else []
+        return execute(
+            commands, ws, shell, after_each_result(on_result), preceding, shown=state.shown_files
+        )
+    finally:
+        ws.before_change = None
 
+
+def _advance(state: SessionState, outcome: TurnOutcome) -> None:
+    """The state after the turn (not saved yet)."""
     state.sequence_number += 1
     state.last_results = outcome.results
     state.read_file_requests = outcome.read_requests
@@ -292,29 +231,6 @@ def apply_reply(
     if outcome.done is not None:
         state.is_complete = True
         state.summary = outcome.done
-    store.write_history(
-        session_id,
-        answered,
-        {
-            "commands.json": [c.model_dump() for c in commands],
-            "results.json": [r.model_dump(by_alias=True) for r in outcome.results],
-            "postimages.json": {path: _digest(ws, path) for path in journal.paths},
-        },
-    )
-    _crash_point("history")
-    outbox = None if state.is_complete else write_outbox(store, state, token_budget)
-    meta |= {
-        "appliedAt": state.updated_at.isoformat(),
-        "durationMs": round((time.perf_counter() - started) * 1000, 1),
-        "nextOutbox": outbox.name if outbox else None,
-    }
-    store.write_history(session_id, answered, {"meta.json": meta})
-    _crash_point("outbox")
-    store.save(state)  # the commit point
-    _crash_point("state")
-    journal.close()
-    notes = [problem.summary] if problem else []
-    return TurnReport(state=state, outcome=outcome, outbox=outbox, history=folder, notes=notes)
 
 
 def decode_reply(
@@ -360,7 +276,7 @@ def _skip_duplicate(
     ``named_sequence`` is the sequence the reply's echo names (see ``parser.reply_echo``).
     """
     for folder in store.turns(state.session_id, state.sequence_number):
-        meta = store.read_history(folder, "meta.json")
+        meta = TurnRecord(folder).meta()
         if meta.get("normalizedSha256") != digest:
             continue
         if named_sequence == state.sequence_number:
@@ -407,91 +323,10 @@ def _refuse_stale(
     return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
 
 
-# --- the journal and recovery ------------------------------------------------------------------
+# --- recovery ---------------------------------------------------------------------------------
 
 
-class _Journal:
-    """The write-ahead record of one turn in flight.
-
-    ``journal.json`` marks the turn as open; ``preimages.jsonl`` in the turn's history folder
-    gets one fsynced line per file, written before the file is first changed.
-    """
-
-    def __init__(self, path: Path, folder: Path, sequence: int, source: str) -> None:
-        self.path = path
-        self.folder = folder
-        self.paths: list[str] = []
-        # The reply's name is all recovery needs besides reply.txt; meta.json comes at the end.
-        opened = {"sequence": sequence, "turn": folder.name, "replyFile": source}
-        atomic_write(self.path, json.dumps(opened))
-
-    def record(self, pre: PreImage) -> None:
-        if pre.path in self.paths:
-            return  # the first pre-image is the one that matters
-        entry = {
-            "path": pre.path,
-            "mode": pre.mode,
-            "blob": None,
-            "createdDirs": list(pre.created_dirs),
-        }
-        if pre.data is not None and len(pre.data) <= INLINE_PREIMAGE:
-            entry["inline"] = base64.b64encode(pre.data).decode("ascii")  # one fsync, not three
-        elif pre.existed:
-            entry["blob"] = blob = f"pre/{len(self.paths):04d}"
-            (self.folder / "pre").mkdir(exist_ok=True)
-            content = pre.data if pre.data is not None else pre.stream
-            atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
-        with open(self.folder / "preimages.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self.paths.append(pre.path)
-        _crash_point("preimage")
-
-    def close(self) -> None:
-        self.path.unlink()
-
-
-def _preimage_entries(folder: Path) -> list[dict]:
-    """The pre-images a turn recorded, in order; a torn last line (crash mid-append) is skipped:
-    its file had not been touched yet."""
-    try:
-        lines = (folder / "preimages.jsonl").read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    entries = []
-    for line in lines:
-        try:
-            entries.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return entries
-
-
-def _restore_turn(ws: Workspace, folder: Path) -> list[str]:
-    """Put back every file a turn changed, last change first; the paths, in that order.
-
-    Saved contents are streamed back from the history, never read whole into memory.
-    """
-    restored = []
-    for entry in reversed(_preimage_entries(folder)):
-        dirs = tuple(entry["createdDirs"])
-        with _saved_content(folder, entry) as stream:
-            ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
-        restored.append(entry["path"])
-    return restored
-
-
-def _saved_content(folder: Path, entry: dict) -> contextlib.AbstractContextManager:
-    """The saved content of a pre-image entry as an open binary stream (None: no file)."""
-    if "inline" in entry:
-        return io.BytesIO(base64.b64decode(entry["inline"]))
-    if entry["blob"]:
-        return open(folder / entry["blob"], "rb")
-    return contextlib.nullcontext()
-
-
-def recover(store: SessionStore, session_id: str, **options) -> TurnReport | None:
+def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:
     """Finish what an agent killed mid-turn left behind; ``None`` if there was nothing.
 
     A turn whose state was saved is complete: only its journal is removed.  Otherwise its files
@@ -499,21 +334,20 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
     ``aborted/``), and its reply is applied afresh. ``options`` are :func:`apply_reply`'s.
     """
     journal_path = store.journal_path(session_id)
-    if not journal_path.exists():
+    journal = Journal.read(journal_path)
+    if journal is None:
         return None
-    journal = json.loads(journal_path.read_text(encoding="utf-8"))
     sequence = journal["sequence"]
     state = store.load(session_id)
-    folder = store.turn_dir(session_id, sequence)
     if state.sequence_number > sequence:
         journal_path.unlink()
         return None
-    ws = open_workspace(store, state)
-    restored = _restore_turn(ws, folder)
+    record = turn_record(store, session_id, sequence)
+    restored = record.restore(open_workspace(store, state))
     store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
-    data = (folder / "reply.txt").read_bytes()
+    data = record.reply_path.read_bytes()
     source = journal["replyFile"]
-    store.set_aside(session_id, folder, "aborted")
+    store.set_aside(session_id, record.folder, "aborted")
     journal_path.unlink()
     report = apply_reply(store, session_id, data, source=source, force=True, **options)
     report.notes.insert(
@@ -522,113 +356,3 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
         f"{len(restored)} file(s) and applied {source} again",
     )
     return report
-
-
-# --- undo --------------------------------------------------------------------------------------
-
-
-def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = False) -> UndoReport:
-    """Restore the files of the last ``turns`` turns exactly and rewind the session.
-
-    Refuses, changing nothing, if a file those turns wrote was changed since (unless ``force``).
-    Undone turns' history is kept in ``undone/``.
-    """
-    state = store.load(session_id)
-    if store.journal_path(session_id).exists():
-        raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
-    history = store.turns(session_id, state.sequence_number)
-    if not 1 <= turns <= len(history):
-        raise SessionError(f"Session {session_id} has {len(history)} turn(s) to undo, not {turns}")
-    undoing = history[-turns:]
-    ws = open_workspace(store, state)
-    expected: dict[str, str | None] = {}
-    for folder in undoing:  # oldest first, so the newest post-image of each path wins
-        expected |= store.read_history(folder, "postimages.json")
-    changed = sorted(path for path, digest in expected.items() if _digest(ws, path) != digest)
-    if changed and not force:
-        raise SessionError(
-            f"Nothing undone: {', '.join(changed)} changed since the agent wrote "
-            f"{'it' if len(changed) == 1 else 'them'}; use --force to overwrite those changes"
-        )
-    restored = [path for folder in reversed(undoing) for path in _restore_turn(ws, folder)]
-    rewound = SessionState.model_validate_json((undoing[0] / "state-before.json").read_bytes())
-    rewound.updated_at = utc_now()
-    for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
-        store.outbox_path(session_id, sequence).unlink(missing_ok=True)
-    outbox = ensure_outbox(store, rewound)
-    store.save(rewound)
-    for folder in undoing:
-        store.set_aside(session_id, folder, "undone")
-    numbers = [int(folder.name) for folder in reversed(undoing)]
-    return UndoReport(numbers, list(dict.fromkeys(restored)), rewound, outbox)
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-
-def _digest(ws: Workspace, path: str) -> str | None:
-    """sha256 of a workspace file, or None if it does not exist."""
-    try:
-        return hashlib.sha256(ws.read_bytes(path)).hexdigest()
-    except (FileNotFoundError, PathRejected):
-        return None
-
-
-def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | None]:
-    """The view of a requested file, and the sha256 of what it shows, if it shows all of it.
-
-    Only the first ``FILE_READ_CAP`` bytes are read: the view shows a window of a file anyway.
-    """
-    if isinstance(request, str):
-        path, start, end = request, None, None
-    else:
-        path, start, end = request.path, request.start_line, request.end_line
-    try:
-        size = ws.file_size(path)
-        data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)
-    except (OSError, PathRejected) as e:
-        reason = getattr(e, "strerror", None) or str(e)
-        return FileView(path, None, f"cannot be shown: {reason}"), None
-    if b"\0" in data:
-        return FileView(path, None, f"binary file, {size:,} bytes, not shown"), None
-    if len(data) <= FILE_READ_CAP:
-        note, digest = "", hashlib.sha256(data).hexdigest()
-    else:  # show whole lines only, and the LLM has not seen all of the file
-        data = data[: data.rfind(b"\n", 0, FILE_READ_CAP) + 1] or data[:FILE_READ_CAP]
-        note = f"the file has {size:,} bytes; only the lines in its first {len(data):,} are shown"
-        digest = None
-    text = data.decode("utf-8", errors="replace")
-    return FileView(path, text, note, start, end), digest
-
-
-def _shown_key(ws: Workspace, path: str) -> str:
-    """The key of ``state.shown_files`` for a path as the LLM wrote it: its real path."""
-    try:
-        return ws.relpath(path)
-    except (OSError, PathRejected):
-        return path
-
-
-_passed: Counter[str] = Counter()
-
-
-def _crash_point(name: str) -> None:
-    """Test hook for the crash tests: ``CODINGAGENT_CRASH_AT=name:n`` kills this process with
-    SIGKILL the n-th time (default: first) it passes the point ``name``."""
-    wanted = os.environ.get(CRASH_ENV)
-    if not wanted:
-        return
-    point, _, count = wanted.partition(":")
-    if point == name:
-        _passed[name] += 1
-        if _passed[name] == int(count or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _with_crash_point(on_result: OnResult | None) -> OnResult:
-    def after_command(result: CommandResult) -> None:
-        if on_result is not None:
-            on_result(result)
-        _crash_point("result")
-
-    return after_command

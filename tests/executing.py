@@ -1,13 +1,27 @@
-"""Helpers for tests that run commands through the executor on a real workspace."""
+"""Helpers for tests that run commands through the executor on a real workspace: the one way
+to apply commands (``run``), and builders for what they send and expect."""
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from pathlib import Path
 
-from codingagent.commands import Command, CommandResult, EditFile
-from codingagent.executor import TurnOutcome, execute
+import pytest
+
+from codingagent.commands import Command, CommandResult, EditFile, Replace, ReplaceBlock
+from codingagent.execute import TurnOutcome, execute
 from codingagent.shell import Shell
 from codingagent.workspace import Workspace
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
+
+TEN = "".join(f"line {i}\n" for i in range(1, 11))  # a ten-line file
+
+STALE = (
+    "warning: 'a.txt' changed since you last saw it, so these line numbers may be stale; "
+    "READ_FILE it and check"
+)
 
 
 def run(
@@ -32,8 +46,23 @@ def edit(path: str, start: int, end: int, content: str, line: int = 1) -> EditFi
     return EditFile(line=line, path=path, start_line=start, end_line=end, content=content)
 
 
+def replace(path: str, *blocks: tuple[str, str]) -> Replace:
+    """A REPLACE of ``(search, replace)`` blocks, at the reply lines a real reply gives them."""
+    return Replace(
+        line=1,
+        path=path,
+        blocks=tuple(
+            ReplaceBlock(line=2 + 4 * i, search=s, replace=r) for i, (s, r) in enumerate(blocks)
+        ),
+    )
+
+
 def put(ws: Workspace, rel: str, data: str | bytes) -> Path:
     path = ws.root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode() if isinstance(data, str) else data)
     return path
+
+
+def sha(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()

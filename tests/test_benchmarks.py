@@ -1,5 +1,6 @@
 """The benchmark script runs from a fresh install and prints its table (times are not asserted:
-they belong to docs/performance.md, not to a test on a noisy machine)."""
+they belong to docs/performance.md, not to a test on a noisy machine). ``--smoke`` runs every
+benchmark's code on tiny inputs, once."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_quick_benchmark_prints_every_measure():
+def test_smoke_benchmark_prints_every_measure():
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick"], capture_output=True, text=True, timeout=280
+        [sys.executable, str(SCRIPT), "--smoke"], capture_output=True, text=True, timeout=100
     )
     assert done.returncode == 0, done.stderr
     table = [line for line in done.stdout.splitlines() if line.startswith("| ")]
@@ -27,10 +27,17 @@ def test_quick_benchmark_prints_every_measure():
         "turn latency, polling",
         "parser throughput",
         "parser scaling",
-        "listing + render, 10,000 files",
+        "parser, adversarial unclosed tags",
+        "parser, adversarial one long line",
+        "parser, adversarial nested fences",
+        "parser, adversarial unclosed DONEs",
+        "listing + render, 100 files",
         "start-up, codingagent --help",
+        "start-up, codingagent sessions",
         "RUN_COMMAND peak RSS",
-        "EDIT_FILE on a 100k-line file",
+        "EDIT_FILE on a 1k-line file (big.txt)",
+        "REPLACE on a 1k-line file (big.py)",
+        "turn of 20 REPLACE commands on one file",
     ):
         assert measure in measures
     assert all(row.count(" | ") == 5 for row in table)

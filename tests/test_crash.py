@@ -1,9 +1,10 @@
 """Crash safety: kill -9 anywhere in a turn; recovery leaves it applied or not, never half.
 
 Each case runs a real ``codingagent step`` process and kills it with SIGKILL, either at a named
-point (``CODINGAGENT_CRASH_AT``, see ``turn._crash_point``) or after a random delay. Then it
-runs the recovery that ``resume``/``step`` run first, checks the workspace equals the snapshot
-before or after the turn, finishes the session, and compares it with an uninterrupted run.
+point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.crashpoints`) or after a random delay.
+Then it runs the recovery that ``resume``/``step`` run first, checks the workspace equals the
+snapshot before or after the turn, finishes the session, and compares it with an uninterrupted
+run.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.crashpoints import CRASH_ENV
+from codingagent.fsio import atomic_write, folder_syncs_grouped
 from codingagent.session import SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import CRASH_ENV, apply_reply, recover, start_session
+from codingagent.turn import apply_reply, recover, start_session
 
 REPLIES = [
     '[CREATE_FILE path="a.txt"]\none\n[/CREATE_FILE]\n'
@@ -184,3 +187,27 @@ def test_kill_at_random_instants(tmp_path):
         assert after == before or len(files) == 150, f"half-applied turn: {len(files)} files"
         assert len(store.turns(sid)) == (0 if after == before else 1)
     assert mid_turn >= 3, f"only {mid_turn} of 12 kills landed inside the turn"
+
+
+def open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_grouped_folder_syncs_write_every_file_and_keep_no_descriptor(tmp_path):
+    """A turn defers each folder's fsync to the end of its block; the writes themselves are
+    complete at once, and the folders held for the final fsync are released, also on error."""
+    (tmp_path / "a").mkdir()
+    before = open_descriptors()
+    with folder_syncs_grouped():
+        for i in range(3):
+            atomic_write(tmp_path / "a" / f"f{i}.txt", f"{i}\n")
+            atomic_write(tmp_path / f"g{i}.txt", b"x")
+        assert (tmp_path / "a" / "f2.txt").read_text() == "2\n"
+        assert len(open_descriptors() - before) == 2  # one per folder, however many writes
+    assert open_descriptors() == before
+    with pytest.raises(RuntimeError), folder_syncs_grouped():
+        atomic_write(tmp_path / "h.txt", b"y")
+        raise RuntimeError
+    assert open_descriptors() == before
+    assert (tmp_path / "h.txt").read_bytes() == b"y"

@@ -32,7 +32,7 @@ python3 hello.py
 """
 SOLVE_2 = '[MESSAGE]\nThe script runs.\n[/MESSAGE]\n[READ_FILE path="hello.py"]\n'
 DONE = "[DONE]\nCreated hello.py.\n[/DONE]\n"
-KEY = "sk-scripted-0123456789abcdef"
+KEY = "local-server-key-0123456789abcdef"  # as vLLM --api-key takes: no known format
 
 
 def agent(root: Path, *args: str, env: dict[str, str] | None = None) -> Result:
@@ -277,8 +277,8 @@ def test_a_refused_key_names_the_variable_and_never_shows_the_key(tmp_path):
 
 @pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "MY_LLM_CREDENTIAL", "PYTHON_LLM_PASS"])
 def test_the_key_is_nowhere_in_the_run_folder_the_output_or_a_commands_env(tmp_path, variable):
-    """PYTHON_LLM_PASS passes the shell's allowlist and has no secret-looking part: only taking
-    the key out of the environment keeps it from a RUN_COMMAND."""
+    """PYTHON_LLM_PASS passes the shell's allowlist, and neither its name nor the key looks
+    like a secret: only taking the key out of the environment keeps it from a RUN_COMMAND."""
     show_env = "[RUN_COMMAND]\nenv\n[/RUN_COMMAND]\n"
     with ScriptedModel(Say(show_env), Say(DONE), key=KEY) as model:
         profile(tmp_path, model.url, api_key_env=variable)

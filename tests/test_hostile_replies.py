@@ -30,9 +30,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from codingagent.cli import main
+from codingagent.render import FILE_VIEW_CAP
 from codingagent.session import SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import FILE_VIEW_CAP, REPLY_SIZE_CAP, apply_reply, start_session
+from codingagent.turn import REPLY_SIZE_CAP, apply_reply, start_session
 
 pytestmark = [
     pytest.mark.skipif(os.name != "posix", reason="uses /bin/sh, symlinks and FIFOs"),

@@ -15,10 +15,11 @@ import pytest
 
 from codingagent.app import Prompt, Reply, SessionLoop, Stop, StopReason
 from codingagent.commands import CommandResult
+from codingagent.journal import UndoReport
 from codingagent.session import SessionError, SessionStore
 from codingagent.settings import Settings, SettingsError
 from codingagent.shell import Shell
-from codingagent.turn import TurnReport, UndoReport, start_session
+from codingagent.turn import TurnReport, start_session
 
 
 class ScriptedSource:

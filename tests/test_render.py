@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codingagent.commands import CommandResult
-from codingagent.parser import parse
+from codingagent.parser import TAGS, parse
 from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
 from codingagent.render import (
     FILE_VIEW_CAP,
@@ -128,8 +128,9 @@ def test_multiline_task_stays_on_one_header_line_and_whole_in_the_prompt():
 
 
 def test_protocol_section_teaches_every_command():
-    for tag in ("CREATE_FILE", "EDIT_FILE", "DELETE_FILE", "READ_FILE", "RUN_COMMAND", "MESSAGE"):
-        assert f"[{tag}" in PROTOCOL_TEXT
+    assert {"CREATE_FILE", "EDIT_FILE", "REPLACE", "SEARCH", "DONE"} <= set(TAGS)
+    for tag in TAGS:
+        assert f"[{tag}" in PROTOCOL_TEXT, tag
     assert "[DONE]" in PROTOCOL_TEXT and "EXAMPLE REPLY" in PROTOCOL_TEXT
     assert "Lines outside commands are ignored" in PROTOCOL_TEXT
 

@@ -14,15 +14,16 @@ around ``=``, CR/CRLF/BOM, missing closing tags, placeholders, copied line numbe
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from executing import sha
 
+from codingagent.outbox import write_outbox
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import TurnReport, apply_reply, write_outbox
+from codingagent.turn import TurnReport, apply_reply
 
 REPLIES = Path(__file__).parent / "replies"
 SID = "5f3a9c01"
@@ -532,10 +533,6 @@ CASES: dict[str, Case] = {
         after={"calc.py": CALC},
     ),
 }
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_case(tmp: Path, name: str, case: Case) -> tuple[TurnReport, SessionStore]:

@@ -34,7 +34,8 @@ from codingagent.shell import (
     default_approval,
     sandbox_status,
 )
-from codingagent.workspace import (
+from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.guard import (
     BACKSLASH,
     CONTROL,
     HARDLINK,
@@ -47,8 +48,6 @@ from codingagent.workspace import (
     STREAM,
     SYMLINK,
     TOO_LONG,
-    PathRejected,
-    Workspace,
 )
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file system and shell")

@@ -105,12 +105,12 @@ def test_second_holder_of_a_session_lock_is_refused(tmp_path):
     store.hold("a1b2c3d4").release()
 
 
-def test_history_files_are_written_verbatim_or_as_json(tmp_path):
+def test_history_folders_are_numbered_turns_before_the_current_sequence(tmp_path):
     store = SessionStore(tmp_path)
     store.ensure_dirs()
     store.save(SessionState(session_id="a1b2c3d4", task="t", workspace="/w", sequence_number=4))
-    folder = store.write_history("a1b2c3d4", 3, {"reply.txt": b"\xff raw", "meta.json": {"a": 1}})
+    folder = store.turn_dir("a1b2c3d4", 3)
     assert folder == tmp_path.resolve() / "sessions/a1b2c3d4/turns/0003"
-    assert (folder / "reply.txt").read_bytes() == b"\xff raw"
-    assert json.loads((folder / "meta.json").read_text()) == {"a": 1}
+    folder.mkdir(parents=True)
+    store.turn_dir("a1b2c3d4", 4).mkdir()  # never committed: not history
     assert store.turns("a1b2c3d4") == [folder]

@@ -9,11 +9,14 @@ import stat
 
 import pytest
 from click.testing import CliRunner
+from turns import apply_file
 
 from codingagent.cli import main
+from codingagent.journal import undo
+from codingagent.outbox import ensure_outbox
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, apply_reply_file, recover, start_session, undo
+from codingagent.turn import apply_reply, recover, start_session
 
 
 @pytest.fixture
@@ -89,7 +92,7 @@ def test_a_duplicate_save_is_skipped_and_leaves_the_inbox(store, sid):
     (ws(store) / "a.txt").write_text("changed by the user\n")
     copy = store.inbox / "copy.txt"
     copy.write_bytes(b"\xef\xbb\xbf" + reply.replace("\n", "\r\n").encode())  # BOM, CRLF
-    report = apply_reply_file(store, sid, copy, shell=Shell())
+    report = apply_file(store, sid, copy, shell=Shell())
     assert report.skipped
     assert report.notes == [
         "This reply is identical to the one applied in turn 1 (r.txt); it was skipped. To apply "
@@ -294,6 +297,50 @@ def test_undo_rewrites_a_missing_outbox_and_reopens_a_done_session(store, sid):
     assert "[OK] MESSAGE: Shown to the user" in outbox_text(store, sid, 2)
 
 
+# --- a prompt shown again ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["show"], ["resume", "--no-watch"]])
+def test_a_rewritten_prompt_remembers_the_files_it_shows(store, sid, command):
+    """`show` and `resume` rewrite a deleted prompt from the workspace as it is now; an EDIT_FILE
+    written against that prompt is not warned about as stale."""
+    (ws(store) / "f.txt").write_text("one\ntwo\n")
+    step(store, sid, '[READ_FILE path="f.txt"]\n')
+    store.outbox_path(sid, 2).unlink()
+    (ws(store) / "f.txt").write_text("ONE by hand\ntwo\n")
+    shown = cli(store, *command, sid)
+    assert shown.exit_code == 0, shown.output
+    assert "ONE by hand" in outbox_text(store, sid, 2)
+    report = step(
+        store, sid, '[EDIT_FILE path="f.txt" start_line="1" end_line="1"]\nuno\n[/EDIT_FILE]\n'
+    )
+    edit = report.outcome.results[0]
+    assert edit.success, edit.summary
+    assert "changed since you last saw it" not in edit.summary
+    assert (ws(store) / "f.txt").read_text() == "uno\ntwo\n"
+
+
+def test_rewriting_a_prompt_never_rolls_back_a_turn_committed_meanwhile(store, sid):
+    """`show` holds no lock: a state it loaded before a watcher committed a turn is not saved."""
+    loaded_before = store.load(sid)
+    step(store, sid, '[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n')
+    store.outbox_path(sid, 1).unlink()
+    assert ensure_outbox(store, loaded_before) == store.outbox_path(sid, 1)
+    assert store.load(sid).sequence_number == 2
+
+
+def test_an_edit_after_a_change_the_llm_never_saw_is_warned_about(store, sid):
+    """The warning the test above must not see, where it belongs: the prompt still shows the
+    old content."""
+    (ws(store) / "f.txt").write_text("one\ntwo\n")
+    step(store, sid, '[READ_FILE path="f.txt"]\n')
+    (ws(store) / "f.txt").write_text("ONE by hand\ntwo\n")
+    report = step(
+        store, sid, '[EDIT_FILE path="f.txt" start_line="1" end_line="1"]\nuno\n[/EDIT_FILE]\n'
+    )
+    assert "changed since you last saw it" in report.outcome.results[0].summary
+
+
 # --- log ---------------------------------------------------------------------------------------
 
 
@@ -328,16 +375,16 @@ def test_a_reply_saved_again_during_its_turn_stays_in_the_inbox(store, sid):
         "[RUN_COMMAND]\nprintf '[CREATE_FILE path=\"second.txt\"]\\nv2\\n[/CREATE_FILE]\\n'"
         " > ../inbox/reply.txt\n[/RUN_COMMAND]\n"
     )
-    apply_reply_file(store, sid, reply, shell=Shell())
+    apply_file(store, sid, reply, shell=Shell())
     assert reply.read_text() == '[CREATE_FILE path="second.txt"]\nv2\n[/CREATE_FILE]\n'
-    apply_reply_file(store, sid, reply, shell=Shell())
+    apply_file(store, sid, reply, shell=Shell())
     assert (ws(store) / "second.txt").read_text() == "v2\n" and not reply.exists()
 
 
 def test_an_oversized_reply_is_moved_whole_into_history(store, sid):
     reply = store.inbox / "huge.txt"
     reply.write_bytes(b"y" * 5000)
-    report = apply_reply_file(store, sid, reply, shell=Shell(), max_reply_bytes=1000)
+    report = apply_file(store, sid, reply, shell=Shell(), max_reply_bytes=1000)
     assert "over the 1,000-byte limit" in report.notes[0]
     assert not reply.exists()
     assert (report.history / "reply.txt").read_bytes() == b"y" * 5000
@@ -346,7 +393,7 @@ def test_an_oversized_reply_is_moved_whole_into_history(store, sid):
 def test_undecodable_names_never_break_a_turn(store, sid):
     reply = store.inbox / os.fsdecode(b"r\xff.txt")
     reply.write_text("[RUN_COMMAND]\ntouch \"$(printf 'bad\\377name.txt')\"\n[/RUN_COMMAND]\n")
-    report = apply_reply_file(store, sid, reply, shell=Shell())
+    report = apply_file(store, sid, reply, shell=Shell())
     assert report.outcome.results[0].success
     assert json.loads((report.history / "meta.json").read_text())["replyFile"] == "r\\xff.txt"
     assert "  bad\\xffname.txt (0 bytes)" in outbox_text(store, sid, 2)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 
 from ..app import Listener, Prompt, Reply
+from ..journal import TurnRecord
 from ..session import SessionStore
 from ..turn import TurnReport
 from .chat import Answer, ChatClient
@@ -75,16 +76,14 @@ class EndpointSource:
             return []
         messages = []
         for folder in self._store.turns(prompt.session_id)[-self._history_turns :]:
-            sequence = self._store.read_history(folder, "meta.json")["sequence"]
-            asked = self._store.outbox_path(prompt.session_id, sequence)
+            turn = TurnRecord(folder)
+            asked = self._store.outbox_path(prompt.session_id, turn.meta()["sequence"])
             if not asked.is_file():  # the user cleaned outbox/: that turn is left out
                 continue
+            answered = turn.reply_path.read_bytes().decode("utf-8", "replace")
             messages += [
                 {"role": "user", "content": asked.read_text(encoding="utf-8")},
-                {
-                    "role": "assistant",
-                    "content": (folder / "reply.txt").read_bytes().decode("utf-8", "replace"),
-                },
+                {"role": "assistant", "content": answered},
             ]
         return messages
 

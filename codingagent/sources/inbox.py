@@ -77,6 +77,7 @@ from watchdog.observers.polling import PollingObserver
 
 from ..app import Prompt, Reply
 from ..fsio import atomic_write
+from ..journal import TurnRecord
 from ..session import SessionError, utc_now
 from ..turn import TurnReport
 from ..workspace import display_name
@@ -390,7 +391,7 @@ def hand_off(reply: FileReply, report: TurnReport, inbox: Path) -> None:
     if path.resolve().parent != inbox.resolve() or _identity_of(path) != reply.identity:
         return
     if reply.oversized and not report.skipped:
-        shutil.move(path, report.history / "reply.txt")
+        shutil.move(path, TurnRecord(report.history).reply_path)
     else:
         path.unlink(missing_ok=True)
 

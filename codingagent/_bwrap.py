@@ -1,0 +1,176 @@
+"""bubblewrap's command line: what a sandboxed command sees of the machine.
+
+- The whole system read-only, the workspace writable (minus the agent's own folders).
+- A fresh, size-limited tmpfs on ``/tmp``, ``$TMPDIR`` and ``$HOME``; the tool folders found
+  there (``PATH`` entries, toolchain homes from the environment, the Python installation) are
+  bound back read-only, but never their credential files (:data:`CREDENTIAL_PATTERNS`), which
+  are replaced by an empty file wherever a toolchain home is.
+- No Unix socket file of the host: a fresh tmpfs on ``/run`` (hence ``/var/run``) and the user
+  runtime folders (``$XDG_RUNTIME_DIR``, ``/run/user``), and every other listening socket file
+  the kernel knows of (``/proc/net/unix``) is covered by an empty file.  A read-only bind does
+  not stop ``connect()``, and the Docker socket or the session bus is a full escape.
+- No network, own PID, IPC and UTS namespaces, no capabilities, a new session, dies with the
+  agent.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+import stat
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+TOOL_VARS = (
+    *("VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR"),
+    *("GOROOT", "GOPATH", "JAVA_HOME", "GRADLE_HOME", "GEM_HOME"),
+)
+# Files a toolchain keeps tokens in (cargo's credentials.toml, npm's .npmrc, ...): hidden in
+# every toolchain home and its direct subfolders, whatever their case.
+CREDENTIAL_PATTERNS = (
+    *("credentials*", "*.token", "token", "auth*", "*secret*"),
+    *(".netrc", "_netrc", ".npmrc", ".yarnrc*", ".pypirc", ".git-credentials", ".gem-credentials"),
+    *("*.pem", "*.key", "id_rsa*", "id_ecdsa*", "id_ed25519*"),
+)
+_CREDENTIAL_NAME = re.compile("|".join(fnmatch.translate(p) for p in CREDENTIAL_PATTERNS))
+_CREDENTIAL_DEPTH = 2  # the home itself and its direct subfolders (cargo's, gradle's, ...)
+_RUNTIME_DIRS = ("/run", "/var/run", "/run/user")
+
+
+def bwrap_argv(
+    bwrap: str, workspace: Path, read_only: Iterable[Path], tmp_bytes: int | None
+) -> list[str]:
+    """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    size = [] if tmp_bytes is None or not sizes_tmpfs(bwrap) else ["--size", str(tmp_bytes)]
+    scratch = _scratch_dirs()
+    for folder in scratch:
+        argv += [*size, "--tmpfs", folder]
+    runtime = _runtime_dirs(scratch)
+    for folder in runtime:
+        argv += ["--tmpfs", folder]
+    for folder in _tool_dirs(scratch):
+        argv += ["--ro-bind-try", folder, folder]
+    for path in credential_files(_tool_homes()):
+        argv += ["--ro-bind-try", "/dev/null", path]
+    for path in _socket_files([*scratch, *runtime, str(workspace)]):
+        argv += ["--ro-bind-try", "/dev/null", path]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for agent_dir in read_only:
+        if agent_dir.is_relative_to(workspace):
+            argv += ["--ro-bind-try", str(agent_dir), str(agent_dir)]
+    return [
+        *argv,
+        *("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
+        *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
+        *("--chdir", str(workspace), "--"),
+    ]
+
+
+@functools.cache
+def sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bubblewrap can limit a tmpfs's size (``--size``, version 0.5 and later)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout
+
+
+def _scratch_dirs() -> list[str]:
+    """The folders a sandboxed command gets an empty, private tmpfs on: /tmp, $TMPDIR, $HOME."""
+    return _existing_dirs(["/tmp", os.environ.get("TMPDIR"), os.environ.get("HOME")], [])
+
+
+def _runtime_dirs(scratch: list[str]) -> list[str]:
+    """Where the host keeps its socket files, unless already a scratch folder (or inside one)."""
+    runtime = _existing_dirs([*_RUNTIME_DIRS, os.environ.get("XDG_RUNTIME_DIR")], scratch)
+    # Inside /run, a fresh /run hides them anyway; a separate tmpfs would fail to mount there.
+    return [d for d in runtime if d == "/run" or not Path(d).is_relative_to("/run")]
+
+
+def _existing_dirs(candidates: list[str | None], skip_under: list[str]) -> list[str]:
+    found: list[str] = []
+    for folder in candidates:
+        if folder and os.path.isabs(folder) and os.path.isdir(folder):
+            real = os.path.realpath(folder)
+            inside = any(Path(real).is_relative_to(s) for s in skip_under)
+            if real != "/" and real not in found and not inside:
+                found.append(real)
+    return sorted(found)  # a parent before its children: mounted later, a child stays visible
+
+
+def _tool_homes() -> list[str]:
+    """The toolchain homes named in the environment, wherever they are."""
+    return _existing_dirs([os.environ.get(name) for name in TOOL_VARS], [])
+
+
+def _tool_dirs(scratch: list[str]) -> list[str]:
+    """Existing folders under ``scratch`` that commands need to see (read-only): ``PATH``
+    entries, toolchain homes from the environment, the Python installation."""
+    candidates = os.environ.get("PATH", "").split(os.pathsep) + _tool_homes()
+    candidates += [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    found = []
+    for folder in candidates:
+        if not folder or not os.path.isabs(folder) or not os.path.isdir(folder):
+            continue
+        real = os.path.realpath(folder)
+        hidden = any(Path(real).is_relative_to(s) for s in scratch)
+        if hidden and real not in found:
+            found.append(real)
+    return found
+
+
+def credential_files(homes: Iterable[str]) -> list[str]:
+    """The files in ``homes`` (and their direct subfolders) named like credentials."""
+    found: list[str] = []
+    for home in homes:
+        for path in _files(home, _CREDENTIAL_DEPTH):
+            name = os.path.basename(path).lower()
+            if path not in found and _CREDENTIAL_NAME.match(name):
+                found.append(path)
+    return found
+
+
+def _files(folder: str, depth: int) -> Iterator[str]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if depth > 1:
+                    yield from _files(entry.path, depth - 1)
+            elif entry.is_file():  # a symlink to a file, too: the bind covers its target
+                yield entry.path
+        except OSError:
+            continue
+
+
+def _socket_files(hidden: list[str]) -> list[str]:
+    """Listening socket files of this network namespace outside the ``hidden`` folders (which
+    get a fresh tmpfs or are the command's own)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: list[str] = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue  # unnamed or abstract (the network namespace already hides those)
+        path = fields[7]
+        if path in found or any(Path(path).is_relative_to(h) for h in hidden):
+            continue
+        try:
+            if stat.S_ISSOCK(os.stat(path, follow_symlinks=False).st_mode):
+                found.append(path)
+        except OSError:
+            continue  # gone, or in another mount namespace
+    return found

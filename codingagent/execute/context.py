@@ -1,0 +1,136 @@
+"""What the commands of one reply share while they run, and the one way a command fails.
+
+A handler returns a :class:`Success` or raises :class:`CommandFailed`; the dispatch turns either
+into the command's result.  The file helpers here say "not found" and "is a directory" one way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..commands import CommandResult, ReadRequest
+from ..shell import Shell
+from ..workspace import Workspace
+
+if TYPE_CHECKING:
+    from .edit_file import EditRun
+
+_CLIP = 60
+
+
+@dataclass
+class TurnOutcome:
+    results: list[CommandResult] = field(default_factory=list)
+    # Paths as the LLM wrote them, tidied to posix form (with a line range if it gave one);
+    # shown in the next outbox.
+    read_requests: list[ReadRequest] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # MESSAGE bodies, in order
+    done: str | None = None  # the DONE summary, if the session is now complete
+    changed: list[str] = field(default_factory=list)  # real relative paths written or deleted
+    searches: list[str] = field(default_factory=list)  # SEARCH results, one text block each
+    # sha256 of each file's content as the LLM knows it: what it was shown before the turn,
+    # updated with what it wrote in the turn (a file it deleted is dropped).
+    shown: dict[str, str] = field(default_factory=dict)
+
+
+# A READ_FILE request by the file it really names: (real relative path, start, end).
+ReadKey = tuple[str, int | None, int | None]
+
+
+@dataclass
+class Turn:
+    """The commands of one reply as they run."""
+
+    workspace: Workspace
+    shell: Shell
+    outcome: TurnOutcome
+    track_shown: bool  # whether stale line numbers can be noticed (the caller passed `shown`)
+    targets: list[str | None]  # the real path each command writes, if it writes one
+    last_writes: dict[str, int]  # real path -> index of the last command writing it
+    index: int = 0
+    remaining: int = 0  # commands after the one running now
+    runs: dict[str, EditRun] = field(default_factory=dict)
+    reads: set[ReadKey] = field(default_factory=set)  # READ_FILE requests, by real path
+
+    def mark_changed(self, path: str) -> str:
+        rel = self.workspace.relpath(path)
+        if rel not in self.outcome.changed:
+            self.outcome.changed.append(rel)
+        return rel
+
+
+class Success(NamedTuple):
+    """What a command that worked did: its result's summary, and output if it has one."""
+
+    summary: str
+    output: str | None = None
+
+
+class CommandFailed(Exception):
+    """A failure the LLM can fix: ``summary`` (and ``output``) become its ``[FAILED]`` result."""
+
+    def __init__(self, summary: str, output: str | None = None) -> None:
+        super().__init__(summary)
+        self.summary = summary
+        self.output = output
+
+
+def noted(summary: str, note: str, parenthesis: bool = False) -> str:
+    """``summary`` with ``note`` added (nothing if ``note`` is empty)."""
+    if not note:
+        return summary
+    return f"{summary} ({note})" if parenthesis else f"{summary}; {note}"
+
+
+def not_found(path: str) -> CommandFailed:
+    return CommandFailed(f"File '{path}' not found")
+
+
+def is_a_directory(path: str) -> CommandFailed:
+    return CommandFailed(f"'{path}' is a directory")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_text(path: str, turn: Turn) -> str:
+    """The text of a file the LLM edits; fails if it is missing, a folder, or not UTF-8."""
+    text = read_text_if_any(path, turn)
+    if text is None:
+        raise not_found(path)
+    return text
+
+
+def read_text_if_any(path: str, turn: Turn) -> str | None:
+    """The text of a file the LLM edits, None if it is missing; fails if it is a folder or
+    not UTF-8."""
+    if turn.workspace.is_dir(path):
+        raise is_a_directory(path)
+    try:
+        return turn.workspace.read_bytes(path).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise CommandFailed(f"'{path}' is not a UTF-8 text file") from None
+
+
+def write(path: str, text: str, turn: Turn) -> bool:
+    """Write a file for the LLM; True if it is new. The LLM knows what it wrote."""
+    created = turn.workspace.write_text(path, text)
+    rel = turn.mark_changed(path)
+    turn.outcome.shown[rel] = digest(text.encode("utf-8"))
+    return created
+
+
+def clip(text: str) -> str:
+    """Quote at most ``_CLIP`` characters of the LLM's text back to it."""
+    text = " ".join(text.split())
+    return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+
+
+def fence_note(removed: bool) -> str:
+    """What a file body's result says when the parser removed a code fence around it."""
+    return "removed the code fence around the content" if removed else ""

@@ -1,0 +1,34 @@
+"""MESSAGE, DONE and parse errors: what the LLM says rather than does."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from ..commands import Done, Message, ParseError, plural
+from .context import CommandFailed, Success, Turn
+
+
+def message(cmd: Message, turn: Turn) -> Success:
+    turn.outcome.messages.append(cmd.text)
+    return Success("Shown to the user")
+
+
+def done(cmd: Done, turn: Turn) -> Success:
+    # A session must not end on results the LLM has not seen yet: DONE comes last, after
+    # commands that all worked.
+    if turn.remaining:
+        raise CommandFailed(
+            f"Not accepted: {plural(turn.remaining, 'command')} came after [DONE]; "
+            "send [DONE] alone, as the last command, once the work is finished",
+        )
+    failed = sum(not r.success for r in turn.outcome.results)
+    if failed:
+        raise CommandFailed(
+            f"Not accepted: {failed} command(s) above failed; fix them, then send [DONE] again",
+        )
+    turn.outcome.done = cmd.summary
+    return Success("Task marked complete")
+
+
+def parse_error(cmd: ParseError) -> NoReturn:
+    raise CommandFailed(f"reply line {cmd.line}: {cmd.message}")

@@ -1,0 +1,140 @@
+"""Run a reply's commands in order and say what happened to each.
+
+Each command goes to its handler through one exhaustive ``match``: a command class without a
+handler is a type error.  A handler returns a :class:`Success` or raises
+:class:`CommandFailed` (an error the LLM can fix); the one ``try`` in :func:`_run_one` turns
+either, a forbidden path (``REJECTED: ...``) and an OS error into the command's result.
+Anything else is a bug and propagates.
+
+Memory across the commands of one reply (SPEC 2.2, 2.3): EDIT_FILE runs, the digests of what the
+LLM has seen, and the Python syntax check after the reply's last write to a ``.py`` file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import assert_never
+
+from ..commands import (
+    Command,
+    CommandResult,
+    CreateFile,
+    DeleteFile,
+    Done,
+    EditFile,
+    Message,
+    ParseError,
+    ReadFile,
+    Replace,
+    RunCommand,
+    Search,
+)
+from ..shell import Shell
+from ..workspace import PathRejected, Workspace
+from .context import CommandFailed, Success, Turn, TurnOutcome, noted
+from .conversation import done, message, parse_error
+from .edit_file import edit_file
+from .files import create_file, delete_file, read_file
+from .guard import syntax_warning
+from .replace import replace
+from .run_command import run_command
+from .search import search
+
+
+def execute(
+    commands: Sequence[Command],
+    workspace: Workspace,
+    shell: Shell,
+    on_result: Callable[[CommandResult], None] | None = None,
+    preceding: Sequence[CommandResult] = (),
+    shown: Mapping[str, str] | None = None,
+) -> TurnOutcome:
+    """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
+
+    ``preceding`` are results the turn already has (a problem with the reply itself); they
+    come first and count as failures for DONE. ``shown`` maps a workspace path to the sha256
+    of the content the LLM last saw; with it, an EDIT_FILE run on a file that changed since
+    warns that its line numbers may be stale.
+    """
+    targets = [_target(command, workspace) for command in commands]
+    turn = Turn(
+        workspace,
+        shell,
+        TurnOutcome(results=list(preceding), shown=dict(shown or {})),
+        track_shown=shown is not None,
+        targets=targets,
+        last_writes={path: i for i, path in enumerate(targets) if path is not None},
+    )
+    for index, command in enumerate(commands):
+        turn.index = index
+        turn.remaining = len(commands) - index - 1
+        started = time.perf_counter()
+        success, summary, output = _run_one(command, turn)
+        result = CommandResult(
+            command=command.name,
+            success=success,
+            summary=summary,
+            output=output,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+        turn.outcome.results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return turn.outcome
+
+
+def _target(command: Command, workspace: Workspace) -> str | None:
+    """The real relative path a file-writing command names, or None."""
+    if not command.writes or command.target is None:
+        return None
+    try:
+        return workspace.relpath(command.target)
+    except (PathRejected, OSError):
+        return None
+
+
+def _run_one(command: Command, turn: Turn) -> tuple[bool, str, str | None]:
+    """Whether ``command`` worked, its summary and its output."""
+    target = turn.targets[turn.index]
+    if target is not None and not isinstance(command, EditFile):
+        turn.runs.pop(target, None)  # another command writes the file: the run is over
+    try:
+        success, (summary, output) = True, _handle(command, turn)
+    except CommandFailed as failed:
+        success, summary, output = False, failed.summary, failed.output
+    except PathRejected as e:
+        return False, f"REJECTED: {e}", None
+    except OSError as e:
+        path = command.target or e.filename
+        reason = e.strerror or str(e)
+        return False, f"{reason} ('{path}')" if path else reason, None
+    if target is not None and target.endswith(".py") and turn.last_writes[target] == turn.index:
+        summary = noted(summary, syntax_warning(target, turn))
+    return success, summary, output
+
+
+def _handle(command: Command, turn: Turn) -> Success:
+    match command:
+        case CreateFile():
+            return create_file(command, turn)
+        case EditFile():
+            return edit_file(command, turn)
+        case Replace():
+            return replace(command, turn)
+        case DeleteFile():
+            return delete_file(command, turn)
+        case ReadFile():
+            return read_file(command, turn)
+        case Search():
+            return search(command, turn)
+        case RunCommand():
+            return run_command(command, turn)
+        case Message():
+            return message(command, turn)
+        case Done():
+            return done(command, turn)
+        case ParseError():
+            parse_error(command)
+        case _:
+            assert_never(command)

@@ -1,0 +1,126 @@
+"""EDIT_FILE: line-number edits, and runs of them mapped through the earlier edits of the run.
+
+Consecutive EDIT_FILE commands on one file form a run: their line numbers are those of the file
+as it was when the run started (SPEC 2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..commands import EditFile
+from .context import (
+    CommandFailed,
+    Success,
+    Turn,
+    digest,
+    fence_note,
+    noted,
+    read_text,
+    write,
+)
+from .lines import Style, block_lines, count, lines_name, splice, split_lines, style
+
+
+@dataclass
+class EditRun:
+    """Consecutive EDIT_FILE commands on one file."""
+
+    lines_before: int  # line count of the file when the run started
+    style: Style  # its line endings, kept by every edit of the run
+    text: str  # the file as the run last left it: anything else means another writer
+    warning: str  # added to the run's first result, e.g. that its line numbers may be stale
+    edits: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, new lines)
+
+    def clash(self, start: int, end: int) -> tuple[int, int] | None:
+        """An earlier range of the run that shares a line with ``start..end`` (an empty range
+        ``end = start - 1`` is the gap before ``start``: it clashes only with a range around
+        that gap)."""
+        for s, e, _ in self.edits:
+            if start <= e and s <= end:
+                return s, e
+        return None
+
+    def shift(self, start: int) -> int:
+        """How far line ``start`` of the original file has moved: the growth of every earlier
+        edit that ends before it (an insertion at the same gap counts: it stays first)."""
+        return sum(added - (e - s + 1) for s, e, added in self.edits if e < start)
+
+
+def edit_file(cmd: EditFile, turn: Turn) -> Success:
+    text = read_text(cmd.path, turn)
+    rel = turn.workspace.relpath(cmd.path)
+    run = turn.runs.get(rel)
+    if run is None or run.text != text:
+        lines = split_lines(text)
+        warning = _stale_warning(rel, cmd.path, text, turn)
+        run = turn.runs[rel] = EditRun(len(lines), style(lines), text, warning)
+    warning, run.warning = run.warning, ""  # said once, on the command that starts the run
+    fence = fence_note(cmd.fence_removed)
+
+    def notes(summary: str) -> str:  # on success and failure alike
+        return noted(noted(summary, fence, parenthesis=True), warning)
+
+    try:
+        summary = _edit(cmd, text, run, turn)
+    except CommandFailed as failed:
+        raise CommandFailed(notes(failed.summary)) from None
+    return Success(notes(summary))
+
+
+def _edit(cmd: EditFile, text: str, run: EditRun, turn: Turn) -> str:
+    """Apply one edit of ``run`` to the file (whose text is ``text``); what it did."""
+    new = block_lines(cmd.content)
+    start, end = cmd.start_line, cmd.end_line
+    summary = _judge_edit(cmd.path, start, end, run.lines_before, len(new), bool(run.edits))
+    _refuse_clash(cmd.path, start, end, run)
+    shift = run.shift(start)
+    run.text = "".join(splice(split_lines(text), start + shift, end + shift, new, run.style))
+    write(cmd.path, run.text, turn)
+    run.edits.append((start, end, len(new)))
+    return summary
+
+
+def _stale_warning(rel: str, path: str, text: str, turn: Turn) -> str:
+    """Why the line numbers of an EDIT_FILE run may be wrong, or ""."""
+    seen = turn.outcome.shown.get(rel)
+    if not turn.track_shown or seen is None or seen == digest(text.encode("utf-8")):
+        return ""
+    return (
+        f"warning: '{path}' changed since you last saw it, so these line numbers may be "
+        "stale; READ_FILE it and check"
+    )
+
+
+def _judge_edit(path: str, start: int, end: int, n: int, added: int, edited: bool) -> str:
+    """What the edit of ``start..end`` does, if it is a valid range of an ``n``-line file.
+
+    ``edited``: earlier edits of the run changed the file, whose line count ``n`` was before.
+    """
+    if end == start - 1 and start == n + 1:
+        return f"Appended {count(added)} to '{path}'"
+    if end == start - 1 and 1 <= start <= n:
+        return f"Inserted {count(added)} before line {start} of '{path}'"
+    if 1 <= start <= end <= n:
+        replaced = f"{count(end - start + 1)} replaced by {added}"
+        return f"Replaced {lines_name(start, end)} of '{path}' ({replaced})"
+    had = "had" if edited else "has"
+    raise CommandFailed(
+        f"Invalid line range {start}-{end} for '{path}' (the file {had} {count(n)})"
+    )
+
+
+def _refuse_clash(path: str, start: int, end: int, run: EditRun) -> None:
+    """Fail an edit whose range overlaps an earlier one of its run."""
+    clash = run.clash(start, end)
+    if clash is None:
+        return
+    raise CommandFailed(
+        f"Not applied: {_range_name(start, end)} of '{path}' and {_range_name(*clash)}, "
+        "changed by an earlier EDIT_FILE of this reply, overlap; all EDIT_FILE line numbers of "
+        "one reply refer to the file as you saw it, so give each line to one EDIT_FILE only",
+    )
+
+
+def _range_name(start: int, end: int) -> str:
+    return f"the insertion before line {start}" if end == start - 1 else lines_name(start, end)

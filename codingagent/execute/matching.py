@@ -1,0 +1,185 @@
+"""Where a SEARCH text stands in a file's lines: pure, and without a word for the LLM.
+
+:func:`find` tries ever looser layers (exact, then ignoring trailing whitespace, then ignoring a
+uniform difference in indentation) and answers with a :class:`Match`, an :class:`Ambiguous`
+(several places in the first layer that has any) or a :class:`NotFound` (with the closest
+window, if one is alike enough to offer).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Iterator
+from difflib import SequenceMatcher
+from enum import Enum
+from typing import NamedTuple
+
+CLOSEST_RATIO = 0.6  # how similar lines must be to be offered as "did you mean"
+CLOSEST_LINES = 20_000  # lines of a file compared with an unmatched SEARCH text
+CLOSEST_CHARS = 200  # characters of each line compared
+CLOSEST_WINDOWS = 40  # windows of the file compared
+
+# How the replacement lines are adapted to the place found; None: they cannot be.
+Adapt = Callable[[list[str]], list[str] | None]
+
+
+class Layer(Enum):
+    """What a match had to ignore."""
+
+    EXACT = "exact"
+    TRAILING_WHITESPACE = "trailing whitespace"
+    INDENTATION = "indentation"
+
+
+class Match(NamedTuple):
+    """The one place the SEARCH text stands (0-based line index)."""
+
+    start: int
+    layer: Layer
+    adapt: Adapt
+
+
+class Ambiguous(NamedTuple):
+    """The SEARCH text stands in several places (0-based line indexes, in file order)."""
+
+    starts: list[int]
+
+
+class NotFound(NamedTuple):
+    """The SEARCH text stands nowhere; ``closest`` starts the window most like it, if any."""
+
+    closest: int | None
+
+
+def find(contents: list[str], search: list[str]) -> Match | Ambiguous | NotFound:
+    """Where ``search`` (lines without endings, one not blank) stands in ``contents``."""
+    for layer in (_exact, _loose_trailing, _loose_indent):
+        matches = layer(contents, search)
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            return Ambiguous([m.start for m in matches])
+    return NotFound(_closest(contents, search))
+
+
+def _same(lines: list[str]) -> list[str]:
+    return lines
+
+
+def _exact(contents: list[str], search: list[str]) -> list[Match]:
+    k = len(search)
+    return [
+        Match(i, Layer.EXACT, _same)
+        for i in range(len(contents) - k + 1)
+        if contents[i] == search[0] and contents[i : i + k] == search
+    ]
+
+
+def _loose_trailing(contents: list[str], search: list[str]) -> list[Match]:
+    layer = Layer.TRAILING_WHITESPACE
+    return [Match(m.start, layer, _same) for m in _exact(_rstripped(contents), _rstripped(search))]
+
+
+def _rstripped(lines: list[str]) -> list[str]:
+    return [line.rstrip() for line in lines]
+
+
+def _loose_indent(contents: list[str], search: list[str]) -> list[Match]:
+    """Matches where every non-blank line differs only by the same leading whitespace."""
+    k = len(search)
+    bare = [line.strip() for line in contents]
+    wanted = [line.strip() for line in search]
+    first = next(i for i, line in enumerate(wanted) if line)
+    matches = []
+    for i in range(len(contents) - k + 1):
+        if bare[i + first] != wanted[first] or bare[i : i + k] != wanted:
+            continue
+        adapt = _reindent(contents[i : i + k], search)
+        if adapt is not None:
+            matches.append(Match(i, Layer.INDENTATION, adapt))
+    return matches
+
+
+def _reindent(found: list[str], search: list[str]) -> Adapt | None:
+    """How to re-indent the replacement, if the file's lines have a uniform extra (or missing)
+    indentation compared with the SEARCH lines; None if the difference is not uniform."""
+    extra: set[str] = set()
+    missing: set[str] = set()
+    for have, want in zip(found, search, strict=True):
+        if not want.strip():
+            continue
+        have_indent = have[: len(have) - len(have.lstrip())]
+        want_indent = want[: len(want) - len(want.lstrip())]
+        if have_indent.endswith(want_indent):
+            extra.add(have_indent[: len(have_indent) - len(want_indent)])
+        elif want_indent.endswith(have_indent):
+            missing.add(want_indent[: len(want_indent) - len(have_indent)])
+        else:
+            return None
+    if len(extra) == 1 and not missing:
+        (prefix,) = extra
+        return lambda lines: [prefix + line if line.strip() else line for line in lines]
+    if len(missing) == 1 and not extra:
+        (prefix,) = missing
+
+        def dedent(lines: list[str]) -> list[str] | None:
+            if any(line.strip() and not line.startswith(prefix) for line in lines):
+                return None
+            return [line[len(prefix) :] if line.strip() else line for line in lines]
+
+        return dedent
+    return None
+
+
+def _closest(contents: list[str], search: list[str]) -> int | None:
+    """The start of the window of the file most like ``search``, if it is alike enough to be
+    worth offering ("did you mean").
+
+    Comparing every window would be quadratic, so only likely windows are compared: where a
+    SEARCH line stands exactly, and where the lines most like its longest lines stand. A
+    window's score is the mean difflib ratio of its lines with the SEARCH lines.
+    """
+    bare = [line.strip()[:CLOSEST_CHARS] for line in contents[:CLOSEST_LINES]]
+    wanted = [line.strip()[:CLOSEST_CHARS] for line in search]
+    last = max(0, len(bare) - len(wanted))
+    starts = dict.fromkeys(min(max(i, 0), last) for i in _anchors(bare, wanted))
+    best, where = CLOSEST_RATIO, None
+    for i in starts:
+        window = bare[i : i + len(wanted)]
+        # A window cut short by the end of the file scores nothing for its missing lines.
+        pairs = zip(window, wanted, strict=False)
+        score = sum(_similarity(a, b) for a, b in pairs) / len(wanted)
+        if score > best or (where is None and score == best):
+            best, where = score, i
+    return where
+
+
+def _anchors(bare: list[str], wanted: list[str]) -> Iterator[int]:
+    """At most CLOSEST_WINDOWS window starts worth comparing: half where SEARCH lines stand
+    exactly (most of them first), half where the lines most like its two longest lines stand.
+    Lines that occur everywhere (``}``, ``return``) anchor nothing."""
+    found: dict[str, list[int]] = {}
+    for i, line in enumerate(bare):
+        if line:
+            found.setdefault(line, []).append(i)
+    exact = Counter(
+        i - j
+        for j, line in enumerate(wanted)
+        if line and len(found.get(line, ())) <= CLOSEST_WINDOWS
+        for i in found.get(line, ())
+    )
+    yield from (i for i, _ in exact.most_common(CLOSEST_WINDOWS // 2))
+    longest = sorted((j for j, line in enumerate(wanted) if line), key=lambda j: -len(wanted[j]))
+    for j in longest[:2]:
+        matcher = SequenceMatcher(autojunk=False)
+        matcher.set_seq2(wanted[j])
+        ranked = []
+        for i, line in enumerate(bare):
+            matcher.set_seq1(line)
+            ranked.append((matcher.quick_ratio(), i))
+        yield from (i - j for _, i in heapq.nlargest(CLOSEST_WINDOWS // 4, ranked))
+
+
+def _similarity(a: str, b: str) -> float:
+    return 1.0 if a == b else SequenceMatcher(None, a, b, autojunk=False).ratio()

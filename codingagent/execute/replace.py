@@ -1,0 +1,138 @@
+"""REPLACE: SEARCH/REPLACE blocks applied in order, all or nothing, with explained failures.
+
+Where a block's SEARCH text stands is :mod:`matching`'s job; this module applies the blocks and
+says to the LLM what happened, in its words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..commands import Replace, ReplaceBlock, numbered
+from .context import CommandFailed, Success, Turn, not_found, read_text_if_any, write
+from .lines import Style, block_lines, count, lines_name, splice, split_lines, strip_eol, style
+from .matching import Ambiguous, Layer, Match, NotFound, find
+
+_VIEW_NUMBER = re.compile(r" *\d+ \| ?")
+_HOW = {
+    Layer.EXACT: "",
+    Layer.TRAILING_WHITESPACE: "matched ignoring trailing whitespace",
+    Layer.INDENTATION: "matched with other indentation, REPLACE re-indented",
+}
+_UNCHANGED = "nothing was changed"
+
+
+class _Step(NamedTuple):
+    """One applied block: the file's lines after it, and what it did."""
+
+    lines: list[str]
+    where: str  # "lines 12-14"; "" when an empty SEARCH filled an empty or new file
+    detail: str  # "3 lines replaced by 5, matched ignoring trailing whitespace"
+
+
+def replace(cmd: Replace, turn: Turn) -> Success:
+    text = read_text_if_any(cmd.path, turn)
+    if text is None and any(line.strip() for line in block_lines(cmd.blocks[0].search)):
+        raise not_found(cmd.path)
+    lines = split_lines(text or "")
+    kept = style(lines)
+    steps: list[_Step] = []
+    for number, block in enumerate(cmd.blocks, 1):
+        try:
+            step = _apply_block(cmd.path, lines, block, kept)
+        except CommandFailed as failed:
+            where = f"Block {number} of {len(cmd.blocks)} (reply line {block.line})"
+            if len(cmd.blocks) == 1:
+                where = f"The block at reply line {block.line}"
+            raise CommandFailed(f"{where}: {failed.summary}", failed.output) from None
+        lines = step.lines
+        steps.append(step)
+    created = write(cmd.path, "".join(lines), turn)
+    return Success(_replaced(cmd.path, steps, created))
+
+
+def _replaced(path: str, steps: list[_Step], created: bool) -> str:
+    """The summary of a successful REPLACE: where each block landed, and how it matched."""
+    if len(steps) == 1:
+        (step,) = steps
+        if not step.where:
+            return f"{'Created' if created else 'Filled the empty file'} '{path}' ({step.detail})"
+        return f"Replaced {step.where} of '{path}' ({step.detail})"
+    parts = [f"{step.where or 'filled the empty file'} ({step.detail})" for step in steps]
+    verb = "Created" if created else "Changed"
+    return f"{verb} '{path}' with {len(steps)} blocks: {'; '.join(parts)}"
+
+
+def _apply_block(path: str, lines: list[str], block: ReplaceBlock, kept: Style) -> _Step:
+    """``lines`` with one block applied and what it did; fails if it cannot be applied."""
+    search = block_lines(block.search)
+    replace = block_lines(block.replace)
+    if not any(line.strip() for line in search):
+        if any(line.strip() for line in lines):
+            raise CommandFailed(
+                f"the SEARCH part is empty, but '{path}' is not; an empty SEARCH only fills a "
+                "new or empty file. To add lines, SEARCH for the lines next to them and repeat "
+                f"them in REPLACE; {_UNCHANGED}",
+            )
+        return _Step(splice([], 1, 0, replace, kept), "", count(len(replace)))
+    contents = [strip_eol(line) for line in lines]
+    found = find(contents, search)
+    note = ""
+    if not isinstance(found, Match) and _has_view_numbers(search):
+        search = [_drop_view_number(line) for line in search]
+        replace = [_drop_view_number(line) for line in replace]
+        retry = find(contents, search)
+        if isinstance(retry, Match):
+            found, note = retry, "removed the line numbers copied from the file view"
+    if not isinstance(found, Match):
+        raise _unmatched(path, contents, search, found)
+    start, end = found.start + 1, found.start + len(search)
+    new = found.adapt(replace)
+    if new is None:
+        raise CommandFailed(
+            f"the SEARCH text matches {lines_name(start, end)} of '{path}' only with less "
+            "indentation, and the REPLACE lines are not indented enough to take that much "
+            f"away; copy the lines exactly; {_UNCHANGED}",
+        )
+    how = _HOW[found.layer]
+    detail = ", ".join(
+        n for n in (f"{count(end - start + 1)} replaced by {len(new)}", how, note) if n
+    )
+    return _Step(splice(lines, start, end, new, kept), lines_name(start, end), detail)
+
+
+def _unmatched(
+    path: str, contents: list[str], search: list[str], found: Ambiguous | NotFound
+) -> CommandFailed:
+    """Why a SEARCH text that stands in no one place was not applied."""
+    if isinstance(found, Ambiguous):
+        starts = found.starts
+        shown = ", ".join(str(i + 1) for i in starts[:10])
+        more = f" and {len(starts) - 10} more" if len(starts) > 10 else ""
+        return CommandFailed(
+            f"the SEARCH text matches {len(starts)} places in '{path}' (starting at lines "
+            f"{shown}{more}); add lines around it so that it matches one place only; "
+            f"{_UNCHANGED}",
+        )
+    if found.closest is None:
+        return CommandFailed(
+            f"the SEARCH text is not in '{path}', and no lines there are similar; "
+            f"READ_FILE '{path}' to see it as it is now; {_UNCHANGED}",
+        )
+    start, end = found.closest + 1, found.closest + len(search)
+    shown = "\n".join(numbered(contents[found.closest : found.closest + len(search)], start))
+    return CommandFailed(
+        f"the SEARCH text is not in '{path}'; did you mean {lines_name(start, end)} (shown "
+        f"below)? SEARCH must repeat the file's lines exactly; {_UNCHANGED}",
+        shown,
+    )
+
+
+def _has_view_numbers(search: list[str]) -> bool:
+    return all(_VIEW_NUMBER.match(line) for line in search if line.strip())
+
+
+def _drop_view_number(line: str) -> str:
+    match = _VIEW_NUMBER.match(line)
+    return line[match.end() :] if match else line

@@ -1,0 +1,72 @@
+"""The sandbox the LLM's file commands run in: one path guard, listing, read, write, delete.
+
+- :mod:`.guard`: the path guard, the one place an untrusted path is turned into something
+  to act on, and the reasons a path is rejected (the texts the LLM is shown).
+- :mod:`.listing`: the files the LLM is shown; :mod:`.gitignore`: what the ignore files hide.
+- :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back.
+
+:class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from . import files, preimage
+from .guard import Guard, PathRejected
+from .listing import Listing, display_name, list_files
+from .preimage import PreImage
+
+__all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
+
+
+class Workspace:
+    """The folder the LLM works in, with the agent's own folders fenced off."""
+
+    def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
+        self._guard = Guard(root, protected)
+        self.root = self._guard.root
+        # Called with the pre-image of every file just before it is written or deleted; the
+        # turn journal sets it so that a turn can be rolled back or undone.
+        self.before_change: Callable[[PreImage], None] | None = None
+
+    def resolve(self, rel: str, *, for_write: bool = False) -> Path:
+        """The real path ``rel`` names inside the root, or :class:`PathRejected`."""
+        return self._guard.resolve(rel, for_write=for_write)
+
+    def relpath(self, rel: str) -> str:
+        """The posix path, relative to the root, of the file ``rel`` really names."""
+        return self._guard.relpath(rel)
+
+    def list_files(self, limit: int = 1000) -> Listing:
+        """The regular files the LLM is shown: sorted, at most ``limit`` of them."""
+        return list_files(self._guard, limit)
+
+    def is_file(self, rel: str) -> bool:
+        """Whether ``rel`` names an existing regular file (symlinks to one count)."""
+        return files.is_file(self._guard, rel)
+
+    def is_dir(self, rel: str) -> bool:
+        """Whether ``rel`` names an existing folder."""
+        return files.is_dir(self._guard, rel)
+
+    def file_size(self, rel: str) -> int:
+        """The size of the regular file ``rel`` names, under the same rules as reading it."""
+        return files.file_size(self._guard, rel)
+
+    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+        """The file's bytes, at most ``limit`` of them."""
+        return files.read_bytes(self._guard, rel, limit)
+
+    def write_text(self, rel: str, text: str) -> bool:
+        """Write ``text`` atomically, creating parent folders; True if the file is new."""
+        return files.write_text(self._guard, rel, text, self.before_change)
+
+    def delete(self, rel: str) -> None:
+        """Remove one file; folders are refused with :class:`IsADirectoryError`."""
+        files.delete(self._guard, rel, self.before_change)
+
+    def restore(self, pre: PreImage) -> None:
+        """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up."""
+        preimage.restore(self._guard, pre)

@@ -1,0 +1,111 @@
+"""Pre-images: a file as it was before a change, taken just before it, and put back on undo.
+
+The turn journal receives the pre-image of every file a write or delete is about to change
+(:func:`will_change`), so that a turn can be rolled back or undone (:func:`restore`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ..fsio import Folder, at, atomic_write_at, temp_names_of
+from .guard import Guard, PathRejected, Spot, is_a_directory, lstat, open_file
+
+PREIMAGE_IN_MEMORY = 1024 * 1024  # bytes of a file's pre-image held in memory; more: a stream
+
+
+@dataclass(frozen=True)
+class PreImage:
+    """A file as it was before a change: what undo and crash recovery put back.
+
+    ``data is None`` means the file did not exist; ``created_dirs`` are the folders the change
+    was about to create (outermost first), removed again on restore if they are empty.
+    """
+
+    path: str  # posix, relative to the root
+    data: bytes | None
+    mode: int | None
+    created_dirs: tuple[str, ...] = ()
+    # A file over PREIMAGE_IN_MEMORY bytes comes as an open stream instead of ``data``: open
+    # only while ``before_change`` runs (or, for ``restore``, while the caller holds it).
+    stream: BinaryIO | None = field(default=None, compare=False)
+
+    @property
+    def existed(self) -> bool:
+        return self.data is not None or self.stream is not None
+
+
+def will_change(spot: Spot, before_change: Callable[[PreImage], None] | None) -> None:
+    """Hand ``before_change`` the pre-image of the file ``spot`` leads to, if it is set."""
+    if before_change is not None:
+        pre = _preimage(spot)
+        try:
+            before_change(pre)
+        finally:
+            if pre.stream is not None:
+                pre.stream.close()
+
+
+def _preimage(spot: Spot) -> PreImage:
+    rel = "/".join(spot.real)
+    if len(spot.tail) > 1:
+        dirs = ["/".join(spot.names + spot.tail[:n]) for n in range(1, len(spot.tail))]
+        return PreImage(rel, None, None, tuple(dirs))
+    try:
+        fd = open_file(spot.folder, spot.tail[0], rel)
+    except FileNotFoundError:  # absent, or not a regular file: restoring removes it
+        return PreImage(rel, None, None)
+    f = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_size > PREIMAGE_IN_MEMORY:  # a 100 GB file must not be read into memory
+        return PreImage(rel, None, mode, stream=f)
+    with f:
+        return PreImage(rel, f.read(), mode)
+
+
+def restore(guard: Guard, pre: PreImage) -> None:
+    """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up.
+
+    Also removes a temp file an interrupted atomic write may have left beside it, and the
+    folders the change created, when they are empty again.  A hard link now in its place is
+    replaced, not written through.
+    """
+    with guard.locate(pre.path, for_write=True, recorded=True) as spot:
+        if not spot.tail:
+            raise is_a_directory(pre.path)
+        if len(spot.tail) == 1:
+            _remove_temp_files(spot.folder, spot.tail[0])
+        if pre.existed:
+            folder, name = spot.make_parents()
+            content = pre.data if pre.data is not None else pre.stream
+            atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
+        elif len(spot.tail) == 1:
+            info = lstat(spot.folder, spot.tail[0])
+            if info is not None and stat.S_ISREG(info.st_mode):
+                path, dir_fd = at(spot.folder, spot.tail[0])
+                os.unlink(path, dir_fd=dir_fd)
+    for folder in reversed(pre.created_dirs):
+        with contextlib.suppress(OSError, PathRejected):  # not empty, or gone: leave it
+            _rmdir(guard, folder)
+
+
+def _rmdir(guard: Guard, rel: str) -> None:
+    with guard.locate(rel, for_write=True, recorded=True) as spot:
+        if len(spot.tail) == 1:
+            path, dir_fd = at(spot.folder, spot.tail[0])
+            os.rmdir(path, dir_fd=dir_fd)
+
+
+def _remove_temp_files(folder: Folder, name: str) -> None:
+    prefix, suffix = temp_names_of(name)
+    for entry in os.listdir(folder):
+        if entry.startswith(prefix) and entry.endswith(suffix):
+            path, dir_fd = at(folder, entry)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path, dir_fd=dir_fd)

@@ -1,0 +1,27 @@
+"""Applying a reply saved in a file, as the inbox source and ``codingagent step`` do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from codingagent.session import SessionStore
+from codingagent.sources.inbox import hand_off, read_reply_file
+from codingagent.turn import REPLY_SIZE_CAP, TurnReport, apply_reply
+
+
+def apply_file(
+    store: SessionStore, sid: str, path: Path, max_reply_bytes: int = REPLY_SIZE_CAP, **options: Any
+) -> TurnReport:
+    reply = read_reply_file(path, max_reply_bytes)
+    report = apply_reply(
+        store,
+        sid,
+        reply.data,
+        source=reply.source,
+        size=reply.size,
+        max_reply_bytes=max_reply_bytes,
+        **options,
+    )
+    hand_off(reply, report, store.inbox)
+    return report
