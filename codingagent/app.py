@@ -202,26 +202,32 @@ class SessionLoop:
 
     def run(self, source: ReplySource, follow_up: str | None = None) -> Stop:
         """Take replies from ``source`` until the session stops; say why it stopped."""
-        prompt = self.prepare(follow_up)
-        if prompt is None:
-            return self._stopped(StopReason.COMPLETE, "")
-        self._listener.watching(source)
+        self._stop.clear()
         self._replies = self._idle = 0
         try:
+            self._observed_shell()  # which sandbox and approval hold, before any reply
+            prompt = self.prepare(follow_up)
+            if prompt is None:
+                return self._stopped(Stop(StopReason.COMPLETE, ""))
+            self._listener.watching(source)
             while True:
                 reply = source.next_reply(prompt, self._stop)
                 if reply is None:
-                    return self._stopped(StopReason.SOURCE_ENDED, "")
+                    return self._stopped(Stop(StopReason.SOURCE_ENDED, ""))
+                self._listener.reply_received(reply)
                 report = self.apply(reply)
                 source.done_with(reply, report)
+                self._count(report)
+                prompt = self.deliver(report) or prompt
                 stop = self.should_stop(report)
                 if stop is not None:
-                    return stop
-                prompt = self.deliver(report) or prompt
+                    return self._stopped(stop)
         except KeyboardInterrupt:
             return self._stopped(
-                StopReason.INTERRUPTED,
-                f"Stopped. Continue later with: codingagent resume {self.session_id}",
+                Stop(
+                    StopReason.INTERRUPTED,
+                    f"Stopped. Continue later with: codingagent resume {self.session_id}",
+                )
             )
 
     def prepare(self, follow_up: str | None = None) -> Prompt | None:
@@ -238,19 +244,29 @@ class SessionLoop:
                 f"Session {self.session_id} is complete: {state.summary or ''} (give it a "
                 'follow-up with: codingagent resume --task "...")'
             )
-        self._check_turn_limit(state)
-        return self._offer(ensure_outbox(self.store, state))
+        self._refuse_over_limit(state)
+        return self._offer(ensure_outbox(self.store, state), state.sequence_number)
 
-    def step(self, reply: Reply, force: bool = False) -> TurnReport:
-        """Apply one reply outside a loop (``codingagent step``) and deliver the next prompt."""
+    def step(
+        self,
+        reply: Reply,
+        force: bool = False,
+        done_with: Callable[[Reply, TurnReport], None] | None = None,
+    ) -> TurnReport:
+        """Apply one reply outside a loop (``codingagent step``) and deliver the next prompt;
+        ``done_with`` is the reply's source's hand-off, if it has one."""
         self.recover()
-        self._check_turn_limit(self.store.load(self.session_id))
+        self._refuse_over_limit(self.store.load(self.session_id))
         report = self.apply(reply, force)
+        if done_with is not None:
+            done_with(reply, report)
         self.deliver(report)
         return report
 
     def recover(self) -> TurnReport | None:
         """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
+        if not self.store.journal_path(self.session_id).exists():
+            return None  # nothing to do: no shell needed either
         report = recover(self.store, self.session_id, **self._turn_options())
         if report is not None:
             self._listener.turn_applied(report)
@@ -258,7 +274,6 @@ class SessionLoop:
 
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
         """One turn: the reply applied as a transaction; the listener sees every result."""
-        self._listener.reply_received(reply)
         report = apply_reply(
             self.store,
             self.session_id,
@@ -275,24 +290,20 @@ class SessionLoop:
     def should_stop(self, report: TurnReport) -> Stop | None:
         """Whether the session stops after this turn, and why: the one place that decides."""
         if report.state.is_complete:
-            return self._stopped(StopReason.COMPLETE, "")
-        limit = self.settings.max_turns
-        if limit is not None and report.state.sequence_number > limit:
-            return self._stopped(StopReason.TURN_LIMIT, self._limit_message(limit))
+            return Stop(StopReason.COMPLETE, "")
+        if self._over_limit(report.state):
+            return Stop(StopReason.TURN_LIMIT, self._limit_message())
         if not self._automatic:
             return None
-        self._replies += 1
-        ran = not report.skipped and any(r.command != "REPLY" for r in report.outcome.results)
-        self._idle = 0 if ran else self._idle + 1
         if self._idle >= 2:
-            return self._stopped(
+            return Stop(
                 StopReason.NO_COMMANDS,
                 "Stopped: two replies in a row ran no command (the model answers without "
                 "commands, or repeats itself). Continue with: codingagent resume "
                 f"{self.session_id}",
             )
         if self._replies >= self.settings.model_max_turns:
-            return self._stopped(
+            return Stop(
                 StopReason.TURN_LIMIT,
                 f"Stopped after {self._replies} model turns (model_max_turns); continue with: "
                 f"codingagent resume {self.session_id} --model ...",
@@ -303,13 +314,13 @@ class SessionLoop:
         """Hand the turn's next prompt to the user; None when the turn wrote none."""
         if report.skipped or report.outbox is None:
             return None
-        return self._offer(report.outbox)
+        return self._offer(report.outbox, report.state.sequence_number)
 
     def undo(self, turns: int = 1, force: bool = False) -> UndoReport:
         """Restore the files of the last ``turns`` turns and rewind; offers the prompt again."""
         report = undo(self.store, self.session_id, turns, force)
         self._listener.undone(report)
-        self._offer(report.outbox)
+        self._offer(report.outbox, report.state.sequence_number)
         return report
 
     def stop(self) -> None:
@@ -331,9 +342,8 @@ class SessionLoop:
             self._shell = cast(Shell, _ObservedShell(shell, self._listener))
         return self._shell
 
-    def _offer(self, path: Path) -> Prompt:
-        state_sequence = int(path.stem.rsplit("_seq", 1)[1])
-        prompt = Prompt(self.session_id, state_sequence, path, path.read_text(encoding="utf-8"))
+    def _offer(self, path: Path, sequence: int) -> Prompt:
+        prompt = Prompt(self.session_id, sequence, path, path.read_text(encoding="utf-8"))
         # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
         # clipboard is left alone.
         wanted = self.settings.clipboard and not self._automatic
@@ -341,19 +351,27 @@ class SessionLoop:
         self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
         return prompt
 
-    def _check_turn_limit(self, state: SessionState) -> None:
-        limit = self.settings.max_turns
-        if limit is not None and state.sequence_number > limit:
-            raise SessionError(self._limit_message(limit))
+    def _count(self, report: TurnReport) -> None:
+        """Count this run's replies, and those in a row that ran no command."""
+        self._replies += 1
+        ran = not report.skipped and any(r.command != "REPLY" for r in report.outcome.results)
+        self._idle = 0 if ran else self._idle + 1
 
-    def _limit_message(self, limit: int) -> str:
+    def _over_limit(self, state: SessionState) -> bool:
+        limit = self.settings.max_turns
+        return limit is not None and state.sequence_number > limit
+
+    def _refuse_over_limit(self, state: SessionState) -> None:
+        if self._over_limit(state):
+            raise SessionError(self._limit_message())
+
+    def _limit_message(self) -> str:
         return (
-            f"Session {self.session_id} reached max_turns ({limit}); raise it "
-            "(--max-turns, CODINGAGENT_MAX_TURNS or codingagent.toml) to go on"
+            f"Session {self.session_id} reached max_turns ({self.settings.max_turns}); raise "
+            "it (--max-turns, CODINGAGENT_MAX_TURNS or codingagent.toml) to go on"
         )
 
-    def _stopped(self, reason: StopReason, message: str) -> Stop:
-        stop = Stop(reason, message)
+    def _stopped(self, stop: Stop) -> Stop:
         self._listener.stopped(stop)
         return stop
 

@@ -227,16 +227,15 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
     from .app import Reply
-    from .sources.inbox import FileReply, hand_off, read_reply_file
+    from .sources.inbox import InboxSource
 
     with _loop(root, session, flags) as loop:
+        inbox = InboxSource(loop.store.inbox, loop.settings.max_reply_bytes)
         if reply == "-":
-            given: Reply = Reply(sys.stdin.buffer.read(), source="<stdin>")
+            given = Reply(sys.stdin.buffer.read(), source="<stdin>")
         else:
-            given = read_reply_file(Path(reply), loop.settings.max_reply_bytes)
-        report = loop.step(given, force)
-        if isinstance(given, FileReply):
-            hand_off(given, report, loop.store.inbox)
+            given = inbox.read(Path(reply))
+        loop.step(given, force, done_with=inbox.done_with)
 
 
 @main.command()
@@ -360,11 +359,14 @@ def show(session: str, root: Path, copy: bool) -> None:
     from .session import SessionStore
 
     store = SessionStore(root)
-    state = store.load(store.resolve(session))
-    if state.is_complete:
-        say(f"Session {state.session_id} is complete: {state.summary or ''}")
-        return
-    text = ensure_outbox(store, state).read_text(encoding="utf-8")
+    session_id = store.resolve(session)
+    # A watcher holding the session keeps its prompt; without its lock nothing is saved.
+    with store.held_if_free(session_id) as held:
+        state = store.load(session_id)
+        if state.is_complete:
+            say(f"Session {state.session_id} is complete: {state.summary or ''}")
+            return
+        text = ensure_outbox(store, state, keep_digests=held).read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
         from .clipboard import copy as copy_text

@@ -3,8 +3,8 @@ budget, and write it to ``outbox/``.
 
 Rendering itself is :mod:`codingagent.render` (pure). :func:`write_outbox` returns the sha256
 of every file it showed whole; the caller keeps them in ``state.shown_files`` (the turn before
-its commit point, :func:`ensure_outbox` at once), so a later EDIT_FILE is checked against what
-the LLM really saw.
+its commit point, :func:`ensure_outbox` at once, under the session's lock), so a later
+EDIT_FILE is checked against what the LLM really saw.
 """
 
 from __future__ import annotations
@@ -64,17 +64,19 @@ def next_outbox(store: SessionStore, state: SessionState, token_budget: int = TO
     return path
 
 
-def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
-    """The current outbox; if someone deleted it, it is rewritten and the digests of the files
-    it now shows are kept in ``state`` and saved, unless the saved state has moved on meanwhile
-    (``show`` holds no lock: a watcher may have committed a turn since ``state`` was loaded)."""
+def ensure_outbox(store: SessionStore, state: SessionState, keep_digests: bool = True) -> Path:
+    """The current outbox; if someone deleted it, it is rewritten from the workspace as it is.
+
+    With ``keep_digests`` (the caller holds the session's lock) the digests of the files it now
+    shows are kept in ``state`` and saved, so a later edit is checked against what it shows.
+    """
     path = store.outbox_path(state.session_id, state.sequence_number)
     if path.exists():
         return path
+    if not keep_digests:
+        return write_outbox(store, state).path
     path = next_outbox(store, state)
-    saved = store.load(state.session_id)
-    if (saved.sequence_number, saved.updated_at) == (state.sequence_number, state.updated_at):
-        store.save(state)
+    store.save(state)
     return path
 
 

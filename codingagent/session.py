@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -204,6 +206,19 @@ class SessionStore:
                 f"codingagent process (lock file {lock.lock_file}); stop that one first"
             ) from None
         return lock
+
+    @contextmanager
+    def held_if_free(self, session_id: str) -> Iterator[bool]:
+        """Hold the session's lock for the block if no one else does; says whether it does."""
+        try:
+            lock = self.hold(session_id)
+        except SessionError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
 
 
 def age(moment: datetime) -> str:

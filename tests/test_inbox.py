@@ -469,3 +469,26 @@ def test_a_missing_inbox_raises_and_leaves_no_observer_thread(tmp_path: Path) ->
     with pytest.raises(FileNotFoundError), watcher:
         pass
     assert watchdog_threads() == []
+
+
+@pytest.mark.slow
+def test_leaving_the_watch_never_waits_long_on_a_stuck_observer_thread(inbox: Path) -> None:
+    """Ctrl-C must end the agent even if a watchdog thread hangs: here the event handler
+    blocks, holding the lock watchdog's stop() needs."""
+    release = threading.Event()
+    entered = threading.Event()
+    watcher = InboxWatcher(inbox)
+
+    def stuck(event: object) -> None:
+        entered.set()
+        release.wait(30)
+
+    watcher._hints.dispatch = stuck  # type: ignore[method-assign]
+    try:
+        with watcher:
+            (inbox / "reply.txt").write_text("anything\n", encoding="utf-8")
+            assert entered.wait(5)
+            started = time.monotonic()
+        assert time.monotonic() - started < 5  # the with-block was left (bounded at 2 s)
+    finally:
+        release.set()

@@ -13,7 +13,6 @@ from turns import apply_file
 
 from codingagent.cli import main
 from codingagent.journal import undo
-from codingagent.outbox import ensure_outbox
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
 from codingagent.turn import apply_reply, recover, start_session
@@ -320,13 +319,18 @@ def test_a_rewritten_prompt_remembers_the_files_it_shows(store, sid, command):
     assert (ws(store) / "f.txt").read_text() == "uno\ntwo\n"
 
 
-def test_rewriting_a_prompt_never_rolls_back_a_turn_committed_meanwhile(store, sid):
-    """`show` holds no lock: a state it loaded before a watcher committed a turn is not saved."""
-    loaded_before = store.load(sid)
-    step(store, sid, '[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n')
-    store.outbox_path(sid, 1).unlink()
-    assert ensure_outbox(store, loaded_before) == store.outbox_path(sid, 1)
-    assert store.load(sid).sequence_number == 2
+def test_show_beside_a_watcher_prints_the_prompt_and_saves_nothing(store, sid):
+    """A watcher holds the session's lock and may commit a turn at any moment: `show` must not
+    save a state it loaded, or it could roll that turn back."""
+    step(store, sid, '[READ_FILE path="f.txt"]\n')
+    store.outbox_path(sid, 2).unlink()
+    saved = store.state_path(sid).read_bytes()
+    with store.held_if_free(sid) as held:
+        assert held
+        shown = cli(store, "show", sid)
+    assert shown.exit_code == 0, shown.output
+    assert "=== HEADER ===" in shown.stdout
+    assert store.state_path(sid).read_bytes() == saved
 
 
 def test_an_edit_after_a_change_the_llm_never_saw_is_warned_about(store, sid):

@@ -36,13 +36,14 @@ Latency
 With inotify a reply written and closed is handed over within milliseconds: the event stores the
 hint and sets a ``threading.Event`` the loop waits on; there is no sleep on that path. One
 watchdog detail adds up to 0.5 s: a file renamed *out* of the inbox is held that long while
-watchdog looks for the matching half of the move, and later events queue behind it. The turn
-engine therefore deletes a reply it has archived (its bytes are already in the history) rather
-than moving it; only an oversized reply is moved whole, and only a user's ``mv`` pays the delay.
+watchdog looks for the matching half of the move, and later events queue behind it.
+:func:`hand_off` therefore deletes a reply once its turn is applied (its bytes are already in
+the history) rather than moving it; only an oversized reply is moved whole, and only a user's
+``mv`` pays the delay.
 
 The signature is checked once more right before the hand-over, and every version handed over is
-remembered by ``(name, size, mtime_ns)`` so a reply the callback leaves in place is not handed
-twice, while the same name saved again with new content is.
+remembered by ``(name, size, mtime_ns)`` so a reply left in place is not handed out twice,
+while the same name saved again with new content is.
 """
 
 from __future__ import annotations
@@ -291,7 +292,7 @@ class InboxWatcher:
         """The complete replies ready now, oldest modification time first (ties by name).
 
         Each call is one scan: it also advances the ``settle`` clock of the files it sees. Call it
-        from the thread that runs :meth:`run`, or while nothing runs.
+        from the thread that calls :meth:`next_ready`, or while nothing does.
         """
         return [self.inbox / name for name, _ in self._ready()]
 
@@ -351,9 +352,21 @@ class InboxWatcher:
 
 
 def _stop_observer(observer: BaseObserver) -> None:
-    observer.stop()
-    if observer.is_alive():
-        observer.join(_JOIN_TIMEOUT)
+    """Stop the observer and wait for it, but never longer than ``_JOIN_TIMEOUT``.
+
+    watchdog's ``stop()`` itself joins its emitter and inotify threads without a time limit and
+    takes a lock the dispatch thread holds while a handler runs; so it runs on a daemon thread
+    of its own, and the agent goes on (and can exit) whatever a stuck thread does.
+    """
+
+    def stop_and_join() -> None:
+        observer.stop()
+        if observer.is_alive():
+            observer.join()
+
+    stopper = threading.Thread(target=stop_and_join, name="inbox-observer-stop", daemon=True)
+    stopper.start()
+    stopper.join(_JOIN_TIMEOUT)
 
 
 # --- the reply source ------------------------------------------------------------------------
@@ -446,11 +459,16 @@ class InboxSource:
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
         while (path := self._watcher.next_ready(stop)) is not None:
             try:
-                return read_reply_file(path, self._max_reply_bytes)
+                return self.read(path)
             except FileNotFoundError:  # removed between the scan and the read
                 continue
         return None
 
+    def read(self, path: Path) -> FileReply:
+        """The reply saved in ``path`` (in the inbox or given by name, as ``step`` does)."""
+        return read_reply_file(path, self._max_reply_bytes)
+
     def done_with(self, reply: Reply, report: TurnReport) -> None:
-        assert isinstance(reply, FileReply)
-        hand_off(reply, report, self.inbox)
+        """A reply file taken from the inbox leaves it (see :func:`hand_off`)."""
+        if isinstance(reply, FileReply):
+            hand_off(reply, report, self.inbox)
