@@ -94,6 +94,8 @@ class ReplaceBlock(BaseModel):
     line: int = Field(ge=1, description="1-based reply line of the block's SEARCH marker")
     search: str
     replace: str
+    # Shapes read as the LLM meant them ("read the ======= ... as >>>>>>> REPLACE"), for the result.
+    tolerated: tuple[str, ...] = ()
 
 
 class Replace(_Command):

@@ -47,8 +47,11 @@ _SPACES = re.compile(r"\s*")
 _WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
 _MARKDOWN_ESCAPE = re.compile(r"\\([\[\]_*`])")
 _FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
-_SEARCH_MARK = re.compile(r"<{5,9} ?SEARCH", re.IGNORECASE)
+_SEARCH_MARK = re.compile(r"<{5,9} ?SEARCH>?", re.IGNORECASE)
 _DIVIDER = re.compile(r"={5,9}")
+# In REPLACE lines only the divider as the protocol writes it ends a block: an RST heading
+# (``========``) is content.
+_SECOND_DIVIDER = "======="
 _REPLACE_MARK = re.compile(r">{5,9} ?REPLACE", re.IGNORECASE)
 _ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
 _ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
@@ -174,21 +177,35 @@ def _text_body(field: str) -> Callable[[list[str], int], dict[str, object]]:
 
 def _replace_body(lines: list[str], first_line: int) -> dict[str, object]:
     """The SEARCH/REPLACE blocks of a REPLACE body; blank and fence lines between blocks are
-    ignored, any other text there is an error (the edit it belongs to is unclear)."""
+    ignored, any other text there is an error (the edit it belongs to is unclear).
+
+    Shapes whose intent is plain are read and the block says what was tolerated: a
+    ``<<<<<<< SEARCH>`` marker, a block closed by ``=======`` (so a doubled divider before
+    ``>>>>>>> REPLACE`` ends the block, as aider reads it: a divider never becomes file
+    content; other runs of ``=`` are, e.g. RST headings), and SEARCH and REPLACE lines each
+    wrapped in a code fence.
+    """
     blocks: list[ReplaceBlock] = []
     search: list[str] = []
     replace: list[str] = []
+    tolerated: list[str] = []
     section: list[str] | None = None
     start = 0
+    closed_by_divider = False
     for number, line in enumerate(lines, first_line):
         mark = line.strip()
         if section is None:
             if _SEARCH_MARK.fullmatch(mark):
-                start, search, replace = number, [], []
-                section = search
+                start, search, replace, tolerated = number, [], [], []
+                if mark.endswith(">"):
+                    tolerated.append(f"read '{mark}' as <<<<<<< SEARCH")
+                section, closed_by_divider = search, False
+            elif closed_by_divider and _REPLACE_MARK.fullmatch(mark):
+                closed_by_divider = False  # the doubled divider's own >>>>>>> REPLACE
+                blocks[-1] = _doubled_divider(blocks[-1])
             elif mark and _fence(line) is None:
                 raise _TagError(
-                    f"reply line {number}: text outside a SEARCH/REPLACE block "
+                    f"text outside a SEARCH/REPLACE block at reply line {number} "
                     f"('{_clip(mark)}'); {_BLOCK_HELP}"
                 )
         elif section is search:
@@ -198,10 +215,13 @@ def _replace_body(lines: list[str], first_line: int) -> dict[str, object]:
                 raise _TagError(f"the block at reply line {start} has no ======= line")
             else:
                 search.append(line)
-        elif _REPLACE_MARK.fullmatch(mark):
-            blocks.append(
-                ReplaceBlock(line=start, search=_lines_text(search), replace=_lines_text(replace))
-            )
+        elif _REPLACE_MARK.fullmatch(mark) or mark == _SECOND_DIVIDER:
+            block = _block(start, search, replace, tolerated)
+            closed_by_divider = mark.startswith("=")
+            if closed_by_divider:
+                note = f"read the ======= at reply line {number} as >>>>>>> REPLACE"
+                block = block.model_copy(update={"tolerated": (*block.tolerated, note)})
+            blocks.append(block)
             section = None
         elif _SEARCH_MARK.fullmatch(mark):
             raise _TagError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
@@ -212,6 +232,29 @@ def _replace_body(lines: list[str], first_line: int) -> dict[str, object]:
     if not blocks:
         raise _TagError(f"no SEARCH/REPLACE block; {_BLOCK_HELP}")
     return {"blocks": tuple(blocks)}
+
+
+def _block(start: int, search: list[str], replace: list[str], tolerated: list[str]) -> ReplaceBlock:
+    """One block; SEARCH and REPLACE lines each wrapped in a code fence lose the fences (an
+    empty REPLACE needs none)."""
+    inner_search, inner_replace = _unfence(search), _unfence(replace)
+    if inner_search is not None and (inner_replace is not None or not _trim_blank_edges(replace)):
+        search, replace = inner_search, inner_replace or []
+        tolerated = [*tolerated, "removed the code fences around SEARCH and REPLACE"]
+    return ReplaceBlock(
+        line=start,
+        search=_lines_text(search),
+        replace=_lines_text(replace),
+        tolerated=tuple(tolerated),
+    )
+
+
+def _doubled_divider(block: ReplaceBlock) -> ReplaceBlock:
+    """A block closed by ``=======`` that ``>>>>>>> REPLACE`` follows: a doubled divider (the
+    note saying the block was closed by ``=======`` is the block's last)."""
+    *kept, _ = block.tolerated
+    note = "read the second ======= as the end of the block (a divider is never file content)"
+    return block.model_copy(update={"tolerated": (*kept, note)})
 
 
 @dataclass(frozen=True)
