@@ -112,6 +112,25 @@ class Replace(_Command):
         return self.path
 
 
+class Patch(_Command):
+    """Unified diffs or a ``*** Begin Patch`` envelope (protocol 1.2), all or nothing; it may
+    name several files, so it has no one ``target``."""
+
+    writes: ClassVar[bool] = True
+
+    kind: Literal["PATCH"] = "PATCH"
+    text: str  # the body as written (a code fence around all of it removed)
+    body_line: int = Field(ge=1, description="reply line of the body's first line")
+
+
+class Ask(_Command):
+    """A question for the user (protocol 1.2): the turn ends there, and the next prompt
+    carries the answer."""
+
+    kind: Literal["ASK"] = "ASK"
+    question: str
+
+
 class Search(_Command):
     """Grep the workspace (protocol 1.1); the hits are shown in the next outbox."""
 
@@ -155,6 +174,8 @@ Command = Annotated[
     | DeleteFile
     | ReadFile
     | Replace
+    | Patch
+    | Ask
     | Search
     | RunCommand
     | Message

@@ -50,10 +50,14 @@ def print_result(result: CommandResult) -> None:
 
 class ConsoleListener:
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
-    the next prompt is, and a spinner while a command runs. ``ask`` answers approval."""
+    the next prompt is, and a spinner while a command runs. ``ask`` answers approval;
+    ``answer``, if given, asks the user the LLM's question (ASK) on the terminal."""
 
-    def __init__(self, ask: Callable[[str], bool]) -> None:
+    def __init__(
+        self, ask: Callable[[str], bool], answer: Callable[[str], str | None] | None = None
+    ) -> None:
         self._ask = ask
+        self._answer = answer
         self._status: Any = None
         self._copy_note_shown = False
 
@@ -82,6 +86,9 @@ class ConsoleListener:
             if self._status is not None:
                 self._status.start()
 
+    def answer(self, question: str) -> str | None:
+        return self._answer(question) if self._answer is not None else None
+
     def result(self, result: CommandResult) -> None:
         print_result(result)
 
@@ -102,6 +109,10 @@ class ConsoleListener:
             f"{plural(len(outcome.results), 'command')} ({ran} run), "
             f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
         )
+        if report.state.question is not None:
+            console.print(
+                safe_text("The LLM asks: ", "bold magenta") + safe_text(report.state.question)
+            )
         if report.state.is_complete:
             console.print(
                 safe_text("Session complete: ", "bold green")
@@ -137,4 +148,5 @@ class ConsoleListener:
         from .app import StopReason
 
         if stop.message:
-            say(stop.message, "yellow" if stop.reason is StopReason.TURN_LIMIT else "")
+            attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)
+            say(stop.message, "yellow" if attention else "")

@@ -15,13 +15,13 @@ from .lines import Style, block_lines, count, lines_name, splice, split_lines, s
 from .matching import Ambiguous, Layer, Match, NotFound, find
 
 _VIEW_NUMBER = re.compile(r" *\d+ \| ?")
-_HOW = {
+HOW = {
     Layer.EXACT: "",
     Layer.TRAILING_WHITESPACE: "matched ignoring trailing whitespace",
     Layer.INDENTATION: "matched with other indentation, REPLACE re-indented",
     Layer.TABS: "matched the file's tab indentation, REPLACE indented with tabs",
 }
-_UNCHANGED = "nothing was changed"
+UNCHANGED = "nothing was changed"
 
 
 class _Step(NamedTuple):
@@ -74,7 +74,7 @@ def _apply_block(path: str, lines: list[str], block: ReplaceBlock, kept: Style) 
             raise CommandFailed(
                 f"the SEARCH part is empty, but '{path}' is not; an empty SEARCH only fills a "
                 "new or empty file. To add lines, SEARCH for the lines next to them and repeat "
-                f"them in REPLACE; {_UNCHANGED}",
+                f"them in REPLACE; {UNCHANGED}",
             )
         detail = ", ".join([count(len(replace)), *block.tolerated])
         return _Step(splice([], 1, 0, replace, kept), "", detail)
@@ -95,45 +95,51 @@ def _apply_block(path: str, lines: list[str], block: ReplaceBlock, kept: Style) 
             found, search, replace = retry, trimmed, kept_replace
             notes.append("ignored the blank lines at the edges of SEARCH")
     if not isinstance(found, Match):
-        raise _unmatched(path, contents, search, found)
+        raise unmatched(path, contents, search, found)
     start, end = found.start + 1, found.start + len(search)
     new = found.adapt(replace)
     if new is None:
         raise CommandFailed(
             f"the SEARCH text matches {lines_name(start, end)} of '{path}' only with less "
             "indentation, and the REPLACE lines are not indented enough to take that much "
-            f"away; copy the lines exactly; {_UNCHANGED}",
+            f"away; copy the lines exactly; {UNCHANGED}",
         )
-    how = _HOW[found.layer]
+    how = HOW[found.layer]
     detail = ", ".join(
         n for n in (f"{count(end - start + 1)} replaced by {len(new)}", how, *notes) if n
     )
     return _Step(splice(lines, start, end, new, kept), lines_name(start, end), detail)
 
 
-def _unmatched(
-    path: str, contents: list[str], search: list[str], found: Ambiguous | NotFound
+def unmatched(
+    path: str,
+    contents: list[str],
+    search: list[str],
+    found: Ambiguous | NotFound,
+    what: str = "the SEARCH text",
+    fix: str = "SEARCH must repeat the file's lines exactly",
 ) -> CommandFailed:
-    """Why a SEARCH text that stands in no one place was not applied."""
+    """Why lines to find (``what``: a SEARCH text, a hunk's lines) that stand in no one place
+    were not applied."""
     if isinstance(found, Ambiguous):
         starts = found.starts
         shown = ", ".join(str(i + 1) for i in starts[:10])
         more = f" and {len(starts) - 10} more" if len(starts) > 10 else ""
         return CommandFailed(
-            f"the SEARCH text matches {len(starts)} places in '{path}' (starting at lines "
+            f"{what} matches {len(starts)} places in '{path}' (starting at lines "
             f"{shown}{more}); add lines around it so that it matches one place only; "
-            f"{_UNCHANGED}",
+            f"{UNCHANGED}",
         )
     if found.closest is None:
         return CommandFailed(
-            f"the SEARCH text is not in '{path}', and no lines there are similar; "
-            f"READ_FILE '{path}' to see it as it is now; {_UNCHANGED}",
+            f"{what} is not in '{path}', and no lines there are similar; "
+            f"READ_FILE '{path}' to see it as it is now; {UNCHANGED}",
         )
     first, stop = found.closest
     shown = "\n".join(numbered(contents[first:stop], first + 1))
     return CommandFailed(
-        f"the SEARCH text is not in '{path}'; did you mean {lines_name(first + 1, stop)} (shown "
-        f"below)? SEARCH must repeat the file's lines exactly; {_UNCHANGED}",
+        f"{what} is not in '{path}'; did you mean {lines_name(first + 1, stop)} (shown "
+        f"below)? {fix}; {UNCHANGED}",
         shown,
     )
 
