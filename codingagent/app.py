@@ -81,7 +81,8 @@ class ReplySource(Protocol):
 
 
 class Listener(Protocol):
-    """What a front end is told, and the one question it answers (RUN_COMMAND approval)."""
+    """What a front end is told, and the questions it puts to the user (RUN_COMMAND approval,
+    the LLM's ASK)."""
 
     def note(self, text: str) -> None: ...
 
@@ -91,7 +92,7 @@ class Listener(Protocol):
 
     def approve(self, command: str) -> bool: ...
 
-    def answer(self, question: str) -> str | None:
+    def answer_question(self, question: str) -> str | None:
         """Ask the user the LLM's question (an ASK, shown already); their answer, or None when
         they give none here (they answer later with ``codingagent answer``)."""
 
@@ -160,8 +161,8 @@ class SessionLoop:
         interactive: bool = False,
         shell: Shell | None = None,
     ) -> None:
-        """``interactive``: the user can answer approval questions. ``shell``: made from the
-        settings when the first turn needs it, if not given."""
+        """``interactive``: the user can answer approval questions and the LLM's ASK.
+        ``shell``: made from the settings when the first turn needs it, if not given."""
         self.store = store
         self.settings = settings
         self.session_id = store.resolve(session_id)
@@ -218,7 +219,7 @@ class SessionLoop:
         question = self.store.load(self.session_id).question
         if question is not None:
             self._listener.note(f"The LLM asked: {question}")
-            answer = self._listener.answer(question) if self._interactive else None
+            answer = self._listener.answer_question(question) if self._interactive else None
             if not answer:
                 raise SessionError(self._waiting_message())
             answer_question(self.store, self.session_id, answer)
@@ -271,7 +272,7 @@ class SessionLoop:
         question = report.state.question
         if report.skipped or question is None or not self._interactive:
             return report
-        answer = self._listener.answer(question)
+        answer = self._listener.answer_question(question)
         if not answer:
             return report
         outbox = answer_question(self.store, self.session_id, answer)

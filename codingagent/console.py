@@ -86,7 +86,7 @@ class ConsoleListener:
             if self._status is not None:
                 self._status.start()
 
-    def answer(self, question: str) -> str | None:
+    def answer_question(self, question: str) -> str | None:
         return self._answer(question) if self._answer is not None else None
 
     def result(self, result: CommandResult) -> None:

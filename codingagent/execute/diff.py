@@ -36,8 +36,10 @@ class Hunk:
 
     line: int  # reply line of its @@ (or of its first line)
     hint: int | None  # the old-file line number its @@ gives (1-based), if any
+    anchor: str = ""  # the text after its @@ (``@@ def g():``): a line the hunk comes after
     old: list[str] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
+    kept: list[tuple[int, int]] = field(default_factory=list)  # context: (new index, old index)
     old_ends_file_without_newline: bool = False
     new_ends_file_without_newline: bool = False
 
@@ -119,7 +121,7 @@ def _hunks(lines: list[tuple[int, str]], i: int, section: FilePatch) -> int:
         if line.startswith("@@"):
             match = _HUNK_HEADER.fullmatch(line)
             hint = int(match.group(1)) if match and match.group(1) else None
-            hunk = Hunk(number, hint)
+            hunk = Hunk(number, hint, match.group(2).strip() if match else "")
             section.hunks.append(hunk)
             i = _hunk_lines(lines, i + 1, hunk)
         elif not line.strip():
@@ -160,6 +162,8 @@ def _hunk_lines(lines: list[tuple[int, str]], i: int, hunk: Hunk) -> int:
             if previous in " +":
                 hunk.new_ends_file_without_newline = True
             continue
+        if kind == " ":
+            hunk.kept.append((len(hunk.new), len(hunk.old)))
         if kind in " -":
             hunk.old.append(text)
         if kind in " +":
@@ -210,9 +214,10 @@ def _hunks_in_envelope(lines: list[tuple[int, str]], i: int, section: FilePatch)
         if line.startswith("*** End of File"):
             i += 1
             continue
-        hunk = Hunk(number, None)
+        header = line.startswith("@@")
+        hunk = Hunk(number, None, line.strip().strip("@").strip() if header else "")
         section.hunks.append(hunk)
-        i = _hunk_lines(lines, i + 1 if line.startswith("@@") else i, hunk)
+        i = _hunk_lines(lines, i + 1 if header else i, hunk)
     if not section.hunks:
         raise DiffError(f"reply line {section.line}: '{section.path}' has no hunk")
     return i

@@ -121,21 +121,20 @@ def _place(
     """Where ``hunk`` goes (0-based index of its first old line), its new lines adapted to
     the place, and how it matched; fails if it has no one place."""
     if not any(line.strip() for line in hunk.old):
-        return _insertion(contents, hunk, offset), hunk.new, ""
+        return _by_number(contents, hunk, offset), hunk.new, ""
     found = find(contents[floor:], hunk.old)
     if isinstance(found, Match):
         found = found._replace(start=floor + found.start)
     else:  # before the previous hunk (hunks out of order), or nowhere
         found = find(contents, hunk.old)
-    if isinstance(found, Ambiguous) and hunk.hint is not None:
-        expected = hunk.hint - 1 + offset
-        if expected in found.starts:
-            window = find(contents[expected : expected + len(hunk.old)], hunk.old)
-            if isinstance(window, Match):
-                found = window._replace(start=expected)
+    if isinstance(found, Ambiguous):
+        found = _disambiguate(contents, hunk, found, floor, offset)
     if not isinstance(found, Match):
         raise _unplaced(path, contents, hunk, found)
     new = found.adapt(hunk.new)
+    if new is not None:  # context lines stay as the file has them (whitespace and all)
+        for new_index, old_index in hunk.kept:
+            new[new_index] = contents[found.start + old_index]
     if new is None:
         raise CommandFailed(
             f"its lines match {lines_name(found.start + 1, found.start + len(hunk.old))} only "
@@ -145,19 +144,47 @@ def _place(
     return found.start, new, HOW[found.layer]
 
 
-def _insertion(contents: list[str], hunk: Hunk, offset: int) -> int:
-    """Where a hunk without old lines inserts: an empty file's start, or after the line its
-    ``@@ -N,0`` names."""
-    if hunk.old:
-        raise CommandFailed(f"it has only blank ' ' and '-' lines to place it by; {UNCHANGED}")
-    if not contents:
-        return 0
-    if hunk.hint is None or not 0 <= hunk.hint + offset <= len(contents):
-        raise CommandFailed(
-            "it only adds lines and has no ' ' lines to place them by; add a few unchanged "
-            f"lines around them; {UNCHANGED}"
+def _disambiguate(
+    contents: list[str], hunk: Hunk, found: Ambiguous, floor: int, offset: int
+) -> Match | Ambiguous:
+    """Of several places, the one the hunk's ``@@`` names: the first after its anchor line
+    (``@@ def g():``), else the one at its line number; if it names none, still several."""
+    if hunk.anchor:
+        after = next(
+            (i + 1 for i in range(floor, len(contents)) if contents[i].strip() == hunk.anchor),
+            None,
         )
-    return hunk.hint + offset
+        if after is not None:
+            rest = find(contents[after:], hunk.old)
+            if isinstance(rest, Match):
+                return rest._replace(start=after + rest.start)
+    if hunk.hint is not None and hunk.hint - 1 + offset in found.starts:
+        expected = hunk.hint - 1 + offset
+        window = find(contents[expected : expected + len(hunk.old)], hunk.old)
+        if isinstance(window, Match):
+            return window._replace(start=expected)
+    return found
+
+
+def _by_number(contents: list[str], hunk: Hunk, offset: int) -> int:
+    """Where a hunk with nothing but blank lines to place it by goes: into an empty file, or
+    where its ``@@`` line number says, if the file has its (blank) lines there."""
+    if not contents and not hunk.old:
+        return 0
+    if hunk.hint is None:
+        raise CommandFailed(
+            "it has no ' ' or '-' lines with text to place it by, and no @@ line numbers; add "
+            f"a few unchanged lines around it; {UNCHANGED}"
+        )
+    # "@@ -N,0": the lines go after line N; otherwise the old lines start at line N.
+    at = hunk.hint + offset - (1 if hunk.old else 0)
+    there = [line.strip() for line in contents[at : at + len(hunk.old)]]
+    if not 0 <= at <= len(contents) or there != [line.strip() for line in hunk.old]:
+        raise CommandFailed(
+            f"it has no ' ' or '-' lines with text to place it by, and the file does not have "
+            f"its lines where its @@ line numbers say; {UNCHANGED}"
+        )
+    return at
 
 
 def _unplaced(
