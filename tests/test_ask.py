@@ -173,3 +173,14 @@ def test_the_terminal_prompt_takes_an_answer_and_an_empty_line_or_eof_is_none() 
         with CliRunner().isolation(input=typed):
             assert listener.answer_question("Which port?") == expected
     assert ConsoleListener(ask=lambda command: False).answer_question("Which port?") is None
+
+
+def test_undo_of_the_asking_turn_drops_the_question(tmp_path) -> None:
+    cli(tmp_path, "start", "Make a server", "--no-watch")
+    cli(tmp_path, "step", "latest", "-", input=ASK)
+    assert "asks" in cli(tmp_path, "sessions").stdout
+    assert cli(tmp_path, "undo").exit_code == 0
+    (session_id,) = SessionStore(tmp_path).ids()
+    state = SessionStore(tmp_path).load(session_id)
+    assert (state.question, state.sequence_number) == (None, 1)
+    assert cli(tmp_path, "show").stdout.startswith("=== HEADER ===")
