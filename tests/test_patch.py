@@ -217,3 +217,36 @@ def test_a_difflib_diff_of_any_edit_applies_back_to_the_edited_file(
     outcome = apply(ws, patch(diff))
     assert [r.success for r in outcome.results] == [True], outcome.results
     assert path.read_text() == "".join(after)
+
+
+def test_a_patch_turn_is_journaled_and_undone_like_any_other(tmp_path) -> None:
+    from invoking import run as cli
+
+    cli(tmp_path, "start", "Edit", "--no-watch")
+    put_a = tmp_path / "workspace/a.txt"
+    put_a.write_text(TEN)
+    (tmp_path / "workspace/gone.txt").write_text("x\n")
+    body = (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n line 1\n-line 2\n+two\n"
+        "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"
+        "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    )
+    stepped = cli(tmp_path, "step", "latest", "-", input=patch(body))
+    assert "[OK] PATCH: Changed 'a.txt'" in stepped.stderr
+    assert cli(tmp_path, "undo").exit_code == 0
+    assert put_a.read_text() == TEN
+    assert (tmp_path / "workspace/gone.txt").read_text() == "x\n"
+    assert not (tmp_path / "workspace/new.txt").exists()
+
+
+def test_two_sections_for_one_file_apply_one_after_the_other(ws) -> None:
+    path = put(ws, "a.py", TEN)
+    body = (
+        "--- a/a.py\n+++ b/a.py\n@@\n line 1\n-line 2\n+two\n"
+        "--- a/./a.py\n+++ b/./a.py\n@@\n two\n-line 3\n+three(\n"
+    )
+    assert headlines(apply(ws, patch(body))) == [
+        "[OK] PATCH: Changed 'a.py': 1 hunk, lines 1-2; changed './a.py': 1 hunk, lines 2-3; "
+        "'a.py': warning: Python cannot compile it: SyntaxError at line 1: invalid syntax"
+    ]
+    assert path.read_text().startswith("line 1\ntwo\nthree(\nline 4\n")

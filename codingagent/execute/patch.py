@@ -27,24 +27,27 @@ def patch(cmd: Patch, turn: Turn) -> Success:
         sections = read_patch(cmd.text, cmd.body_line)
     except DiffError as e:
         raise CommandFailed(f"{e}; {UNCHANGED}") from None
-    planned: dict[str, str | None] = {}  # path -> its new text (None: deleted), in order
+    # By real path: the path as the LLM wrote it, whether it existed, and its new text (None:
+    # deleted), in the order the patch names them.
+    planned: dict[str, tuple[str, bool, str | None]] = {}
     parts = []
     for section in sections:
-        turn.workspace.relpath(section.path)  # a forbidden path fails before anything is written
-        if section.path in planned:
-            text = planned[section.path]
+        rel = turn.workspace.relpath(section.path)  # a forbidden path fails before any write
+        if rel in planned:
+            path, existed, text = planned[rel]
         else:
-            text = read_text_if_any(section.path, turn)
+            path, text = section.path, read_text_if_any(section.path, turn)
+            existed = text is not None
         new, part = _plan(section, text)
-        planned[section.path] = new
+        planned[rel] = (path, existed, new)  # named by its first spelling
         parts.append(part)
     warnings = []
-    for path, new in planned.items():
+    for rel, (path, existed, new) in planned.items():
         if new is None:
-            remove(path, turn)
+            if existed:
+                remove(path, turn)
             continue
         write(path, new, turn)
-        rel = turn.workspace.relpath(path)
         turn.runs.pop(rel, None)  # an EDIT_FILE run on the file is over
         warning = syntax_warning(rel, turn) if rel.endswith(".py") else ""
         if warning:
