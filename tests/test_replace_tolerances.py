@@ -131,3 +131,16 @@ def test_the_hint_finds_a_block_that_is_one_blank_line_off(ws) -> None:
         "       2 |     x = 1",
         "       3 |     return x",
     ]
+
+
+def test_a_closing_tag_as_a_file_line_is_named_in_the_protocol_with_the_way_around(ws) -> None:
+    from codingagent.protocol import PROTOCOL_TEXT
+
+    text = " ".join(PROTOCOL_TEXT.split())
+    assert "A line that is exactly a closing tag, such as [/REPLACE], ends its command" in text
+    assert "use another command (EDIT_FILE, CREATE_FILE or PATCH)" in text
+    # The way around works: EDIT_FILE writes the line REPLACE cannot.
+    path = put(ws, "notes.txt", "x\n")
+    reply = '[EDIT_FILE path="notes.txt" start_line="1" end_line="1"]\n[/REPLACE]\n[/EDIT_FILE]\n'
+    assert headlines(apply(ws, reply))[0].startswith("[OK] EDIT_FILE")
+    assert path.read_text() == "[/REPLACE]\n"
