@@ -198,6 +198,9 @@ class _TurnTimes:
     def approve(self, command: str) -> bool:
         return True
 
+    def answer_question(self, question: str) -> str | None:
+        return None
+
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args: None  # every other event: nothing to show
 

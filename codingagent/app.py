@@ -6,11 +6,19 @@
         reply = source.next_reply(prompt)   the inbox, the clipboard, a page, an endpoint
         report = apply(reply)               one turn as a transaction (:mod:`codingagent.turn`)
         source.done_with(reply, report)     the inbox removes the file it handed over
+        report = ask_user(report)           an ASK: the user answers now, if they can here
         stop = should_stop(report)          the ONE place that decides when a session stops
         prompt = deliver(report)            the next prompt: listener, clipboard
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
-:class:`Listener` shows what happens (the console, or a page) and answers RUN_COMMAND approval.
+:class:`Listener` shows what happens (the console, or a page), answers RUN_COMMAND approval and
+asks the user the LLM's questions.
+
+An ASK ends its turn without a next prompt: the prompt is written once the user answers
+(:func:`turn.answer_question`), at the listener if someone can answer there, else with
+``codingagent answer`` while the loop is stopped (it stops, saying so). Until then no reply is
+applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the question
+instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there).
 
 An *automatic* loop (replies from a model, nobody between turns) must end by itself: it stops
 after ``model_max_turns`` replies, and after two replies in a row that ran no command (a model
@@ -24,7 +32,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
@@ -38,7 +46,7 @@ from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import TurnReport, apply_reply, follow_up_session, recover
+from .turn import TurnReport, answer_question, apply_reply, follow_up_session, recover
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -85,7 +93,8 @@ class ReplySource(Protocol):
 
 
 class Listener(Protocol):
-    """What a front end is told, and the one question it answers (RUN_COMMAND approval)."""
+    """What a front end is told, and the questions it puts to the user (RUN_COMMAND approval,
+    the LLM's ASK)."""
 
     def note(self, text: str) -> None: ...
 
@@ -97,6 +106,10 @@ class Listener(Protocol):
     def running(self, command: str) -> AbstractContextManager[None]: ...
 
     def approve(self, command: str) -> bool: ...
+
+    def answer_question(self, question: str) -> str | None:
+        """Ask the user the LLM's question (an ASK, shown already); their answer, or None when
+        they give none here (they answer later with ``codingagent answer``)."""
 
     def result(self, result: CommandResult) -> None: ...
 
@@ -117,6 +130,7 @@ class StopReason(Enum):
     COMPLETE = "complete"
     TURN_LIMIT = "turn limit"
     NO_COMMANDS = "no commands"
+    QUESTION = "question"  # the LLM asked; the user answers with `codingagent answer`
     INTERRUPTED = "interrupted"
     SOURCE_ENDED = "source ended"
 
@@ -165,9 +179,9 @@ class SessionLoop:
         automatic: bool = False,
         shell: Shell | None = None,
     ) -> None:
-        """``interactive``: the user can answer approval questions. ``automatic``: replies
-        come from a model, with nobody between turns (see the module doc). ``shell``: made
-        from the settings when the first turn needs it, if not given."""
+        """``interactive``: the user can answer approval questions and the LLM's ASK.
+        ``automatic``: replies come from a model, with nobody between turns (see the module
+        doc). ``shell``: made from the settings when the first turn needs it, if not given."""
         self.store = store
         self.settings = settings
         self.session_id = store.resolve(session_id)
@@ -217,6 +231,7 @@ class SessionLoop:
                 self._listener.reply_received(reply)
                 report = self.apply(reply)
                 source.done_with(reply, report)
+                report = self.ask_user(report)
                 self._count(report)
                 prompt = self.deliver(report) or prompt
                 stop = self.should_stop(report)
@@ -234,6 +249,13 @@ class SessionLoop:
         """Make the session ready for a reply; its current prompt, or None when a recovered
         turn completed it. A complete session, or one at its turn limit, is a SessionError."""
         recovered = self.recover()
+        question = self.store.load(self.session_id).question
+        if question is not None:
+            self._listener.note(f"The LLM asked: {question}")
+            answer = self._listener.answer_question(question) if self._interactive else None
+            if not answer:
+                raise SessionError(self._waiting_message())
+            answer_question(self.store, self.session_id, answer)
         if follow_up is not None:
             follow_up_session(self.store, self.session_id, follow_up)
         state = self.store.load(self.session_id)
@@ -287,8 +309,28 @@ class SessionLoop:
         self._listener.turn_applied(report)
         return report
 
+    def ask_user(self, report: TurnReport) -> TurnReport:
+        """After a turn that ends on an ASK: the report once the user answered here (with the
+        prompt holding the answer), or as it was."""
+        question = report.state.question
+        if report.skipped or question is None or not self._interactive:
+            return report
+        answer = self._listener.answer_question(question)
+        if not answer:
+            return report
+        outbox = answer_question(self.store, self.session_id, answer)
+        return replace(report, state=self.store.load(self.session_id), outbox=outbox)
+
+    def answer(self, text: str) -> Prompt:
+        """The user's answer to the LLM's question (``codingagent answer``); offers the
+        prompt that carries it."""
+        path = answer_question(self.store, self.session_id, text)
+        return self._offer(path, self.store.load(self.session_id).sequence_number)
+
     def should_stop(self, report: TurnReport) -> Stop | None:
         """Whether the session stops after this turn, and why: the one place that decides."""
+        if report.state.question is not None:
+            return Stop(StopReason.QUESTION, self._waiting_message())
         if report.state.is_complete:
             return Stop(StopReason.COMPLETE, "")
         if self._over_limit(report.state):
@@ -364,6 +406,12 @@ class SessionLoop:
     def _refuse_over_limit(self, state: SessionState) -> None:
         if self._over_limit(state):
             raise SessionError(self._limit_message())
+
+    def _waiting_message(self) -> str:
+        return (
+            f"Session {self.session_id} waits for your answer to the LLM's question; answer "
+            f'with: codingagent answer {self.session_id} "..." (then resume)'
+        )
 
     def _limit_message(self) -> str:
         return (

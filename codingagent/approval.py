@@ -1,4 +1,5 @@
-"""The user's y/n before a RUN_COMMAND runs (approval ``ask``) on a terminal."""
+"""The user's y/n before a RUN_COMMAND runs (approval ``ask``), and answers to the LLM's
+questions (ASK), on a terminal."""
 
 from __future__ import annotations
 
@@ -15,3 +16,18 @@ def ask_on_terminal(command: str) -> bool:
         return click.confirm("Run it?", default=False, err=True)
     except click.Abort:
         return False
+
+
+def answer_on_terminal(question: str) -> str | None:
+    """Wait for the user's answer to the LLM's question (shown already); None if they give
+    none (an empty line, or the end of input)."""
+    try:
+        text = click.prompt(
+            "Your answer (empty: answer later with 'codingagent answer')",
+            default="",
+            show_default=False,
+            err=True,
+        )
+    except click.Abort:
+        return None
+    return text.strip() or None

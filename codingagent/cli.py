@@ -133,7 +133,7 @@ poll_option = click.option(
 def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = False) -> SessionLoop:
     """The session loop for SESSION in ROOT with the settings and these flags, on the console."""
     from .app import SessionLoop
-    from .approval import ask_on_terminal
+    from .approval import answer_on_terminal, ask_on_terminal
     from .console import ConsoleListener
     from .session import SessionStore
     from .settings import load_settings
@@ -142,7 +142,7 @@ def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = Fal
         SessionStore(root),
         load_settings(root, flags),
         session,
-        ConsoleListener(ask=ask_on_terminal, pasting=not automatic),
+        ConsoleListener(ask=ask_on_terminal, answer=answer_on_terminal, pasting=not automatic),
         interactive=sys.stdin.isatty(),
         automatic=automatic,
     )
@@ -264,6 +264,21 @@ def paste(session: str, root: Path) -> None:
     say(f"Saved the reply ({len(text):,} characters) as {path}")
 
 
+@main.command()
+@click.argument("words", nargs=-1, required=True, metavar="[SESSION] TEXT")
+@root_option
+def answer(words: tuple[str, ...], root: Path) -> None:
+    """Answer the LLM's question (ASK) in SESSION (default: the latest) with TEXT, and write
+    the next prompt, which carries the answer."""
+    if len(words) > 2:
+        raise click.UsageError(
+            'Give the answer as one argument, in quotes: answer [SESSION] "TEXT"'
+        )
+    session, text = words if len(words) == 2 else ("latest", words[0])
+    with _loop(root, session, {}) as loop:
+        loop.answer(text)
+
+
 @main.command(name="undo")
 @session_argument
 @root_option
@@ -343,7 +358,7 @@ def sessions(root: Path, as_json: bool) -> None:
             state.session_id,
             safe_text(shorten(state.task, 50)),
             str(state.sequence_number),
-            "done" if state.is_complete else "open",
+            "done" if state.is_complete else "asks" if state.question else "open",
             age(state.updated_at),
         )
     Console(soft_wrap=True, markup=False).print(table)
@@ -365,6 +380,11 @@ def show(session: str, root: Path, copy: bool) -> None:
         state = store.load(session_id)
         if state.is_complete:
             say(f"Session {state.session_id} is complete: {state.summary or ''}")
+            return
+        if state.question is not None:
+            say(f"Session {state.session_id} waits for your answer to the LLM's question:")
+            say(state.question, "bold")
+            say(f'Answer with: codingagent answer {state.session_id} "..."')
             return
         text = ensure_outbox(store, state, keep_digests=held).read_text(encoding="utf-8")
     click.echo(text, nl=False)

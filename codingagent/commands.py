@@ -94,6 +94,8 @@ class ReplaceBlock(BaseModel):
     line: int = Field(ge=1, description="1-based reply line of the block's SEARCH marker")
     search: str
     replace: str
+    # Shapes read as the LLM meant them ("read the ======= ... as >>>>>>> REPLACE"), for the result.
+    tolerated: tuple[str, ...] = ()
 
 
 class Replace(_Command):
@@ -108,6 +110,25 @@ class Replace(_Command):
     @property
     def target(self) -> str:
         return self.path
+
+
+class Patch(_Command):
+    """Unified diffs or a ``*** Begin Patch`` envelope (protocol 1.2), all or nothing; it may
+    name several files, so it has no one ``target``."""
+
+    writes: ClassVar[bool] = True
+
+    kind: Literal["PATCH"] = "PATCH"
+    text: str  # the body as written (a code fence around all of it removed)
+    body_line: int = Field(ge=1, description="reply line of the body's first line")
+
+
+class Ask(_Command):
+    """A question for the user (protocol 1.2): the turn ends there, and the next prompt
+    carries the answer."""
+
+    kind: Literal["ASK"] = "ASK"
+    question: str
 
 
 class Search(_Command):
@@ -153,6 +174,8 @@ Command = Annotated[
     | DeleteFile
     | ReadFile
     | Replace
+    | Patch
+    | Ask
     | Search
     | RunCommand
     | Message

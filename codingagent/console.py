@@ -51,11 +51,18 @@ def print_result(result: CommandResult) -> None:
 class ConsoleListener:
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
     the next prompt is, a spinner while a command runs, and a live line while a model
-    answers. ``ask`` answers approval; ``pasting``: the user carries each prompt to a chat
-    (not so when a model endpoint answers)."""
+    answers. ``ask`` answers approval; ``answer``, if given, asks the user the LLM's question
+    (ASK) on the terminal; ``pasting``: the user carries each prompt to a chat (not so when a
+    model endpoint answers)."""
 
-    def __init__(self, ask: Callable[[str], bool], pasting: bool = True) -> None:
+    def __init__(
+        self,
+        ask: Callable[[str], bool],
+        answer: Callable[[str], str | None] | None = None,
+        pasting: bool = True,
+    ) -> None:
         self._ask = ask
+        self._answer = answer
         self._pasting = pasting
         self._status: Any = None
         self._live: Any = None
@@ -97,6 +104,9 @@ class ConsoleListener:
             if self._status is not None:
                 self._status.start()
 
+    def answer_question(self, question: str) -> str | None:
+        return self._answer(question) if self._answer is not None else None
+
     def result(self, result: CommandResult) -> None:
         print_result(result)
 
@@ -117,6 +127,10 @@ class ConsoleListener:
             f"{plural(len(outcome.results), 'command')} ({ran} run), "
             f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
         )
+        if report.state.question is not None:
+            console.print(
+                safe_text("The LLM asks: ", "bold magenta") + safe_text(report.state.question)
+            )
         if report.state.is_complete:
             console.print(
                 safe_text("Session complete: ", "bold green")
@@ -153,4 +167,5 @@ class ConsoleListener:
         from .app import StopReason
 
         if stop.message:
-            say(stop.message, "yellow" if stop.reason is StopReason.TURN_LIMIT else "")
+            attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)
+            say(stop.message, "yellow" if attention else "")

@@ -10,8 +10,8 @@ one new row plus its model in ``commands.py``.
 Tolerances (SPEC 2.1): tags in any letter case, with single, double, curly or no quotes, spaces
 around ``=``; CRLF/CR line endings and a BOM; fence lines and prose around commands (they are
 just prose); tags wrapped in markdown emphasis or inline code (``**[DONE]**``) or escaped by a
-markdown renderer (``\\[CREATE\\_FILE path="a"\\]``); and one code fence wrapping a file body,
-which is removed (the command says so, and the executor tells the LLM).
+markdown renderer (``\\[CREATE\\_FILE path="a"\\]``). What a body holds is read by
+:mod:`codingagent.bodies` (a code fence wrapping a file body, SEARCH/REPLACE blocks).
 """
 
 from __future__ import annotations
@@ -24,7 +24,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from codingagent.bodies import (
+    BodyError,
+    clip,
+    command_body,
+    fence,
+    file_body,
+    patch_body,
+    replace_body,
+    text_body,
+)
 from codingagent.commands import (
+    Ask,
     Command,
     CreateFile,
     DeleteFile,
@@ -32,9 +43,9 @@ from codingagent.commands import (
     EditFile,
     Message,
     ParseError,
+    Patch,
     ReadFile,
     Replace,
-    ReplaceBlock,
     RunCommand,
     Search,
 )
@@ -46,10 +57,6 @@ _UNQUOTED_VALUE = re.compile(r"[^\s\]]+")
 _SPACES = re.compile(r"\s*")
 _WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
 _MARKDOWN_ESCAPE = re.compile(r"\\([\[\]_*`])")
-_FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
-_SEARCH_MARK = re.compile(r"<{5,9} ?SEARCH", re.IGNORECASE)
-_DIVIDER = re.compile(r"={5,9}")
-_REPLACE_MARK = re.compile(r">{5,9} ?REPLACE", re.IGNORECASE)
 _ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
 _ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
 _ECHO_CHARS = 20_000  # how far into the reply the session/sequence echo is looked for
@@ -66,13 +73,10 @@ _QUOTES = {
     "\u2019": "\u2019\u2018",  # ’ ... ’
     "\u201a": "\u2019\u2018",  # ‚ ... ‘
 }
+_DIFF_INFO = frozenset({"diff", "patch", "udiff"})
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off"})
-_CLIP = 60
 _UNCLOSED = "no closing [/{name}] tag; this command and the rest of the reply were ignored"
-_BLOCK_HELP = (
-    "write <<<<<<< SEARCH, the lines to find, =======, the lines to put instead, >>>>>>> REPLACE"
-)
 
 
 class _TagError(Exception):
@@ -83,141 +87,22 @@ class _TagError(Exception):
         self.message = message
 
 
-# --- bodies --------------------------------------------------------------------------------
-
-
-def _fence(line: str) -> tuple[str, str] | None:
-    """``(marker, info string)`` if ``line`` is a markdown code fence (```` ```python ````)."""
-    match = _FENCE.fullmatch(line.strip())
-    if match is None:
-        return None
-    marker, info = match.groups()
-    if marker[0] == "`" and "`" in info:
-        return None  # ```x``` is inline code, not a fence
-    return marker, info.strip()
-
-
-def _trim_blank_edges(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
-
-
-def _unfence(lines: list[str]) -> list[str] | None:
-    """The lines inside one code fence that wraps all of ``lines``, or None if there is none.
-
-    Blank lines around the fence go with it. The fence must really wrap the body: a body that
-    starts with one code block and ends with another (``` a ``` text ``` b ```) is left alone.
-    Fences inside must open with an info string (```` ```bash ````) and be closed.
-    """
-    body = _trim_blank_edges(lines)
-    if len(body) < 2:
-        return None
-    opening, closing = _fence(body[0]), _fence(body[-1])
-    if opening is None or closing is None or closing[1]:
-        return None
-    marker = opening[0]
-    if closing[0][0] != marker[0] or len(closing[0]) < len(marker):
-        return None
-    inner = body[1:-1]
-    return inner if _fences_balanced(inner, marker) else None
-
-
-def _fences_balanced(lines: list[str], outer: str) -> bool:
-    """Whether every fence in ``lines`` that could close ``outer`` closes an inner block."""
-    inside = False
-    for line in lines:
-        fence = _fence(line)
-        if fence is None or fence[0][0] != outer[0] or len(fence[0]) < len(outer):
-            continue
-        if fence[1]:
-            inside = True
-        elif inside:
-            inside = False
-        else:
-            return False  # a bare fence outside any inner block would close the outer one
-    return not inside
-
-
-def _lines_text(lines: list[str]) -> str:
-    """File content is verbatim: every line keeps its indentation and gets its newline back."""
-    return "".join(f"{line}\n" for line in lines)
-
-
-def _file_body(lines: list[str], first_line: int) -> dict[str, object]:
-    """A file's content; one code fence around all of it is removed, and that is recorded."""
-    inner = _unfence(lines)
-    if inner is None:
-        return {"content": _lines_text(lines)}
-    return {"content": _lines_text(inner), "fence_removed": True}
-
-
-def _command_body(lines: list[str], first_line: int) -> dict[str, object]:
-    """A shell command loses the blank lines around it and a code fence wrapping it (a fence
-    line would be run as a command); inner lines stay as written."""
-    lines = _trim_blank_edges(lines)
-    inner = _unfence(lines)
-    return {"command": "\n".join(_trim_blank_edges(inner) if inner is not None else lines)}
-
-
-def _text_body(field: str) -> Callable[[list[str], int], dict[str, object]]:
-    """Messages and summaries are prose: surrounding whitespace carries no meaning."""
-
-    def render(lines: list[str], first_line: int) -> dict[str, object]:
-        return {field: "\n".join(lines).strip()}
-
-    return render
-
-
-def _replace_body(lines: list[str], first_line: int) -> dict[str, object]:
-    """The SEARCH/REPLACE blocks of a REPLACE body; blank and fence lines between blocks are
-    ignored, any other text there is an error (the edit it belongs to is unclear)."""
-    blocks: list[ReplaceBlock] = []
-    search: list[str] = []
-    replace: list[str] = []
-    section: list[str] | None = None
-    start = 0
-    for number, line in enumerate(lines, first_line):
-        mark = line.strip()
-        if section is None:
-            if _SEARCH_MARK.fullmatch(mark):
-                start, search, replace = number, [], []
-                section = search
-            elif mark and _fence(line) is None:
-                raise _TagError(
-                    f"reply line {number}: text outside a SEARCH/REPLACE block "
-                    f"('{_clip(mark)}'); {_BLOCK_HELP}"
-                )
-        elif section is search:
-            if _DIVIDER.fullmatch(mark):
-                section = replace
-            elif _REPLACE_MARK.fullmatch(mark) or _SEARCH_MARK.fullmatch(mark):
-                raise _TagError(f"the block at reply line {start} has no ======= line")
-            else:
-                search.append(line)
-        elif _REPLACE_MARK.fullmatch(mark):
-            blocks.append(
-                ReplaceBlock(line=start, search=_lines_text(search), replace=_lines_text(replace))
-            )
-            section = None
-        elif _SEARCH_MARK.fullmatch(mark):
-            raise _TagError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
-        else:
-            replace.append(line)
-    if section is not None:
-        raise _TagError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
-    if not blocks:
-        raise _TagError(f"no SEARCH/REPLACE block; {_BLOCK_HELP}")
-    return {"blocks": tuple(blocks)}
+def unwrapped_diff(text: str) -> int | None:
+    """The reply line of a diff written outside any PATCH (a ```` ```diff ```` fence or a
+    ``*** Begin Patch`` line), if there is one: for a reply that has no commands."""
+    for number, line in enumerate(_LINE_BREAK.split(text.removeprefix(_BOM)), 1):
+        found = fence(line)
+        if (found is not None and found[1].lower() in _DIFF_INFO) or (
+            line.strip() == "*** Begin Patch"
+        ):
+            return number
+    return None
 
 
 @dataclass(frozen=True)
 class _Body:
     """How a body command turns its body lines (and the reply line of the first one) into
-    model fields; it may raise _TagError."""
+    model fields; it may raise BodyError."""
 
     render: Callable[[list[str], int], dict[str, object]]
     closing_optional: bool = False
@@ -239,11 +124,12 @@ _LINES = frozenset({"start_line", "end_line"})
 
 # The command table, by tag name: what the parser reads, and what the PROTOCOL text must teach.
 TAGS: dict[str, _TagSpec] = {
-    "CREATE_FILE": _TagSpec(CreateFile, ("path",), body=_Body(_file_body)),
+    "CREATE_FILE": _TagSpec(CreateFile, ("path",), body=_Body(file_body)),
     "EDIT_FILE": _TagSpec(
-        EditFile, ("path", "start_line", "end_line"), integers=_LINES, body=_Body(_file_body)
+        EditFile, ("path", "start_line", "end_line"), integers=_LINES, body=_Body(file_body)
     ),
-    "REPLACE": _TagSpec(Replace, ("path",), body=_Body(_replace_body)),
+    "REPLACE": _TagSpec(Replace, ("path",), body=_Body(replace_body)),
+    "PATCH": _TagSpec(Patch, body=_Body(patch_body)),
     "DELETE_FILE": _TagSpec(DeleteFile, ("path",)),
     "READ_FILE": _TagSpec(ReadFile, ("path",), ("start_line", "end_line"), integers=_LINES),
     "SEARCH": _TagSpec(
@@ -252,10 +138,11 @@ TAGS: dict[str, _TagSpec] = {
         ("glob", "regex", "case_sensitive"),
         booleans=frozenset({"regex", "case_sensitive"}),
     ),
-    "RUN_COMMAND": _TagSpec(RunCommand, body=_Body(_command_body)),
-    "MESSAGE": _TagSpec(Message, body=_Body(_text_body("text"))),
+    "RUN_COMMAND": _TagSpec(RunCommand, body=_Body(command_body)),
+    "MESSAGE": _TagSpec(Message, body=_Body(text_body("text"))),
+    "ASK": _TagSpec(Ask, body=_Body(text_body("question"))),
     # LLMs often end a reply with a bare [DONE]; the rest of the reply is then the summary.
-    "DONE": _TagSpec(Done, body=_Body(_text_body("summary"), closing_optional=True)),
+    "DONE": _TagSpec(Done, body=_Body(text_body("summary"), closing_optional=True)),
 }
 
 
@@ -427,7 +314,7 @@ def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command
         if error is None:
             try:
                 fields |= spec.body.render(body, first_line)
-            except _TagError as exc:
+            except BodyError as exc:
                 error = exc.message
     if error is not None:
         return _error(opening, error), index
@@ -447,7 +334,7 @@ def _scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
     while True:
         pos = _skip_spaces(tag, pos)
         if pos == len(tag):
-            raise _TagError(f"malformed attributes: {_clip(tag)}")
+            raise _TagError(f"malformed attributes: {clip(tag)}")
         if tag[pos] == "]":
             return attributes, tag[pos + 1 :]
         if tag[pos] == "/":
@@ -493,12 +380,7 @@ def _skip_spaces(text: str, pos: int) -> int:
 def _malformed(tag: str, start: int) -> _TagError:
     """The error for unreadable text at ``start``, quoting it up to the tag's likely end."""
     end = tag.find("]", start)
-    return _TagError(f"malformed attributes: {_clip(tag[start : end if end >= 0 else None])}")
-
-
-def _clip(text: str) -> str:
-    """Quote at most ``_CLIP`` characters of the LLM's text back to it."""
-    return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+    return _TagError(f"malformed attributes: {clip(tag[start : end if end >= 0 else None])}")
 
 
 def _fields(spec: _TagSpec, attributes: dict[str, str]) -> dict[str, object]:
@@ -530,7 +412,7 @@ def _whole_number(key: str, value: str) -> int:
     if _WHOLE_NUMBER.fullmatch(value) is not None:
         with suppress(ValueError):  # more digits than int() converts (get_int_max_str_digits)
             return int(value)
-    raise _TagError(f"attribute '{key}' must be a whole number, got '{_clip(value)}'")
+    raise _TagError(f"attribute '{key}' must be a whole number, got '{clip(value)}'")
 
 
 def _boolean(key: str, value: str) -> bool:
@@ -539,7 +421,7 @@ def _boolean(key: str, value: str) -> bool:
         return True
     if word in _FALSE:
         return False
-    raise _TagError(f"attribute '{key}' must be true or false, got '{_clip(value)}'")
+    raise _TagError(f"attribute '{key}' must be true or false, got '{clip(value)}'")
 
 
 def _read_body(

@@ -37,6 +37,19 @@ the lines to put in their place
   they apply in order, and if one does not match, the file is not changed at all. An empty
   SEARCH creates a new file.
 
+[PATCH]
+--- a/src/app.py
++++ b/src/app.py
+@@ -10,3 +10,3 @@
+ unchanged line
+-old line
++new line
+[/PATCH]
+  Applies a unified diff (as "git diff" writes it; several files, "--- /dev/null" for a new
+  file, "+++ /dev/null" to delete one) or a "*** Begin Patch" ... "*** End Patch" patch.
+  Hunks are placed by their " " and "-" lines, which must match the file (the @@ line numbers
+  are only hints); if one hunk does not match, no file is changed.
+
 [CREATE_FILE path="src/app.py"]
 the complete content of the file
 [/CREATE_FILE]
@@ -78,6 +91,12 @@ text for the user
 [/MESSAGE]
   Shows a message to the user.
 
+[ASK]
+a question only the user can answer
+[/ASK]
+  Asks the user and ends your reply there: commands after it are not run. The answer comes
+  in the next message under "Answers". Ask only what you cannot find out with commands.
+
 [DONE]
 a short summary of what you did
 [/DONE]
@@ -94,6 +113,9 @@ RULES
   what a file holds: READ_FILE, SEARCH or RUN_COMMAND now, and decide in your next reply.
 - Close every command that has a closing tag: if one is missing, that command and everything
   after it in your reply are ignored.
+- A line that is exactly a closing tag, such as [/REPLACE], ends its command wherever it
+  stands, and REPLACE reads a line "=======" as its divider: to put such a line into a file,
+  use another command (EDIT_FILE, CREATE_FILE or PATCH).
 
 EXAMPLE REPLY (test_calc.py has 12 lines)
 Session: <id> Sequence: <n>

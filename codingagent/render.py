@@ -1,8 +1,8 @@
 """Render the outbox: the one self-contained prompt the user pastes into a chat LLM.
 
 Pure: values in, text out. The layout is the protocol document's, section for section:
-HEADER, PROTOCOL, CONTEXT (workspace files, previous results, requested files, search
-results), PROMPT.
+HEADER, PROTOCOL, CONTEXT (workspace files, previous results, the user's answers to an ASK,
+requested files, search results), PROMPT.
 
 Requested files are shown with line numbers (``  12 | code``, SPEC 2.4), numbered exactly as
 EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most ``VIEW_LINES`` lines
@@ -94,6 +94,9 @@ def _context(state: SessionState, context: OutboxContext) -> str:
     if state.sequence_number > 1:
         results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
         parts.append("## Previous Command Results\n" + "\n".join(results))
+    if state.answers:
+        answers = (f"You asked: {a.question}\nThe user answered: {a.answer}" for a in state.answers)
+        parts.append("## Answers\n" + "\n\n".join(answers))
     if context.file_views:
         parts.append(
             "## Requested File Contents\n" + "\n".join(map(_file_view, context.file_views))

@@ -36,12 +36,21 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+class Answer(BaseModel):
+    """The user's answer to an ASK (protocol 1.2), shown in the next prompt."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    question: str
+    answer: str
+
+
 class SessionState(BaseModel):
     """One session, as stored in ``sessions/{sessionId}.json``.
 
     The first eight fields are the protocol document's; ``workspace`` (absolute path of the
     folder the LLM works on), ``summary`` (the DONE text), ``shown_files``,
-    ``search_results`` and the ``follow_ups`` are ours.
+    ``search_results``, the ``follow_ups``, ``question`` and ``answers`` are ours.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -66,6 +75,11 @@ class SessionState(BaseModel):
     # outbox whose PROMPT is the newest of them.
     follow_ups: list[str] = Field(default_factory=list)
     follow_up_sequence: int | None = None
+    # Protocol 1.2: the LLM's ASK waiting for the user's answer (no reply is applied meanwhile,
+    # and the next prompt is written once it is answered), and the answers the current prompt
+    # shows under "## Answers" (cleared when the next reply is applied).
+    question: str | None = None
+    answers: list[Answer] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -31,8 +31,8 @@ from .execute import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import Journal, TurnRecord, digest_of, turn_record
 from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
-from .parser import parse, reply_echo
-from .session import SessionError, SessionState, SessionStore, utc_now
+from .parser import parse, reply_echo, unwrapped_diff
+from .session import Answer, SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import Workspace
 
@@ -90,6 +90,26 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     return outbox
 
 
+def answer_question(store: SessionStore, session_id: str, answer: str) -> Path:
+    """Record the user's answer to the LLM's ASK and write the prompt that waited for it.
+
+    The turn that asked wrote no prompt (one without the answer would only be a wrong one to
+    paste): it is written here, with the answer under "## Answers", and the session takes
+    replies again.
+    """
+    if not answer.strip():
+        raise SessionError("The answer is empty; say what the LLM should know")
+    state = store.load(session_id)
+    if state.question is None:
+        raise SessionError(f"Session {session_id} has no question waiting for an answer")
+    state.answers.append(Answer(question=state.question, answer=answer.strip()))
+    state.question = None
+    state.updated_at = utc_now()
+    outbox = next_outbox(store, state)
+    store.save(state)
+    return outbox
+
+
 # --- one turn ------------------------------------------------------------------------------
 
 
@@ -113,15 +133,18 @@ def apply_reply(
     ``max_reply_bytes`` is read no further). ``extra_meta`` goes into the turn's ``meta.json``
     (a model's name, tokens and seconds).
 
-    A reply whose content was already applied in this session is skipped, unless it names the
-    current sequence (``Sequence: N``) or ``force`` is set. So is, unless ``force`` is set, a
-    reply that says (``Session: <id> Sequence: <n>``) it answers another session or an older
-    prompt: it is kept in ``sessions/{id}/refused/``.
+    While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
+    kept in ``refused/``. A reply whose content was already applied in this session is
+    skipped, unless it names the current sequence (``Sequence: N``) or ``force`` is set. So
+    is, unless ``force`` is set, a reply that says (``Session: <id> Sequence: <n>``) it
+    answers another session or an older prompt: it is kept in ``sessions/{id}/refused/``.
     """
     started = time.perf_counter()
     received = utc_now()
     state = store.load(session_id)
     _refuse_if_interrupted(store, session_id)
+    if state.question is not None:
+        return _refuse_while_asking(store, state, data, source)
     if not force:
         skipped = _skip(store, state, data, source, max_reply_bytes)
         if skipped is not None:
@@ -136,6 +159,10 @@ def apply_reply(
         if problem and on_result:
             on_result(problem)
         commands = parse(text) if text is not None else []
+        if not commands and problem is None and text is not None:
+            problem = _unwrapped_diff(text)
+            if problem and on_result:
+                on_result(problem)
         outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
         _advance(state, outcome)
         record.write_outcome(
@@ -144,7 +171,8 @@ def apply_reply(
             {path: digest_of(ws, path) for path in journal.paths},
         )
         crash_point("history")
-        outbox = None if state.is_complete else next_outbox(store, state, token_budget)
+        waiting = state.is_complete or state.question is not None
+        outbox = None if waiting else next_outbox(store, state, token_budget)
         record.write_meta(
             {
                 "sequence": answered,
@@ -227,6 +255,8 @@ def _advance(state: SessionState, outcome: TurnOutcome) -> None:
     state.read_file_requests = outcome.read_requests
     state.search_results = outcome.searches
     state.shown_files = outcome.shown
+    state.answers = []  # shown in the prompt this reply answered
+    state.question = outcome.question
     state.updated_at = utc_now()
     if outcome.done is not None:
         state.is_complete = True
@@ -260,6 +290,20 @@ def decode_reply(
             f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
             "it was read with replacement characters"
         )
+
+
+def _unwrapped_diff(text: str) -> CommandResult | None:
+    """A result telling the LLM to wrap its diff in PATCH, if its reply has a diff and no
+    commands (models write ```diff blocks on their own)."""
+    line = unwrapped_diff(text)
+    if line is None:
+        return None
+    return CommandResult(
+        command="REPLY",
+        success=False,
+        summary=f"Your reply has a diff (reply line {line}) but no commands, so nothing was "
+        "applied; to apply a diff, put it between a [PATCH] line and a [/PATCH] line",
+    )
 
 
 def reply_digest(data: bytes) -> str:
@@ -301,8 +345,7 @@ def _refuse_stale(
     digest: str,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
-    prompt than the current one (SPEC 2.4); the reply is kept in ``refused/``, in a folder
-    named by the prompt it came to and its content (the same reply twice is kept once)."""
+    prompt than the current one (SPEC 2.4); the reply is kept (see :func:`_keep_refused`)."""
     session, sequence = echo
     current = state.sequence_number
     if session is not None and session != state.session_id:
@@ -311,16 +354,38 @@ def _refuse_stale(
         why = f"it answers prompt {sequence}, but the session is at prompt {current}"
     else:
         return None
-    folder = store.sessions / state.session_id / "refused" / f"{current:04d}-{digest[:12]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = folder / "reply.txt"
-    atomic_write(kept, data)
+    kept = _keep_refused(store, state, data, digest)
     note = (
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
         f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
     )
     outbox = None if state.is_complete else ensure_outbox(store, state)
-    return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
+    return TurnReport(state, TurnOutcome(), outbox, kept.parent, notes=[note], skipped=True)
+
+
+def _refuse_while_asking(
+    store: SessionStore, state: SessionState, data: bytes, source: str
+) -> TurnReport:
+    """A report saying the reply was not applied because the LLM's question waits for the
+    user's answer (even with ``force``: the prompt it answers does not exist yet)."""
+    kept = _keep_refused(store, state, data, reply_digest(data))
+    note = (
+        f"The reply {source} was not applied: the session waits for your answer to the LLM's "
+        f"question ({state.question}). Answer it with 'codingagent answer "
+        f'{state.session_id} "..."\'; the reply is kept as {kept}.'
+    )
+    return TurnReport(state, TurnOutcome(), None, kept.parent, notes=[note], skipped=True)
+
+
+def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest: str) -> Path:
+    """Keep a refused reply in ``refused/``, in a folder named by the prompt it came to and
+    its content (the same reply twice is kept once); its path."""
+    current = state.sequence_number
+    folder = store.sessions / state.session_id / "refused" / f"{current:04d}-{digest[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "reply.txt"
+    atomic_write(kept, data)
+    return kept
 
 
 # --- recovery ---------------------------------------------------------------------------------

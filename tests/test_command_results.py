@@ -138,6 +138,7 @@ def test_each_command_declares_its_tag_whether_it_writes_and_its_target() -> Non
         "CREATE_FILE",
         "EDIT_FILE",
         "REPLACE",
+        "PATCH",
         "DELETE_FILE",
     }
     assert ReadFile(line=1, path="a/b.txt").target == "a/b.txt"

@@ -72,6 +72,10 @@ class Recording:
         self.asked.append(command)
         return self.answer
 
+    def answer_question(self, question: str) -> str | None:
+        self.events.append(f"question {question}")
+        return None
+
     def result(self, result: CommandResult) -> None:
         self.events.append(f"result {result.headline}")
 

@@ -966,7 +966,7 @@ def test_replace_blocks():
         ),
         (
             "Here is the fix:\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n",
-            "reply line 2: text outside a SEARCH/REPLACE block ('Here is the fix:'); write "
+            "text outside a SEARCH/REPLACE block at reply line 2 ('Here is the fix:'); write "
             "<<<<<<< SEARCH, the lines to find, =======, the lines to put instead, "
             ">>>>>>> REPLACE",
         ),
@@ -1068,7 +1068,7 @@ def test_parsed_commands_validate_dump_and_round_trip_through_the_union() -> Non
         "line": 2,
         "kind": "REPLACE",
         "path": "a.py",
-        "blocks": ({"line": 3, "search": "x\n", "replace": "y\n"},),
+        "blocks": ({"line": 3, "search": "x\n", "replace": "y\n", "tolerated": ()},),
     }
     with pytest.raises(ValidationError):
         Done(line=0, summary="line numbers start at 1")

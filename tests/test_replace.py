@@ -240,5 +240,5 @@ def test_matching_answers_with_data_not_wording() -> None:
     assert (found.start, found.layer) == (3, Layer.INDENTATION)
     assert found.adapt(["  x", "", "    y"]) == ["x", "", "  y"]
     assert find(lines, ["return 1"]) == Ambiguous([1, 4])
-    assert find(lines, ["def gg():"]) == NotFound(3)
+    assert find(lines, ["def gg():"]) == NotFound((3, 4))
     assert find(lines, ["class Unrelated(Base):"]) == NotFound(None)

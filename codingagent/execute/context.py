@@ -33,6 +33,7 @@ class TurnOutcome:
     # sha256 of each file's content as the LLM knows it: what it was shown before the turn,
     # updated with what it wrote in the turn (a file it deleted is dropped).
     shown: dict[str, str] = field(default_factory=dict)
+    question: str | None = None  # an ASK: the turn ended there, the user must answer
 
 
 # A READ_FILE request by the file it really names: (real relative path, start, end).
@@ -123,6 +124,18 @@ def write(path: str, text: str, turn: Turn) -> bool:
     rel = turn.mark_changed(path)
     turn.outcome.shown[rel] = digest(text.encode("utf-8"))
     return created
+
+
+def remove(path: str, turn: Turn) -> None:
+    """Delete a file for the LLM; it no longer knows a content of it."""
+    try:
+        turn.workspace.delete(path)
+    except FileNotFoundError:
+        raise not_found(path) from None
+    except IsADirectoryError:
+        raise is_a_directory(path) from None
+    rel = turn.mark_changed(path)
+    turn.outcome.shown.pop(rel, None)
 
 
 def clip(text: str) -> str:

@@ -1,16 +1,24 @@
-"""MESSAGE, DONE and parse errors: what the LLM says rather than does."""
+"""MESSAGE, ASK, DONE and parse errors: what the LLM says rather than does."""
 
 from __future__ import annotations
 
 from typing import NoReturn
 
-from ..commands import Done, Message, ParseError, plural
+from ..commands import Ask, Done, Message, ParseError, plural
 from .context import CommandFailed, Success, Turn
 
 
 def message(cmd: Message, turn: Turn) -> Success:
     turn.outcome.messages.append(cmd.text)
     return Success("Shown to the user")
+
+
+def ask(cmd: Ask, turn: Turn) -> Success:
+    """The turn ends here (:func:`dispatch.execute` runs nothing after it)."""
+    if not cmd.question:
+        raise CommandFailed("the question is empty; write it between [ASK] and [/ASK]")
+    turn.outcome.question = cmd.question
+    return Success("Asked the user; the answer comes in the next message under Answers")
 
 
 def done(cmd: Done, turn: Turn) -> Success:

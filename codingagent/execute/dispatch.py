@@ -6,6 +6,8 @@ handler is a type error.  A handler returns a :class:`Success` or raises
 either, a forbidden path (``REJECTED: ...``) and an OS error into the command's result.
 Anything else is a bug and propagates.
 
+An ``[ASK]`` ends the turn: the commands after it are not run, each with a result saying so.
+
 Memory across the commands of one reply (SPEC 2.2, 2.3): EDIT_FILE runs, the digests of what the
 LLM has seen, and the Python syntax check after the reply's last write to a ``.py`` file.
 """
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import assert_never
 
 from ..commands import (
+    Ask,
     Command,
     CommandResult,
     CreateFile,
@@ -25,6 +28,7 @@ from ..commands import (
     EditFile,
     Message,
     ParseError,
+    Patch,
     ReadFile,
     Replace,
     RunCommand,
@@ -33,10 +37,11 @@ from ..commands import (
 from ..shell import Shell
 from ..workspace import PathRejected, Workspace
 from .context import CommandFailed, Success, Turn, TurnOutcome, noted
-from .conversation import done, message, parse_error
+from .conversation import ask, done, message, parse_error
 from .edit_file import edit_file
 from .files import create_file, delete_file, read_file
 from .guard import syntax_warning
+from .patch import patch
 from .replace import replace
 from .run_command import run_command
 from .search import search
@@ -81,6 +86,18 @@ def execute(
         turn.outcome.results.append(result)
         if on_result is not None:
             on_result(result)
+        if turn.outcome.question is not None:  # an ASK ends the turn
+            for later in commands[index + 1 :]:
+                skipped = CommandResult(
+                    command=later.name,
+                    success=False,
+                    summary=f"Not run: the turn ended at the [ASK] on reply line {command.line}; "
+                    "send it again once you have the answer",
+                )
+                turn.outcome.results.append(skipped)
+                if on_result is not None:
+                    on_result(skipped)
+            break
     return turn.outcome
 
 
@@ -122,6 +139,8 @@ def _handle(command: Command, turn: Turn) -> Success:
             return edit_file(command, turn)
         case Replace():
             return replace(command, turn)
+        case Patch():
+            return patch(command, turn)
         case DeleteFile():
             return delete_file(command, turn)
         case ReadFile():
@@ -132,6 +151,8 @@ def _handle(command: Command, turn: Turn) -> Success:
             return run_command(command, turn)
         case Message():
             return message(command, turn)
+        case Ask():
+            return ask(command, turn)
         case Done():
             return done(command, turn)
         case ParseError():

@@ -14,6 +14,7 @@ from .context import (
     is_a_directory,
     not_found,
     noted,
+    remove,
     write,
 )
 from .guard import elision
@@ -38,14 +39,7 @@ def create_file(cmd: CreateFile, turn: Turn) -> Success:
 
 
 def delete_file(cmd: DeleteFile, turn: Turn) -> Success:
-    try:
-        turn.workspace.delete(cmd.path)
-    except FileNotFoundError:
-        raise not_found(cmd.path) from None
-    except IsADirectoryError:
-        raise is_a_directory(cmd.path) from None
-    rel = turn.mark_changed(cmd.path)
-    turn.outcome.shown.pop(rel, None)
+    remove(cmd.path, turn)
     return Success(f"Deleted '{cmd.path}'")
 
 

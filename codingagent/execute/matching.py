@@ -1,9 +1,9 @@
 """Where a SEARCH text stands in a file's lines: pure, and without a word for the LLM.
 
 :func:`find` tries ever looser layers (exact, then ignoring trailing whitespace, then ignoring a
-uniform difference in indentation) and answers with a :class:`Match`, an :class:`Ambiguous`
-(several places in the first layer that has any) or a :class:`NotFound` (with the closest
-window, if one is alike enough to offer).
+uniform difference in indentation, then reading the file's indenting tabs as spaces) and answers
+with a :class:`Match`, an :class:`Ambiguous` (several places in the first layer that has any) or
+a :class:`NotFound` (with the closest window, if one is alike enough to offer).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ CLOSEST_RATIO = 0.6  # how similar lines must be to be offered as "did you mean"
 CLOSEST_LINES = 20_000  # lines of a file compared with an unmatched SEARCH text
 CLOSEST_CHARS = 200  # characters of each line compared
 CLOSEST_WINDOWS = 40  # windows of the file compared
+TAB_WIDTHS = (4, 8, 2)  # how many spaces a tab in the file may stand for, most likely first
 
 # How the replacement lines are adapted to the place found; None: they cannot be.
 Adapt = Callable[[list[str]], list[str] | None]
@@ -30,6 +31,7 @@ class Layer(Enum):
     EXACT = "exact"
     TRAILING_WHITESPACE = "trailing whitespace"
     INDENTATION = "indentation"
+    TABS = "tabs"  # the file indents with tabs where SEARCH has spaces
 
 
 class Match(NamedTuple):
@@ -47,14 +49,15 @@ class Ambiguous(NamedTuple):
 
 
 class NotFound(NamedTuple):
-    """The SEARCH text stands nowhere; ``closest`` starts the window most like it, if any."""
+    """The SEARCH text stands nowhere; ``closest`` is the window of the file most like it
+    (0-based start, exclusive stop), if any is alike enough."""
 
-    closest: int | None
+    closest: tuple[int, int] | None
 
 
 def find(contents: list[str], search: list[str]) -> Match | Ambiguous | NotFound:
     """Where ``search`` (lines without endings, one not blank) stands in ``contents``."""
-    for layer in (_exact, _loose_trailing, _loose_indent):
+    for layer in (_exact, _loose_trailing, _loose_indent, _tab_indent):
         matches = layer(contents, search)
         if len(matches) == 1:
             return matches[0]
@@ -132,16 +135,52 @@ def _reindent(found: list[str], search: list[str]) -> Adapt | None:
     return None
 
 
-def _closest(contents: list[str], search: list[str]) -> int | None:
-    """The start of the window of the file most like ``search``, if it is alike enough to be
-    worth offering ("did you mean").
+def _tab_indent(contents: list[str], search: list[str]) -> list[Match]:
+    """Matches where the file indents with tabs and SEARCH with spaces (chat UIs turn tabs
+    into spaces): tabs are read as 4, 8 or 2 spaces, the first width that matches anywhere
+    counts, and the replacement is indented with tabs of that width again."""
+    if not any(line.startswith("\t") for line in contents) or any("\t" in s for s in search):
+        return []
+    wanted = _rstripped(search)
+    for width in TAB_WIDTHS:
+        spaced = [_untab(line, width) for line in contents]
+        matches = _exact(spaced, wanted)
+        if matches:
+            adapt = _retab(width)
+            return [Match(m.start, Layer.TABS, adapt) for m in matches]
+    return []
 
-    Comparing every window would be quadratic, so only likely windows are compared: where a
-    SEARCH line stands exactly, and where the lines most like its longest lines stand. A
-    window's score is the mean difflib ratio of its lines with the SEARCH lines.
+
+def _untab(line: str, width: int) -> str:
+    """The line with its leading tabs as spaces, trailing whitespace dropped."""
+    body = line.lstrip(" \t")
+    return line[: len(line) - len(body)].expandtabs(width) + body.rstrip()
+
+
+def _retab(width: int) -> Adapt:
+    def retab(lines: list[str]) -> list[str]:
+        out = []
+        for line in lines:
+            body = line.lstrip(" ")
+            tabs, spaces = divmod(len(line) - len(body), width)
+            out.append("\t" * tabs + " " * spaces + body)
+        return out
+
+    return retab
+
+
+def _closest(contents: list[str], search: list[str]) -> tuple[int, int] | None:
+    """The window of the file most like ``search``, if it is alike enough to be worth offering
+    ("did you mean").
+
+    Blank lines count on neither side: a SEARCH that lacks (or adds) a blank line still finds
+    its place. Comparing every window would be quadratic, so only likely windows are compared:
+    where a SEARCH line stands exactly, and where the lines most like its longest lines stand.
+    A window's score is the mean difflib ratio of its lines with the SEARCH lines.
     """
-    bare = [line.strip()[:CLOSEST_CHARS] for line in contents[:CLOSEST_LINES]]
-    wanted = [line.strip()[:CLOSEST_CHARS] for line in search]
+    kept = [i for i, line in enumerate(contents[:CLOSEST_LINES]) if line.strip()]
+    bare = [contents[i].strip()[:CLOSEST_CHARS] for i in kept]
+    wanted = [line.strip()[:CLOSEST_CHARS] for line in search if line.strip()]
     last = max(0, len(bare) - len(wanted))
     starts = dict.fromkeys(min(max(i, 0), last) for i in _anchors(bare, wanted))
     best, where = CLOSEST_RATIO, None
@@ -152,7 +191,9 @@ def _closest(contents: list[str], search: list[str]) -> int | None:
         score = sum(_similarity(a, b) for a, b in pairs) / len(wanted)
         if score > best or (where is None and score == best):
             best, where = score, i
-    return where
+    if where is None:
+        return None
+    return kept[where], kept[min(where + len(wanted), len(kept)) - 1] + 1
 
 
 def _anchors(bare: list[str], wanted: list[str]) -> Iterator[int]:

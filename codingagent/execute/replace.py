@@ -15,12 +15,13 @@ from .lines import Style, block_lines, count, lines_name, splice, split_lines, s
 from .matching import Ambiguous, Layer, Match, NotFound, find
 
 _VIEW_NUMBER = re.compile(r" *\d+ \| ?")
-_HOW = {
+HOW = {
     Layer.EXACT: "",
     Layer.TRAILING_WHITESPACE: "matched ignoring trailing whitespace",
     Layer.INDENTATION: "matched with other indentation, REPLACE re-indented",
+    Layer.TABS: "matched the file's tab indentation, REPLACE indented with tabs",
 }
-_UNCHANGED = "nothing was changed"
+UNCHANGED = "nothing was changed"
 
 
 class _Step(NamedTuple):
@@ -73,60 +74,93 @@ def _apply_block(path: str, lines: list[str], block: ReplaceBlock, kept: Style) 
             raise CommandFailed(
                 f"the SEARCH part is empty, but '{path}' is not; an empty SEARCH only fills a "
                 "new or empty file. To add lines, SEARCH for the lines next to them and repeat "
-                f"them in REPLACE; {_UNCHANGED}",
+                f"them in REPLACE; {UNCHANGED}",
             )
-        return _Step(splice([], 1, 0, replace, kept), "", count(len(replace)))
+        detail = ", ".join([count(len(replace)), *block.tolerated])
+        return _Step(splice([], 1, 0, replace, kept), "", detail)
     contents = [strip_eol(line) for line in lines]
     found = find(contents, search)
-    note = ""
+    notes = list(block.tolerated)
     if not isinstance(found, Match) and _has_view_numbers(search):
         search = [_drop_view_number(line) for line in search]
         replace = [_drop_view_number(line) for line in replace]
         retry = find(contents, search)
         if isinstance(retry, Match):
-            found, note = retry, "removed the line numbers copied from the file view"
+            found = retry
+            notes.append("removed the line numbers copied from the file view")
+    if not isinstance(found, Match) and _blank_edges(search):
+        trimmed, kept_replace = _trim_blank_edges(search, replace)
+        retry = find(contents, trimmed)
+        if isinstance(retry, Match):
+            found, search, replace = retry, trimmed, kept_replace
+            notes.append("ignored the blank lines at the edges of SEARCH")
     if not isinstance(found, Match):
-        raise _unmatched(path, contents, search, found)
+        raise unmatched(path, contents, search, found)
     start, end = found.start + 1, found.start + len(search)
     new = found.adapt(replace)
     if new is None:
         raise CommandFailed(
             f"the SEARCH text matches {lines_name(start, end)} of '{path}' only with less "
             "indentation, and the REPLACE lines are not indented enough to take that much "
-            f"away; copy the lines exactly; {_UNCHANGED}",
+            f"away; copy the lines exactly; {UNCHANGED}",
         )
-    how = _HOW[found.layer]
+    how = HOW[found.layer]
     detail = ", ".join(
-        n for n in (f"{count(end - start + 1)} replaced by {len(new)}", how, note) if n
+        n for n in (f"{count(end - start + 1)} replaced by {len(new)}", how, *notes) if n
     )
     return _Step(splice(lines, start, end, new, kept), lines_name(start, end), detail)
 
 
-def _unmatched(
-    path: str, contents: list[str], search: list[str], found: Ambiguous | NotFound
+def unmatched(
+    path: str,
+    contents: list[str],
+    search: list[str],
+    found: Ambiguous | NotFound,
+    what: str = "the SEARCH text",
+    fix: str = "SEARCH must repeat the file's lines exactly",
 ) -> CommandFailed:
-    """Why a SEARCH text that stands in no one place was not applied."""
+    """Why lines to find (``what``: a SEARCH text, a hunk's lines) that stand in no one place
+    were not applied."""
     if isinstance(found, Ambiguous):
         starts = found.starts
         shown = ", ".join(str(i + 1) for i in starts[:10])
         more = f" and {len(starts) - 10} more" if len(starts) > 10 else ""
         return CommandFailed(
-            f"the SEARCH text matches {len(starts)} places in '{path}' (starting at lines "
+            f"{what} matches {len(starts)} places in '{path}' (starting at lines "
             f"{shown}{more}); add lines around it so that it matches one place only; "
-            f"{_UNCHANGED}",
+            f"{UNCHANGED}",
         )
     if found.closest is None:
         return CommandFailed(
-            f"the SEARCH text is not in '{path}', and no lines there are similar; "
-            f"READ_FILE '{path}' to see it as it is now; {_UNCHANGED}",
+            f"{what} is not in '{path}', and no lines there are similar; "
+            f"READ_FILE '{path}' to see it as it is now; {UNCHANGED}",
         )
-    start, end = found.closest + 1, found.closest + len(search)
-    shown = "\n".join(numbered(contents[found.closest : found.closest + len(search)], start))
+    first, stop = found.closest
+    shown = "\n".join(numbered(contents[first:stop], first + 1))
     return CommandFailed(
-        f"the SEARCH text is not in '{path}'; did you mean {lines_name(start, end)} (shown "
-        f"below)? SEARCH must repeat the file's lines exactly; {_UNCHANGED}",
+        f"{what} is not in '{path}'; did you mean {lines_name(first + 1, stop)} (shown "
+        f"below)? {fix}; {UNCHANGED}",
         shown,
     )
+
+
+def _blank_edges(search: list[str]) -> bool:
+    return not search[0].strip() or not search[-1].strip()
+
+
+def _trim_blank_edges(search: list[str], replace: list[str]) -> tuple[list[str], list[str]]:
+    """SEARCH without its blank first and last lines, and REPLACE without as many blank lines
+    at the same edges (a blank line REPLACE adds elsewhere stays)."""
+    head = next(i for i, line in enumerate(search) if line.strip())
+    tail = next(i for i, line in enumerate(reversed(search)) if line.strip())
+    cut_head = 0
+    while cut_head < min(head, len(replace)) and not replace[cut_head].strip():
+        cut_head += 1
+    rest = replace[cut_head:]
+    cut_tail = 0
+    while cut_tail < min(tail, len(rest)) and not rest[len(rest) - 1 - cut_tail].strip():
+        cut_tail += 1
+    return search[head : len(search) - tail], rest[: len(rest) - cut_tail]
 
 
 def _has_view_numbers(search: list[str]) -> bool:
