@@ -1,0 +1,150 @@
+"""The session loop's listener for the page: every call becomes an event for the browsers.
+
+The loop runs in a worker thread; the page's event streams live on the server's event loop.
+:class:`EventHub` hands events from one to the other. :class:`Approvals` holds the RUN_COMMAND
+questions the page answers with Allow or Deny; no answer in time is a Deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .views import result_json
+
+if TYPE_CHECKING:
+    from ..app import Prompt, Reply, ReplySource, Stop
+    from ..commands import CommandResult
+    from ..turn import TurnReport, UndoReport
+
+Event = dict[str, Any]
+APPROVAL_TIMEOUT = 300.0  # seconds a RUN_COMMAND waits for Allow or Deny before it is denied
+
+
+class EventHub:
+    """Fans events out to every open event stream; safe to publish from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = []
+
+    def publish(self, event: Event) -> None:
+        with self._lock:
+            queues = list(self._queues)
+        for loop, queue in queues:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[Event]]:
+        """A queue that receives every event published while the context is open."""
+        entry: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]] = (
+            asyncio.get_running_loop(),
+            asyncio.Queue(),
+        )
+        with self._lock:
+            self._queues.append(entry)
+        try:
+            yield entry[1]
+        finally:
+            with self._lock:
+                self._queues.remove(entry)
+
+
+class Approvals:
+    """RUN_COMMAND questions waiting for the page's answer."""
+
+    def __init__(self, hub: EventHub, timeout: float = APPROVAL_TIMEOUT) -> None:
+        self._hub = hub
+        self._timeout = timeout
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._waiting: dict[int, tuple[Event, threading.Event, list[bool]]] = {}
+
+    def ask(self, session_id: str, command: str) -> bool:
+        """Show the question on the page and wait for the answer (blocks the worker thread)."""
+        event: Event = {
+            "type": "approve",
+            "session": session_id,
+            "id": next(self._ids),
+            "command": command,
+        }
+        answered, answer = threading.Event(), [False]
+        with self._lock:
+            self._waiting[event["id"]] = (event, answered, answer)
+        self._hub.publish(event)
+        try:
+            answered.wait(self._timeout)
+        finally:
+            with self._lock:
+                del self._waiting[event["id"]]
+        allowed = answered.is_set() and answer[0]
+        why = "allowed" if allowed else "denied" if answered.is_set() else "no answer in time"
+        self._hub.publish({**event, "type": "approved", "allowed": allowed, "why": why})
+        return allowed
+
+    def answer(self, question: int, allow: bool) -> bool:
+        """Answer a waiting question; False if there is none with this id (any more)."""
+        with self._lock:
+            waiting = self._waiting.get(question)
+            if waiting is None or waiting[1].is_set():
+                return False
+            waiting[2][0] = allow
+            waiting[1].set()
+            return True
+
+    def pending(self, session_id: str) -> list[Event]:
+        with self._lock:
+            return [e for e, _, _ in self._waiting.values() if e["session"] == session_id]
+
+
+class PageListener:
+    """A :class:`codingagent.app.Listener` that streams what the loop does to the page."""
+
+    def __init__(self, session_id: str, hub: EventHub, approvals: Approvals) -> None:
+        self._session = session_id
+        self._hub = hub
+        self._approvals = approvals
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        self._hub.publish({"type": kind, "session": self._session, **fields})
+
+    def note(self, text: str) -> None:
+        self._send("note", text=text)
+
+    def reply_received(self, reply: Reply) -> None:
+        self._send("reply", source=reply.source, size=reply.size or len(reply.data))
+
+    @contextmanager
+    def running(self, command: str) -> Iterator[None]:
+        self._send("running", command=command)
+        yield
+
+    def approve(self, command: str) -> bool:
+        return self._approvals.ask(self._session, command)
+
+    def result(self, result: CommandResult) -> None:
+        self._send("result", result=result_json(result))
+
+    def turn_applied(self, report: TurnReport) -> None:
+        self._send(
+            "turn",
+            sequence=report.state.sequence_number - 1,
+            notes=report.notes,
+            skipped=report.skipped,
+        )
+
+    def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
+        self._send("prompt", sequence=prompt.sequence)
+
+    def undone(self, report: UndoReport) -> None:
+        self._send("undone", turns=report.turns, restored=report.restored)
+
+    def watching(self, source: ReplySource) -> None:
+        self._send("note", text=source.description)
+
+    def stopped(self, stop: Stop) -> None:
+        self._send("stopped", reason=stop.reason.value, message=stop.message)

@@ -1,0 +1,89 @@
+"""What the page shows, as JSON: the sessions, and one session with its prompt and its turns.
+
+Read-only: everything comes from the run directory (state, outbox, each turn's history), so a
+turn applied by a terminal watcher shows the same as one applied on the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..commands import CommandResult
+from ..render import estimate_tokens
+from ..session import SessionError, SessionState, SessionStore
+from ..turn import ensure_outbox, open_workspace
+from .diffs import turn_diffs
+
+
+def result_json(result: CommandResult) -> dict[str, Any]:
+    """A command's result, with the line the console shows for it."""
+    return {**result.model_dump(by_alias=True), "headline": result.headline}
+
+
+def session_row(state: SessionState) -> dict[str, Any]:
+    return {
+        "id": state.session_id,
+        "task": state.task,
+        "sequence": state.sequence_number,
+        "complete": state.is_complete,
+        "summary": state.summary,
+        "workspace": state.workspace,
+        "updatedAt": state.updated_at.isoformat(),
+    }
+
+
+def sessions_list(store: SessionStore) -> list[dict[str, Any]]:
+    """Every session, most recently updated first."""
+    return [session_row(store.load(session_id)) for session_id in store.ids()]
+
+
+def session_view(store: SessionStore, session_id: str, token_budget: int) -> dict[str, Any]:
+    """One session: its state, the prompt it waits on (None once complete) and its turns,
+    newest first, each with its results, MESSAGE texts and diffs."""
+    state = store.load(session_id)
+    prompt = None
+    if not state.is_complete:
+        text = ensure_outbox(store, state).read_text(encoding="utf-8")
+        tokens = estimate_tokens(text)
+        prompt = {
+            "sequence": state.sequence_number,
+            "text": text,
+            "chars": len(text),
+            "tokens": tokens,
+            "overBudget": tokens > token_budget,
+            "tokenBudget": token_budget,
+        }
+    folders = store.turns(session_id, state.sequence_number)
+    try:
+        ws = open_workspace(store, state)
+    except SessionError as e:  # the workspace folder is gone: the turns show without diffs
+        ws, problem = None, str(e)
+    turns = []
+    for index, folder in enumerate(folders):
+        turn = _turn(store, folder)
+        if ws is None:
+            turn["diffsProblem"] = problem
+        else:
+            turn["diffs"] = [asdict(d) for d in turn_diffs(ws, folders, index)]
+        turns.append(turn)
+    return {
+        "session": session_row(state),
+        "prompt": prompt,
+        "interrupted": store.journal_path(session_id).exists(),
+        "turns": turns[::-1],
+    }
+
+
+def _turn(store: SessionStore, folder: Path) -> dict[str, Any]:
+    meta = store.read_history(folder, "meta.json")
+    results = store.read_history(folder, "results.json")
+    commands = store.read_history(folder, "commands.json")
+    return {
+        "sequence": meta["sequence"],
+        "reply": meta["replyFile"],
+        "appliedAt": meta.get("appliedAt"),
+        "results": [result_json(CommandResult.model_validate(r)) for r in results],
+        "messages": [c["text"] for c in commands if c.get("kind") == "MESSAGE"],
+    }
