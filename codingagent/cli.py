@@ -347,7 +347,10 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
     reply, see each turn's results and diffs, undo. Its address carries a secret token."""
     from .ui.server import run
 
-    run(root, session, port, not no_open, flags)
+    try:
+        run(root, session, port, not no_open, flags)
+    except KeyboardInterrupt:  # the way to stop it
+        sys.exit(130)
 
 
 @main.command()

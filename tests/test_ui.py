@@ -6,17 +6,24 @@ Set ``CODINGAGENT_UI_SCREENSHOT=docs/ui.png`` to have the loop test save the pag
 
 from __future__ import annotations
 
+import http.server
 import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from codingagent.commands import CommandResult
 from codingagent.session import SessionStore
 from codingagent.settings import Settings
+from codingagent.turn import start_session
+from codingagent.ui.events import Approvals, EventHub
 from codingagent.ui.server import create_app, listen, new_token, server, url
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -164,3 +171,299 @@ def test_a_whole_turn_on_the_page_copy_paste_apply_diff_undo(serve, tab, tmp_pat
     assert (folder / "hello.py").read_text() == "print('hi')\n"
     assert not (folder / "notes.txt").exists()
     assert tab.inner_text("#prompt-size").startswith("Prompt 1:")
+
+
+def start_on(page: Page, root: Path, task: str = "Make the greeting friendlier") -> str:
+    """A session on ``root/project``, started as the page's Start does (without the page)."""
+    state, _ = start_session(page.store, task, project(root))
+    return state.session_id
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path, allow):
+    page = serve(commands="ask")
+    session_id = start_on(page, tmp_path / "run")
+    workspace = tmp_path / "run" / "project"
+    tab.goto(page.url)
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    tab.fill("#reply", "[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n")
+    tab.click("#apply")
+    question = tab.locator("#approvals .approval")
+    question.locator("pre").wait_for()
+    assert question.locator("pre").inner_text() == "echo ran > ran.txt"
+    assert not (workspace / "ran.txt").exists()  # nothing runs before the answer
+
+    tab.click("#approvals button.allow" if allow else "#approvals button.deny")
+    turn = tab.locator("article.turn[data-sequence='1']")
+    turn.wait_for()
+    [headline] = turn.locator(".result .headline").all_inner_texts()
+    if allow:
+        assert headline == "[OK] RUN_COMMAND: Ran 'echo ran > ran.txt' (exit code 0)"
+        assert (workspace / "ran.txt").read_text() == "ran\n"
+    else:
+        assert headline == "[FAILED] RUN_COMMAND: not approved by the user"
+        assert not (workspace / "ran.txt").exists()
+    assert tab.locator("#approvals .approval").count() == 0
+    assert page.store.load(session_id).sequence_number == 2
+
+
+def test_no_answer_in_time_is_a_deny():
+    hub = EventHub()
+    approvals = Approvals(hub, timeout=0)
+    assert approvals.ask("abcd0123", "rm -rf build") is False
+    assert approvals.pending("abcd0123") == []
+    assert approvals.answer(1, True) is False  # too late: the question is gone
+
+
+def test_a_completed_session_says_so_with_its_summary(serve, tab, tmp_path):
+    page = serve()
+    start_on(page, tmp_path / "run")
+    tab.goto(page.url)
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    tab.fill("#reply", "[DONE]\nThe greeting is friendlier now.\n[/DONE]\n")
+    tab.click("#apply")
+    done = tab.locator("#complete")
+    done.wait_for()
+    assert done.inner_text() == "Session complete: The greeting is friendlier now."
+    assert tab.locator("#steps").is_hidden()  # no prompt to copy, no reply to paste
+
+
+def test_undo_refuses_over_a_hand_edit_and_says_why(serve, tab, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    hello = tmp_path / "run" / "project" / "hello.py"
+    tab.goto(page.url)
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    tab.fill("#reply", EDIT_REPLY.format(session=session_id))
+    tab.click("#apply")
+    tab.locator("article.turn[data-sequence='1'] button.undo").wait_for()
+    hello.write_text("print('edited by hand')\n")
+
+    tab.click("button.undo")
+    tab.locator("#error:not([hidden])").wait_for()
+    assert tab.inner_text("#error-text") == (
+        "Nothing undone: hello.py changed since the agent wrote it; use --force to overwrite "
+        "those changes"
+    )
+    assert hello.read_text() == "print('edited by hand')\n"
+    assert page.store.load(session_id).sequence_number == 2
+
+
+def test_with_a_terminal_watcher_on_the_session_the_reply_goes_to_its_inbox(serve, tab, tmp_path):
+    """The session lock decides: the watcher holds it, so it applies the page's reply."""
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    hello = tmp_path / "run" / "project" / "hello.py"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "codingagent", "resume", session_id, "--root", str(page.store.root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CODINGAGENT_CLIPBOARD": "false", "CODINGAGENT_SANDBOX": "none"},
+    )
+    try:
+        assert watcher.stderr is not None
+        for line in watcher.stderr:  # it holds the session's lock once it watches
+            if line.startswith("Watching"):
+                break
+        tab.goto(page.url)
+        tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+        tab.fill("#reply", EDIT_REPLY.format(session=session_id))
+        tab.click("#apply")
+        tab.locator("#notice:has-text('A terminal watcher holds this session')").wait_for()
+        # The watcher applies it; the page shows the turn (read from the history) when it has.
+        turn = tab.locator("article.turn[data-sequence='1']:has(details.diff)")
+        turn.wait_for()
+        assert turn.locator("h4").inner_text().startswith("Turn 1 · ")
+        assert hello.read_text() == "print('hello, world')\n"
+        assert list(page.store.inbox.iterdir()) == []  # the watcher took it
+        assert tab.locator("#notice").is_hidden()
+    finally:
+        watcher.terminate()
+        watcher.wait()
+
+
+# --- security: the token, the Host, the Origin ------------------------------------------------
+
+
+def untouched(page: Page, session_id: str, root: Path) -> bool:
+    """The session is still at its first prompt, its file as it was, and no reply waits."""
+    return (
+        page.store.load(session_id).sequence_number == 1
+        and (root / "project" / "hello.py").read_text() == "print('hi')\n"
+        and not any(page.store.inbox.glob("*.txt"))
+    )
+
+
+def test_a_request_without_the_token_is_refused_and_changes_nothing(serve, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    base = f"http://127.0.0.1:{page.port}"
+    reply = {"reply": EDIT_REPLY.format(session=session_id)}
+    wrong = "x" * len(page.url.split("/")[3])
+    for path in ("/", "/api/sessions", "/api/events", "/static/app.js", f"/{wrong}/"):
+        assert httpx.get(base + path).status_code == 403, path
+    for prefix in ("", f"/{wrong}"):
+        refused = httpx.post(f"{base}{prefix}/api/sessions/{session_id}/apply", json=reply)
+        assert refused.status_code == 403
+        assert "token" in refused.text
+        started = httpx.post(f"{base}{prefix}/api/sessions", json={"task": "x", "workspace": ""})
+        assert started.status_code == 403
+    assert untouched(page, session_id, tmp_path / "run")
+    assert page.store.ids() == [session_id]
+    # The same request with the token goes through: the refusals above were the token's.
+    assert httpx.post(f"{page.url}api/sessions/{session_id}/apply", json=reply).status_code == 200
+    assert page.store.load(session_id).sequence_number == 2
+
+
+def test_a_foreign_host_header_is_refused_dns_rebinding(serve, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    reply = {"reply": EDIT_REPLY.format(session=session_id)}
+    for host in (f"attacker.example:{page.port}", "127.0.0.1", f"127.0.0.1:{page.port + 1}"):
+        headers = {"Host": host}
+        assert httpx.get(page.url, headers=headers).status_code == 403, host
+        refused = httpx.post(
+            f"{page.url}api/sessions/{session_id}/apply", json=reply, headers=headers
+        )
+        assert refused.status_code == 403
+        assert "Host" in refused.text
+    assert untouched(page, session_id, tmp_path / "run")
+    for host in (f"127.0.0.1:{page.port}", f"localhost:{page.port}"):
+        assert httpx.get(page.url, headers={"Host": host}).status_code == 200
+
+
+def test_a_cross_origin_post_is_refused_and_changes_nothing(serve, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    apply = f"{page.url}api/sessions/{session_id}/apply"
+    reply = {"reply": EDIT_REPLY.format(session=session_id)}
+    for headers in (
+        {"Origin": "http://attacker.example"},
+        {"Origin": "null"},
+        {"Origin": f"http://127.0.0.1:{page.port + 1}"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+    ):
+        refused = httpx.post(apply, json=reply, headers=headers)
+        assert (refused.status_code, refused.text) == (
+            403,
+            "Forbidden: a request from another site",
+        ), headers
+    assert untouched(page, session_id, tmp_path / "run")
+    same = {"Origin": f"http://127.0.0.1:{page.port}", "Sec-Fetch-Site": "same-origin"}
+    assert httpx.post(apply, json=reply, headers=same).status_code == 200
+
+
+@pytest.fixture
+def other_site() -> Iterator[str]:
+    """Another web site on this machine (another port: another origin), with an empty page."""
+
+    class Empty(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<!doctype html><title>another site</title>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Empty)
+    thread = threading.Thread(target=site.serve_forever)
+    thread.start()
+    yield f"http://127.0.0.1:{site.server_address[1]}/"
+    site.shutdown()
+    thread.join()
+    site.server_close()
+
+
+def test_another_page_in_the_same_browser_cannot_post_to_the_server(
+    serve, tab, tmp_path, other_site
+):
+    """Even knowing the whole address, a script on another origin gets nothing applied."""
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    tab.goto(other_site)
+    kind = tab.evaluate(
+        """async ([url, reply]) => {
+            const response = await fetch(url, {method: "POST", mode: "no-cors",
+                headers: {"Content-Type": "text/plain"}, body: JSON.stringify({reply})});
+            return response.type;
+        }""",
+        [f"{page.url}api/sessions/{session_id}/apply", EDIT_REPLY.format(session=session_id)],
+    )
+    assert kind == "opaque"  # the browser sent it and got an answer: the server's refusal
+    assert untouched(page, session_id, tmp_path / "run")
+
+
+def test_errors_are_messages_for_the_page(serve, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    cases = [
+        ("api/sessions/ffffffff", None, "No session matches 'ffffffff'"),
+        (f"api/sessions/{session_id}/apply", {"reply": " \n"}, "The reply box is empty"),
+        (f"api/sessions/{session_id}/apply", {"reply": 3}, "'reply' must be text"),
+        ("api/sessions", {"task": "t", "workspace": "nowhere"}, "Workspace folder does not"),
+        ("api/approvals/7", {"allow": True}, "That question was already answered"),
+    ]
+    for path, body, message in cases:
+        answer = (
+            httpx.get(page.url + path) if body is None else httpx.post(page.url + path, json=body)
+        )
+        assert answer.status_code == 400
+        assert answer.json()["error"].startswith(message), answer.json()
+    outbox = page.store.outbox_path(session_id, 1).read_text(encoding="utf-8")
+    pasted_prompt = httpx.post(f"{page.url}api/sessions/{session_id}/apply", json={"reply": outbox})
+    assert pasted_prompt.json() == {
+        "error": "That is the prompt, not the LLM's reply: paste the answer from the chat"
+    }
+    not_json = httpx.post(f"{page.url}api/sessions", content=b"task=x")
+    assert not_json.json() == {"error": "The request is not JSON"}
+    assert untouched(page, session_id, tmp_path / "run")
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+UI = [sys.executable, "-m", "codingagent", "ui"]
+
+
+def test_codingagent_ui_prints_its_address_serves_the_page_and_stops_on_ctrl_c(tmp_path):
+    ui = subprocess.Popen(
+        [*UI, "--root", str(tmp_path), "--port", "0", "--no-open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert ui.stdout is not None
+        address = ui.stdout.readline().strip()
+        assert address.startswith("http://127.0.0.1:") and address.endswith("/")
+        token = address.split("/")[3]
+        assert len(token) >= 32
+        page = httpx.get(address)
+        assert page.status_code == 200
+        assert '<script src="static/app.js" defer></script>' in page.text
+        assert page.headers["content-security-policy"].startswith("default-src 'none'")
+        assert httpx.get(address + "static/app.js").status_code == 200
+        assert httpx.get(address + "api/sessions").json() == {
+            "sessions": [],
+            "first": None,
+            "root": str(tmp_path.resolve()),
+        }
+        assert httpx.get(address.replace(token, "")).status_code == 403
+        busy = subprocess.run(
+            [*UI, "--root", str(tmp_path), "--no-open", "--port", str(httpx.URL(address).port)],
+            capture_output=True,
+            text=True,
+        )
+        assert busy.returncode == 1
+        assert busy.stderr.startswith("error: Cannot listen on 127.0.0.1:")
+        assert len(busy.stderr.splitlines()) == 1
+    finally:
+        ui.send_signal(signal.SIGINT)
+        _, errors = ui.communicate()
+    assert ui.returncode == 130  # stopped with Ctrl-C, as the other commands
+    assert "Traceback" not in errors
