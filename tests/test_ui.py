@@ -92,6 +92,13 @@ def tab(browser) -> Iterator[object]:
     context.close()
 
 
+def open_page(tab, page: Page) -> None:
+    """Open the page on its latest session; wait until it shows the prompt and hears events."""
+    tab.goto(page.url)
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    tab.wait_for_selector("#connection:has-text('connected')")
+
+
 def project(root: Path) -> Path:
     folder = root / "project"
     folder.mkdir(parents=True)
@@ -120,6 +127,7 @@ def test_a_whole_turn_on_the_page_copy_paste_apply_diff_undo(serve, tab, tmp_pat
     page = serve()
     folder = project(tmp_path / "run")
     tab.goto(page.url)
+    tab.wait_for_selector("#connection:has-text('connected')")
     tab.fill("#task", "Make the greeting friendlier")
     tab.fill("#workspace", "project")
     tab.click("#start")
@@ -184,19 +192,26 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
     page = serve(commands="ask")
     session_id = start_on(page, tmp_path / "run")
     workspace = tmp_path / "run" / "project"
-    tab.goto(page.url)
-    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
-    tab.fill("#reply", "[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n")
+    open_page(tab, page)
+    reply = '[CREATE_FILE path="first.txt"]\n1\n[/CREATE_FILE]\n'
+    tab.fill("#reply", reply + "[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n")
     tab.click("#apply")
     question = tab.locator("#approvals .approval")
     question.locator("pre").wait_for()
     assert question.locator("pre").inner_text() == "echo ran > ran.txt"
     assert not (workspace / "ran.txt").exists()  # nothing runs before the answer
+    # The turn is under way: its first result is on the page already (streamed).
+    applying = tab.locator("article.turn.live")
+    assert applying.locator("h4").inner_text() == "Turn 1: applying…"
+    assert applying.locator(".result .headline").all_inner_texts() == [
+        "[OK] CREATE_FILE: Created 'first.txt'"
+    ]
+    assert page.store.load(session_id).sequence_number == 1
 
     tab.click("#approvals button.allow" if allow else "#approvals button.deny")
     turn = tab.locator("article.turn[data-sequence='1']")
     turn.wait_for()
-    [headline] = turn.locator(".result .headline").all_inner_texts()
+    headline = turn.locator(".result .headline").all_inner_texts()[-1]
     if allow:
         assert headline == "[OK] RUN_COMMAND: Ran 'echo ran > ran.txt' (exit code 0)"
         assert (workspace / "ran.txt").read_text() == "ran\n"
@@ -205,6 +220,21 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
         assert not (workspace / "ran.txt").exists()
     assert tab.locator("#approvals .approval").count() == 0
     assert page.store.load(session_id).sequence_number == 2
+
+
+def test_the_page_lists_the_sessions_and_shows_the_one_clicked(serve, tab, tmp_path):
+    page = serve()
+    first = start_on(page, tmp_path / "one", task="The first task")
+    second = start_on(page, tmp_path / "two", task="The second task")
+    tab.goto(page.url)
+    tab.wait_for_selector("#title:has-text('The second task')")  # the latest first
+    assert tab.locator("#sessions a").all_inner_texts() == [
+        f"{second} The second task · turn 1",
+        f"{first} The first task · turn 1",
+    ]
+    tab.click(f"#sessions a[href='#{first}']")
+    tab.wait_for_selector("#title:has-text('The first task')")
+    assert tab.inner_text("#meta") == f"Session {first} · workspace {tmp_path / 'one' / 'project'}"
 
 
 def test_no_answer_in_time_is_a_deny():
@@ -218,8 +248,7 @@ def test_no_answer_in_time_is_a_deny():
 def test_a_completed_session_says_so_with_its_summary(serve, tab, tmp_path):
     page = serve()
     start_on(page, tmp_path / "run")
-    tab.goto(page.url)
-    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    open_page(tab, page)
     tab.fill("#reply", "[DONE]\nThe greeting is friendlier now.\n[/DONE]\n")
     tab.click("#apply")
     done = tab.locator("#complete")
@@ -232,8 +261,7 @@ def test_undo_refuses_over_a_hand_edit_and_says_why(serve, tab, tmp_path):
     page = serve()
     session_id = start_on(page, tmp_path / "run")
     hello = tmp_path / "run" / "project" / "hello.py"
-    tab.goto(page.url)
-    tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+    open_page(tab, page)
     tab.fill("#reply", EDIT_REPLY.format(session=session_id))
     tab.click("#apply")
     tab.locator("article.turn[data-sequence='1'] button.undo").wait_for()
@@ -267,8 +295,7 @@ def test_with_a_terminal_watcher_on_the_session_the_reply_goes_to_its_inbox(serv
         for line in watcher.stderr:  # it holds the session's lock once it watches
             if line.startswith("Watching"):
                 break
-        tab.goto(page.url)
-        tab.wait_for_selector("#prompt-size:has-text('Prompt 1')")
+        open_page(tab, page)
         tab.fill("#reply", EDIT_REPLY.format(session=session_id))
         tab.click("#apply")
         tab.locator("#notice:has-text('A terminal watcher holds this session')").wait_for()
@@ -422,6 +449,21 @@ def test_errors_are_messages_for_the_page(serve, tmp_path):
     not_json = httpx.post(f"{page.url}api/sessions", content=b"task=x")
     assert not_json.json() == {"error": "The request is not JSON"}
     assert untouched(page, session_id, tmp_path / "run")
+
+
+def test_a_bug_is_a_message_on_the_page_not_a_traceback(serve, tab, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    httpx.post(f"{page.url}api/sessions/{session_id}/apply", json={"reply": EDIT_REPLY})
+    [turn] = page.store.turns(session_id)
+    (turn / "results.json").write_text("{not json")  # what no code path writes
+    answer = httpx.get(f"{page.url}api/sessions/{session_id}")
+    assert answer.status_code == 500
+    assert answer.json()["error"].startswith("Unexpected error (JSONDecodeError: ")
+    tab.goto(page.url)
+    tab.locator("#error:not([hidden])").wait_for()
+    assert tab.inner_text("#error-text").startswith("Unexpected error (JSONDecodeError: ")
+    assert "Traceback" not in tab.content()
 
 
 # --- the command ----------------------------------------------------------------------------------

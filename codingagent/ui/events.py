@@ -12,6 +12,7 @@ import itertools
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .views import result_json
@@ -54,6 +55,13 @@ class EventHub:
                 self._queues.remove(entry)
 
 
+@dataclass
+class _Question:
+    event: Event
+    answered: threading.Event = field(default_factory=threading.Event)
+    allow: bool = False
+
+
 class Approvals:
     """RUN_COMMAND questions waiting for the page's answer."""
 
@@ -62,43 +70,40 @@ class Approvals:
         self._timeout = timeout
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._waiting: dict[int, tuple[Event, threading.Event, list[bool]]] = {}
+        self._waiting: dict[int, _Question] = {}
 
     def ask(self, session_id: str, command: str) -> bool:
         """Show the question on the page and wait for the answer (blocks the worker thread)."""
-        event: Event = {
-            "type": "approve",
-            "session": session_id,
-            "id": next(self._ids),
-            "command": command,
-        }
-        answered, answer = threading.Event(), [False]
+        number = next(self._ids)
+        question = _Question(
+            {"type": "approve", "session": session_id, "id": number, "command": command}
+        )
         with self._lock:
-            self._waiting[event["id"]] = (event, answered, answer)
-        self._hub.publish(event)
+            self._waiting[number] = question
+        self._hub.publish(question.event)
         try:
-            answered.wait(self._timeout)
+            answered = question.answered.wait(self._timeout)
         finally:
             with self._lock:
-                del self._waiting[event["id"]]
-        allowed = answered.is_set() and answer[0]
-        why = "allowed" if allowed else "denied" if answered.is_set() else "no answer in time"
-        self._hub.publish({**event, "type": "approved", "allowed": allowed, "why": why})
+                del self._waiting[number]
+        allowed = answered and question.allow
+        why = "allowed" if allowed else "denied" if answered else "denied: no answer in time"
+        self._hub.publish({**question.event, "type": "approved", "allowed": allowed, "why": why})
         return allowed
 
-    def answer(self, question: int, allow: bool) -> bool:
-        """Answer a waiting question; False if there is none with this id (any more)."""
+    def answer(self, number: int, allow: bool) -> bool:
+        """Answer a waiting question; False if there is none with this number (any more)."""
         with self._lock:
-            waiting = self._waiting.get(question)
-            if waiting is None or waiting[1].is_set():
+            question = self._waiting.get(number)
+            if question is None or question.answered.is_set():
                 return False
-            waiting[2][0] = allow
-            waiting[1].set()
+            question.allow = allow
+            question.answered.set()
             return True
 
     def pending(self, session_id: str) -> list[Event]:
         with self._lock:
-            return [e for e, _, _ in self._waiting.values() if e["session"] == session_id]
+            return [q.event for q in self._waiting.values() if q.event["session"] == session_id]
 
 
 class PageListener:

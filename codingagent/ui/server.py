@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import secrets
 import socket
+import traceback
 import webbrowser
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,18 +103,6 @@ class Guard:
         return None
 
 
-@dataclass
-class PageState:
-    """What the routes share."""
-
-    store: SessionStore
-    settings: Settings
-    hub: EventHub
-    approvals: Approvals
-    actions: SessionActions
-    first: str | None  # the session to show first
-
-
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -128,51 +116,47 @@ def create_app(
     """The page's app; every URL under ``/TOKEN/``."""
     hub = EventHub()
     approvals = Approvals(hub, approval_timeout)
-    page = PageState(
-        store, settings, hub, approvals, SessionActions(store, settings, hub, approvals), first
-    )
+    actions = SessionActions(store, settings, hub, approvals)
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
 
     async def list_sessions(request: Request) -> Response:
-        rows = await run_in_threadpool(sessions_list, page.store)
-        first = page.first or (rows[0]["id"] if rows else None)
-        return JSONResponse({"sessions": rows, "first": first, "root": str(page.store.root)})
+        rows = await run_in_threadpool(sessions_list, store)
+        shown = first or (rows[0]["id"] if rows else None)
+        return JSONResponse({"sessions": rows, "first": shown, "root": str(store.root)})
 
     async def start(request: Request) -> Response:
         body = await _body(request)
         task, workspace = _text(body, "task"), _text(body, "workspace")
-        session_id = await run_in_threadpool(page.actions.start, task, workspace)
+        session_id = await run_in_threadpool(actions.start, task, workspace)
         return JSONResponse({"session": session_id})
 
     async def show(request: Request) -> Response:
-        session_id = page.store.resolve(request.path_params["session"])
-        view = await run_in_threadpool(
-            session_view, page.store, session_id, page.settings.token_budget
-        )
-        view["approvals"] = page.approvals.pending(session_id)
-        view["busy"] = page.actions.busy(session_id)
+        session_id = store.resolve(request.path_params["session"])
+        view = await run_in_threadpool(session_view, store, session_id, settings.token_budget)
+        view["approvals"] = approvals.pending(session_id)
+        view["busy"] = actions.busy(session_id)
         return JSONResponse(view)
 
     async def apply(request: Request) -> Response:
         reply = _text(await _body(request), "reply")
-        done = await run_in_threadpool(page.actions.apply, request.path_params["session"], reply)
+        done = await run_in_threadpool(actions.apply, request.path_params["session"], reply)
         return JSONResponse(done)
 
     async def undo(request: Request) -> Response:
-        done = await run_in_threadpool(page.actions.undo, request.path_params["session"])
+        done = await run_in_threadpool(actions.undo, request.path_params["session"])
         return JSONResponse(done)
 
     async def answer(request: Request) -> Response:
         allow = (await _body(request)).get("allow") is True
-        if not page.approvals.answer(request.path_params["question"], allow):
+        if not approvals.answer(request.path_params["question"], allow):
             raise SessionError("That question was already answered (or timed out)")
         return JSONResponse({"allowed": allow})
 
     async def events(request: Request) -> Response:
         async def stream() -> Any:
-            async with page.hub.subscribe() as queue:
+            async with hub.subscribe() as queue:
                 yield {"data": json.dumps({"type": "hello"})}
                 while True:
                     yield {"data": json.dumps(await queue.get())}
@@ -203,16 +187,10 @@ def _api(handler: Handler) -> Handler:
         except (SessionError, SettingsError) as e:
             return JSONResponse({"error": str(e)}, 400)
         except Exception as e:
-            await run_in_threadpool(_log_bug)
+            traceback.print_exc()  # for the terminal that runs the server
             return JSONResponse({"error": f"Unexpected error ({type(e).__name__}: {e})"}, 500)
 
     return wrapped
-
-
-def _log_bug() -> None:
-    import traceback
-
-    traceback.print_exc()
 
 
 async def _body(request: Request) -> dict[str, Any]:

@@ -54,13 +54,13 @@ function plural(n, word) {
 
 // --- sessions -------------------------------------------------------------------------------
 
-async function loadSessions(select) {
+async function loadSessions() {
   const data = await api("api/sessions");
   const list = $("sessions");
   list.replaceChildren();
   for (const s of data.sessions) {
     const item = el("li");
-    const link = el("a", s.id === (select || current) ? "current" : "", "");
+    const link = el("a", s.id === current ? "current" : "");
     link.href = `#${s.id}`;
     link.append(el("code", "", s.id), " ", el("span", "", s.task));
     link.append(el("span", "dim", s.complete ? " · done" : ` · turn ${s.sequence}`));
@@ -74,7 +74,6 @@ async function loadSessions(select) {
 async function show(sessionId) {
   current = sessionId;
   if (location.hash !== `#${sessionId}`) history.replaceState(null, "", `#${sessionId}`);
-  await loadSessions(sessionId);
   await refresh();
 }
 
@@ -82,6 +81,7 @@ async function refresh() {
   if (!current) return;
   view = await api(`api/sessions/${current}`);
   render();
+  await loadSessions();
 }
 
 function render() {
@@ -94,6 +94,8 @@ function render() {
   $("steps").hidden = s.complete;
   if (view.prompt) {
     const p = view.prompt;
+    if ($("prompt").dataset.sequence !== String(p.sequence)) $("copy-status").textContent = "";
+    $("prompt").dataset.sequence = p.sequence;
     $("prompt").textContent = p.text;
     $("prompt-size").textContent =
       `Prompt ${p.sequence}: ${p.chars.toLocaleString("en")} characters, ` +
@@ -104,6 +106,7 @@ function render() {
         "some chat UIs will cut it." : "";
   }
   if (view.interrupted) notice("A turn was interrupted; the next Apply first recovers it.");
+  if (view.busy) $("apply-status").textContent = "A turn is being applied…";
   renderApprovals(view.approvals);
   const turns = $("turns");
   turns.replaceChildren();
@@ -160,7 +163,8 @@ function turnCard(turn, newest) {
   const card = el("article", "turn");
   card.dataset.sequence = turn.sequence;
   const head = el("h4");
-  head.append(`Turn ${turn.sequence} `, el("span", "dim", `· ${turn.reply} · ${turn.appliedAt || ""}`));
+  const when = turn.appliedAt ? new Date(turn.appliedAt).toLocaleString() : "";
+  head.append(`Turn ${turn.sequence} `, el("span", "dim", `· ${turn.reply} · ${when}`));
   card.append(head);
   for (const message of turn.messages) {
     const box = el("blockquote", "message");
