@@ -98,7 +98,3 @@ class SessionActions:
         finally:
             with self._guard:
                 self._busy.discard(session_id)
-
-    def busy(self, session_id: str) -> bool:
-        with self._guard:
-            return session_id in self._busy

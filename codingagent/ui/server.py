@@ -136,7 +136,6 @@ def create_app(
         session_id = store.resolve(request.path_params["session"])
         view = await run_in_threadpool(session_view, store, session_id, settings.token_budget)
         view["approvals"] = approvals.pending(session_id)
-        view["busy"] = actions.busy(session_id)
         return JSONResponse(view)
 
     async def apply(request: Request) -> Response:

@@ -5,6 +5,7 @@
 const $ = (id) => document.getElementById(id);
 let current = null; // the session shown
 let view = null; // its last JSON view
+let shown = ""; // that view as rendered: the same view again is not rendered again
 let live = null; // the card of the turn being applied
 let waiting = null; // timer while a terminal watcher applies a queued reply
 
@@ -85,6 +86,9 @@ async function refresh() {
 }
 
 function render() {
+  const text = JSON.stringify(view);
+  if (text === shown && !live) return; // keeps what the user unfolded
+  shown = text;
   const s = view.session;
   $("session").hidden = false;
   $("title").textContent = s.task;
@@ -106,7 +110,6 @@ function render() {
         "some chat UIs will cut it." : "";
   }
   if (view.interrupted) notice("A turn was interrupted; the next Apply first recovers it.");
-  if (view.busy) $("apply-status").textContent = "A turn is being applied…";
   renderApprovals(view.approvals);
   const turns = $("turns");
   turns.replaceChildren();
