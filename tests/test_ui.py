@@ -24,7 +24,7 @@ from codingagent.session import SessionStore
 from codingagent.settings import Settings
 from codingagent.turn import start_session
 from codingagent.ui.events import Approvals, EventHub
-from codingagent.ui.server import create_app, listen, new_token, server, url
+from codingagent.ui.server import PageServer, create_app, listen, new_token, url
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -51,14 +51,15 @@ class Page:
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Page]]:
     """Start the page's server on 127.0.0.1 (any free port) for a run directory in tmp_path."""
-    running: list[tuple[object, threading.Thread]] = []
+    running: list[tuple[PageServer, threading.Thread]] = []
 
     def start(first: str | None = None, **settings: object) -> Page:
         store = SessionStore(tmp_path / "run")
         sock = listen(0)
         token = new_token()
         chosen = Settings(clipboard=False, sandbox="none", **settings)  # type: ignore[arg-type]
-        uvicorn_server = server(create_app(store, chosen, token, first))
+        hub = EventHub()
+        uvicorn_server = PageServer(create_app(store, chosen, token, hub, first), hub)
         thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]})
         thread.start()
         running.append((uvicorn_server, thread))
@@ -68,7 +69,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Page]]:
 
     yield start
     for uvicorn_server, thread in running:
-        uvicorn_server.should_exit = True  # type: ignore[attr-defined]
+        uvicorn_server.stop()
         thread.join()
 
 

@@ -27,29 +27,36 @@ APPROVAL_TIMEOUT = 300.0  # seconds a RUN_COMMAND waits for Allow or Deny before
 
 
 class EventHub:
-    """Fans events out to every open event stream; safe to publish from any thread."""
+    """Fans events out to every open event stream; safe to publish from any thread. Once
+    closed, every stream gets ``None``: its end (the server is stopping)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queues: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]]] = []
+        self._queues: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event | None]]] = []
+        self._closed = False
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: Event | None) -> None:
         with self._lock:
             queues = list(self._queues)
         for loop, queue in queues:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.publish(None)
+
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[asyncio.Queue[Event]]:
+    async def subscribe(self) -> AsyncIterator[asyncio.Queue[Event | None]]:
         """A queue that receives every event published while the context is open."""
-        entry: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Event]] = (
-            asyncio.get_running_loop(),
-            asyncio.Queue(),
-        )
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        entry = (asyncio.get_running_loop(), queue)
         with self._lock:
             self._queues.append(entry)
+            if self._closed:
+                queue.put_nowait(None)
         try:
-            yield entry[1]
+            yield queue
         finally:
             with self._lock:
                 self._queues.remove(entry)

@@ -24,6 +24,7 @@ import traceback
 import webbrowser
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -110,11 +111,11 @@ def create_app(
     store: SessionStore,
     settings: Settings,
     token: str,
+    hub: EventHub,
     first: str | None = None,
     approval_timeout: float = APPROVAL_TIMEOUT,
 ) -> ASGIApp:
-    """The page's app; every URL under ``/TOKEN/``."""
-    hub = EventHub()
+    """The page's app; every URL under ``/TOKEN/``. ``hub`` carries its events."""
     approvals = Approvals(hub, approval_timeout)
     actions = SessionActions(store, settings, hub, approvals)
 
@@ -157,8 +158,8 @@ def create_app(
         async def stream() -> Any:
             async with hub.subscribe() as queue:
                 yield {"data": json.dumps({"type": "hello"})}
-                while True:
-                    yield {"data": json.dumps(await queue.get())}
+                while (event := await queue.get()) is not None:
+                    yield {"data": json.dumps(event)}
 
         return EventSourceResponse(stream(), ping=15)
 
@@ -225,12 +226,25 @@ def listen(port: int) -> socket.socket:
     return sock
 
 
-def server(app: ASGIApp) -> uvicorn.Server:
-    """A uvicorn server for the app: quiet, and quick to stop with open event streams."""
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, access_log=False
-    )
-    return uvicorn.Server(config)
+class PageServer(uvicorn.Server):
+    """uvicorn for the page: quiet; on Ctrl-C (or :meth:`stop`) it ends the open event
+    streams first, so it stops at once."""
+
+    def __init__(self, app: ASGIApp, hub: EventHub) -> None:
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
+        )
+        super().__init__(config)
+        self._hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._hub.close()
+        super().handle_exit(sig, frame)
+
+    def stop(self) -> None:
+        """Ask the server to stop (from another thread)."""
+        self._hub.close()
+        self.should_exit = True
 
 
 def url(sock: socket.socket, token: str) -> str:
@@ -254,4 +268,5 @@ def run(root: Path, session: str, port: int, open_browser: bool, flags: dict[str
     say("The page for your chat tab is at the address above (keep it secret). Ctrl-C stops.")
     if open_browser:
         webbrowser.open(address)
-    server(create_app(store, settings, token, first)).run(sockets=[sock])
+    hub = EventHub()
+    PageServer(create_app(store, settings, token, hub, first), hub).run(sockets=[sock])
