@@ -195,11 +195,11 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
     workspace = tmp_path / "run" / "project"
     open_page(tab, page)
     reply = '[CREATE_FILE path="first.txt"]\n1\n[/CREATE_FILE]\n'
-    tab.fill("#reply", reply + "[RUN_COMMAND]\necho ran > ran.txt\n[/RUN_COMMAND]\n")
+    tab.fill("#reply", reply + "[RUN_COMMAND]\necho ran | tee ran.txt\n[/RUN_COMMAND]\n")
     tab.click("#apply")
     question = tab.locator("#approvals .approval")
     question.locator("pre").wait_for()
-    assert question.locator("pre").inner_text() == "echo ran > ran.txt"
+    assert question.locator("pre").inner_text() == "echo ran | tee ran.txt"
     assert not (workspace / "ran.txt").exists()  # nothing runs before the answer
     # The turn is under way: its first result is on the page already (streamed).
     applying = tab.locator("article.turn.live")
@@ -214,8 +214,11 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
     turn.wait_for()
     headline = turn.locator(".result .headline").all_inner_texts()[-1]
     if allow:
-        assert headline == "[OK] RUN_COMMAND: Ran 'echo ran > ran.txt' (exit code 0)"
+        assert headline == "[OK] RUN_COMMAND: Ran 'echo ran | tee ran.txt' (exit code 0)"
         assert (workspace / "ran.txt").read_text() == "ran\n"
+        output = turn.locator(".result details.output")  # folded until unfolded
+        assert output.get_attribute("open") is None
+        assert output.locator("pre").text_content() == "ran\n"
     else:
         assert headline == "[FAILED] RUN_COMMAND: not approved by the user"
         assert not (workspace / "ran.txt").exists()
@@ -256,6 +259,21 @@ def test_a_completed_session_says_so_with_its_summary(serve, tab, tmp_path):
     done.wait_for()
     assert done.inner_text() == "Session complete: The greeting is friendlier now."
     assert tab.locator("#steps").is_hidden()  # no prompt to copy, no reply to paste
+
+
+def test_the_turn_limit_is_said_on_the_page(serve, tab, tmp_path):
+    page = serve(max_turns=1)
+    session_id = start_on(page, tmp_path / "run")
+    open_page(tab, page)
+    tab.fill("#reply", "[MESSAGE]\nhi\n[/MESSAGE]\n")
+    tab.click("#apply")
+    tab.locator("#notice:has-text('max_turns')").wait_for()
+    assert tab.inner_text("#notice").startswith(f"Session {session_id} reached max_turns (1)")
+    tab.fill("#reply", "[MESSAGE]\nagain\n[/MESSAGE]\n")
+    tab.click("#apply")
+    tab.locator("#error:not([hidden])").wait_for()
+    assert tab.inner_text("#error-text").startswith(f"Session {session_id} reached max_turns")
+    assert page.store.load(session_id).sequence_number == 2
 
 
 def test_undo_refuses_over_a_hand_edit_and_says_why(serve, tab, tmp_path):

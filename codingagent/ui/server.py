@@ -222,7 +222,10 @@ def listen(port: int) -> socket.socket:
         sock.listen(64)
     except OSError as e:
         sock.close()
-        raise SettingsError(f"Cannot listen on {HOST}:{port}: {e.strerror or e}") from None
+        raise SettingsError(
+            f"Cannot listen on {HOST}:{port}: {e.strerror or e} (choose another --port, or "
+            "--port 0 for any free one)"
+        ) from None
     return sock
 
 

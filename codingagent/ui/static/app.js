@@ -245,8 +245,10 @@ function onEvent(event) {
     case "approve": addApproval(event); break;
     case "approved": dropApproval(event); break;
     case "turn": if (event.notes.length) notice(event.notes.join("\n")); break;
-    case "queued": break;
-    case "prompt": case "undone": case "stopped": refresh().catch((e) => showError(e.message)); break;
+    case "queued": waitForWatcher(event.path, view.session.sequence); break;
+    case "stopped": if (event.message) notice(event.message); // and show the session as it is
+    // falls through
+    case "prompt": case "undone": refresh().catch((e) => showError(e.message)); break;
   }
 }
 
