@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codingagent.app import Reply, SessionLoop
 from codingagent.session import SessionStore
 from codingagent.settings import Settings
 from codingagent.shell import Shell
 from codingagent.turn import start_session
-from codingagent.ui.diffs import MAX_DIFF_BYTES, turn_diffs, unified
+from codingagent.ui.diffs import MAX_DIFF_BYTES, session_diffs, unified
 from codingagent.ui.events import Approvals, EventHub, PageListener
 from codingagent.ui.views import session_view
 from codingagent.workspace import Workspace
@@ -81,8 +85,7 @@ def test_each_turn_diffs_against_what_the_next_turn_found(tmp_path):
         folders = loop.store.turns(loop.session_id)
     ws = Workspace(project)
 
-    [first] = turn_diffs(ws, folders, 0)
-    [second] = turn_diffs(ws, folders, 1)
+    [first], [second] = session_diffs(ws, folders)
     assert [ln for ln in first.diff.splitlines() if ln[:1] in "+-"][2:] == ["-one", "+ONE"]
     assert [ln for ln in second.diff.splitlines() if ln[:1] in "+-"][2:] == ["-two", "+TWO"]
     assert first.note == second.note == ""
@@ -100,7 +103,7 @@ def test_a_hand_edit_after_a_turn_is_said_in_its_diff(tmp_path):
         folders = loop.store.turns(loop.session_id)
     ws = Workspace(project)
 
-    first, second = turn_diffs(ws, folders, 0)[0], turn_diffs(ws, folders, 1)[0]
+    [first], [second] = session_diffs(ws, folders)
     assert first.note == "the file was changed by hand after this turn"
     assert "+by hand" in first.diff.splitlines()
     assert second.note == "the file was changed by hand since"
@@ -127,3 +130,56 @@ def test_the_session_view_has_the_prompt_and_each_turn_newest_first(tmp_path):
     assert [r["headline"] for r in newest["results"]] == ["[OK] MESSAGE: Shown to the user"]
     assert oldest["diffs"][0]["path"] == "a.txt"
     assert "+uno" in oldest["diffs"][0]["diff"].splitlines()
+
+
+def test_without_its_workspace_a_session_shows_its_turns_without_diffs(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("one\n")
+    with _loop(tmp_path, project) as loop:
+        loop.step(_edit("a.txt", 1, "uno"))
+        (project / "a.txt").unlink()
+        project.rmdir()
+        view = session_view(loop.store, loop.session_id, token_budget=100_000)
+    [turn] = view["turns"]
+    assert "diffs" not in turn
+    assert turn["diffsProblem"] == f"The workspace of session {loop.session_id} is gone: {project}"
+    assert turn["results"][0]["headline"].startswith("[OK] EDIT_FILE")
+
+
+def _patched(old: list[str], diff: str) -> list[str]:
+    """``old`` with a unified diff applied, checking every hunk header's line numbers."""
+    out: list[str] = []
+    i = 0
+    for line in diff.splitlines()[2:]:
+        if line.startswith("@@"):
+            m = re.fullmatch(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
+            assert m is not None, line
+            a, a_len, b, b_len = (int(g) if g is not None else 1 for g in m.groups())
+            start = a - 1 if a_len else a
+            assert start >= i
+            out.extend(old[i:start])
+            i = start
+            assert len(out) == (b - 1 if b_len else b)
+        elif line.startswith("+"):
+            out.append(line[1:])
+        else:
+            assert old[i] == line[1:]
+            if line.startswith(" "):
+                out.append(line[1:])
+            i += 1
+    return out + old[i:]
+
+
+@given(
+    st.lists(st.sampled_from("abcd"), max_size=30),
+    st.lists(st.sampled_from("abcd"), max_size=30),
+)
+def test_a_diff_turns_the_old_lines_into_the_new_ones_with_true_line_numbers(old, new):
+    diff = unified(
+        "f.txt", "".join(f"{x}\n" for x in old).encode(), "".join(f"{x}\n" for x in new).encode()
+    )
+    if old == new:
+        assert diff.diff == ""
+    else:
+        assert _patched(old, diff.diff) == new

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,52 +47,79 @@ def unified(path: str, before: bytes | None, after: bytes | None) -> FileDiff:
         return FileDiff(path, change, "", f"binary file ({sizes})")
     if before == after:
         return FileDiff(path, change, "", "content unchanged")
-    lines = difflib.unified_diff(
-        file_lines(old),
-        file_lines(new),
-        fromfile=f"a/{path}" if before is not None else "/dev/null",
-        tofile=f"b/{path}" if after is not None else "/dev/null",
-        n=CONTEXT_LINES,
-        lineterm="",
+    fromfile = f"a/{path}" if before is not None else "/dev/null"
+    tofile = f"b/{path}" if after is not None else "/dev/null"
+    lines = _unified_lines(file_lines(old), file_lines(new), fromfile, tofile)
+    return FileDiff(path, change, "\n".join(lines))
+
+
+def _unified_lines(old: list[str], new: list[str], fromfile: str, tofile: str) -> list[str]:
+    """difflib's unified diff, computed on the lines between the common head and tail only
+    (with their context), so its cost follows the change, not the file: difflib's matcher is
+    slow on long files. The hunk headers are shifted back to the whole file's line numbers."""
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    skip, keep = max(0, head - CONTEXT_LINES), max(0, tail - CONTEXT_LINES)
+    lines = list(
+        difflib.unified_diff(
+            old[skip : len(old) - keep],
+            new[skip : len(new) - keep],
+            fromfile,
+            tofile,
+            n=CONTEXT_LINES,
+            lineterm="",
+        )
     )
-    return FileDiff(path, change, "\n".join(lines) + "\n")
+    return [_HUNK.sub(lambda m: _shift(m, skip), line, count=1) for line in lines] + [""]
 
 
-def turn_diffs(ws: Workspace, folders: list[Path], index: int) -> list[FileDiff]:
-    """The diffs of the turn in ``folders[index]``; ``folders`` are the session's committed
-    turns, oldest first (what a turn left is read from the later ones)."""
-    folder = folders[index]
-    posts: dict[str, str | None] = _json(folder / "postimages.json")
-    diffs = []
-    for entry in _preimage_entries(folder):
-        path = entry["path"]
-        before = _content(folder, entry)
-        after, later = _after(ws, folders[index + 1 :], path)
-        diff = unified(path, before, after)
-        too_large = after is not None and len(after) > MAX_DIFF_BYTES
-        if not too_large and _sha256(after) != posts.get(path):
-            edited = "after this turn" if later else "since"
-            diff = FileDiff(
-                diff.path,
-                diff.change,
-                diff.diff,
-                "; ".join(filter(None, [diff.note, f"the file was changed by hand {edited}"])),
-            )
-        diffs.append(diff)
-    return diffs
+_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@$")
 
 
-def _after(ws: Workspace, later: list[Path], path: str) -> tuple[bytes | None, bool]:
-    """What a turn left in ``path``: the pre-image of the next turn that changed it, else the
-    file now; and whether it came from a later turn."""
-    for folder in later:
+def _shift(hunk: re.Match[str], lines: int) -> str:
+    old, old_length, new, new_length = hunk.groups()
+    return f"@@ -{int(old) + lines}{old_length} +{int(new) + lines}{new_length} @@"
+
+
+def session_diffs(ws: Workspace, folders: list[Path]) -> list[list[FileDiff]]:
+    """The diffs of each committed turn of a session (``folders``, oldest first), in order.
+
+    One pass, newest turn first: what a turn left in a file is what the next turn that changed
+    it found there, else the file as it is now.
+    """
+    found: dict[str, bytes | None] = {}  # path -> what a later turn found before changing it
+    turns = []
+    for folder in reversed(folders):
+        posts: dict[str, str | None] = _json(folder / "postimages.json")
+        diffs = []
         for entry in _preimage_entries(folder):
-            if entry["path"] == path:
-                return _content(folder, entry), True
+            path = entry["path"]
+            later = path in found
+            after = found[path] if later else _current(ws, path)
+            before = found[path] = _content(folder, entry)
+            diff = unified(path, before, after)
+            too_large = after is not None and len(after) > MAX_DIFF_BYTES
+            if not too_large and _sha256(after) != posts.get(path):
+                edited = "after this turn" if later else "since"
+                note = "; ".join(
+                    filter(None, [diff.note, f"the file was changed by hand {edited}"])
+                )
+                diff = FileDiff(diff.path, diff.change, diff.diff, note)
+            diffs.append(diff)
+        turns.append(diffs)
+    return turns[::-1]
+
+
+def _current(ws: Workspace, path: str) -> bytes | None:
+    """The file now (at most ``MAX_DIFF_BYTES + 1`` bytes), or None: it does not exist."""
     try:
-        return ws.read_bytes(path, limit=MAX_DIFF_BYTES + 1), False
+        return ws.read_bytes(path, limit=MAX_DIFF_BYTES + 1)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PathRejected):
-        return None, False
+        return None
 
 
 def _content(folder: Path, entry: dict) -> bytes | None:

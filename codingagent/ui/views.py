@@ -14,7 +14,7 @@ from ..commands import CommandResult
 from ..render import estimate_tokens
 from ..session import SessionError, SessionState, SessionStore
 from ..turn import ensure_outbox, open_workspace
-from .diffs import turn_diffs
+from .diffs import session_diffs
 
 
 def result_json(result: CommandResult) -> dict[str, Any]:
@@ -56,18 +56,15 @@ def session_view(store: SessionStore, session_id: str, token_budget: int) -> dic
             "tokenBudget": token_budget,
         }
     folders = store.turns(session_id, state.sequence_number)
+    turns = [_turn(store, folder) for folder in folders]
     try:
-        ws = open_workspace(store, state)
+        diffs = session_diffs(open_workspace(store, state), folders)
     except SessionError as e:  # the workspace folder is gone: the turns show without diffs
-        ws, problem = None, str(e)
-    turns = []
-    for index, folder in enumerate(folders):
-        turn = _turn(store, folder)
-        if ws is None:
-            turn["diffsProblem"] = problem
-        else:
-            turn["diffs"] = [asdict(d) for d in turn_diffs(ws, folders, index)]
-        turns.append(turn)
+        for turn in turns:
+            turn["diffsProblem"] = str(e)
+    else:
+        for turn, changes in zip(turns, diffs, strict=True):
+            turn["diffs"] = [asdict(d) for d in changes]
     return {
         "session": session_row(state),
         "prompt": prompt,
