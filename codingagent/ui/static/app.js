@@ -74,6 +74,7 @@ async function loadSessions() {
 
 async function show(sessionId) {
   current = sessionId;
+  notice("");
   if (location.hash !== `#${sessionId}`) history.replaceState(null, "", `#${sessionId}`);
   await refresh();
 }
@@ -310,9 +311,11 @@ function waitForWatcher(path, before) {
   notice(`A terminal watcher holds this session: the reply was saved as ${path} for it to ` +
     "apply. The turn shows here once it has.");
   clearInterval(waiting);
+  const session = current;
   waiting = setInterval(async () => {
-    const seen = await api(`api/sessions/${current}`).catch(() => null);
-    if (seen && seen.session.sequence !== before) {
+    if (current !== session) return clearInterval(waiting); // the user went to another one
+    const seen = await api(`api/sessions/${session}`).catch(() => null);
+    if (seen && current === session && seen.session.sequence !== before) {
       clearInterval(waiting);
       notice("");
       view = seen;
