@@ -261,6 +261,24 @@ def test_a_completed_session_says_so_with_its_summary(serve, tab, tmp_path):
     assert tab.locator("#steps").is_hidden()  # no prompt to copy, no reply to paste
 
 
+def test_the_same_reply_pasted_twice_is_applied_once_and_the_page_says_so(serve, tab, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    open_page(tab, page)
+    reply = '[CREATE_FILE path="once.txt"]\n1\n[/CREATE_FILE]\n'
+    for _ in range(2):
+        tab.fill("#reply", reply)
+        tab.click("#apply")
+        tab.wait_for_selector("#prompt-size:has-text('Prompt 2')")
+    tab.locator("#notice:has-text('identical')").wait_for()
+    assert tab.inner_text("#notice").startswith(
+        "This reply is identical to the one applied in turn 1 (web page); it was skipped."
+    )
+    tab.locator("article.turn.live").wait_for(state="detached")  # the "applying…" card goes
+    assert tab.locator("article.turn").count() == 1
+    assert page.store.load(session_id).sequence_number == 2
+
+
 def test_the_turn_limit_is_said_on_the_page(serve, tab, tmp_path):
     page = serve(max_turns=1)
     session_id = start_on(page, tmp_path / "run")
