@@ -1,5 +1,6 @@
 """The web page (``codingagent ui``) in a real browser: Debian's headless Chromium, driven by
 playwright's Python package, against the real server (uvicorn in a thread, on a free port).
+The security tests send their requests with httpx; they need no browser.
 
 Set ``CODINGAGENT_UI_SCREENSHOT=docs/ui.png`` to have the loop test save the page's picture.
 """
@@ -38,8 +39,6 @@ CHROMIUM_ARGS = [
 ]
 WAIT_MS = 20_000  # how long the browser waits for something to appear before the test fails
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
-
 
 @dataclass
 class Page:
@@ -75,6 +74,8 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Page]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
