@@ -275,14 +275,18 @@ class SessionLoop:
         force: bool = False,
         done_with: Callable[[Reply, TurnReport], None] | None = None,
     ) -> TurnReport:
-        """Apply one reply outside a loop (``codingagent step``) and deliver the next prompt;
-        ``done_with`` is the reply's source's hand-off, if it has one."""
+        """Apply one reply outside a loop (``codingagent step``, the page's Apply), deliver the
+        next prompt and say if the session stops; ``done_with`` is the reply's source's
+        hand-off, if it has one."""
         self.recover()
         self._refuse_over_limit(self.store.load(self.session_id))
         report = self.apply(reply, force)
         if done_with is not None:
             done_with(reply, report)
         self.deliver(report)
+        stop = self.should_stop(report)
+        if stop is not None:
+            self._stopped(stop)
         return report
 
     def recover(self) -> TurnReport | None:

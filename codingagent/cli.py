@@ -396,6 +396,29 @@ def show(session: str, root: Path, copy: bool) -> None:
 
 
 @main.command()
+@session_argument
+@root_option
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port).",
+)
+@click.option("--no-open", is_flag=True, help="Print the page's address; do not open a browser.")
+@tuning_options
+def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None:
+    """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
+    reply, see each turn's results and diffs, undo. Its address carries a secret token."""
+    from .ui.server import run
+
+    try:
+        run(root, session, port, not no_open, flags)
+    except KeyboardInterrupt:  # the way to stop it
+        sys.exit(130)
+
+
+@main.command()
 @root_option
 def doctor(root: Path) -> None:
     """Say what works on this machine: sandbox, file events, clipboard, settings, versions."""

@@ -104,6 +104,9 @@ class TurnRecord:
     def results(self) -> list[dict[str, Any]]:
         return self._read(self.RESULTS)
 
+    def commands(self) -> list[dict[str, Any]]:
+        return self._read(self.COMMANDS)
+
     def postimages(self) -> dict[str, str | None]:
         return self._read(self.POSTIMAGES)
 
@@ -136,12 +139,12 @@ class TurnRecord:
         restored = []
         for entry in reversed(self.preimage_entries()):
             dirs = tuple(entry["createdDirs"])
-            with self._saved_content(entry) as stream:
+            with self.saved_content(entry) as stream:
                 ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
             restored.append(entry["path"])
         return restored
 
-    def _saved_content(self, entry: dict[str, Any]) -> contextlib.AbstractContextManager:
+    def saved_content(self, entry: dict[str, Any]) -> contextlib.AbstractContextManager:
         """The saved content of a pre-image entry as an open binary stream (None: no file)."""
         if "inline" in entry:
             return io.BytesIO(base64.b64decode(entry["inline"]))
