@@ -294,7 +294,7 @@ class SessionLoop:
     def _offer(self, path: Path) -> Prompt:
         state_sequence = int(path.stem.rsplit("_seq", 1)[1])
         prompt = Prompt(self.session_id, state_sequence, path, path.read_text(encoding="utf-8"))
-        problem = clipboard.copy(prompt.text) if self.settings.clipboard else ""
+        problem = clipboard.copy(prompt.text) if self.settings.copies_prompts else ""
         self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
         return prompt
 

@@ -101,6 +101,12 @@ poll_option = click.option(
     default=None,
     help="Poll inbox/ instead of using OS file events (network drives, WSL, containers).",
 )
+clipboard_option = click.option(
+    "--clipboard/--no-clipboard",
+    "clipboard_watch",
+    default=None,
+    help="Also take the LLM's reply from the clipboard: copy it in the chat, nothing else.",
+)
 
 
 def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
@@ -111,11 +117,12 @@ def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
     from .session import SessionStore
     from .settings import load_settings
 
+    settings = load_settings(root, flags)
     return SessionLoop(
         SessionStore(root),
-        load_settings(root, flags),
+        settings,
         session,
-        ConsoleListener(ask=ask_on_terminal),
+        ConsoleListener(ask=ask_on_terminal, clipboard_loop=settings.clipboard_watch),
         interactive=sys.stdin.isatty(),
     )
 
@@ -151,14 +158,19 @@ def main() -> None:
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
 @poll_option
+@clipboard_option
 @tuning_options
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
-    """Start a session for TASK and watch inbox/ for the LLM's replies."""
+    """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
+    LLM's replies."""
     from .session import SessionStore
     from .settings import load_settings
+    from .sources.clipboard import require_clipboard
     from .turn import start_session
 
-    load_settings(root, flags)  # settings errors stop us before a session is made
+    # Settings errors, or a clipboard loop without a clipboard, stop us before a session is made.
+    if load_settings(root, flags).clipboard_watch and not no_watch:
+        require_clipboard()
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
         safe_text("Session ")
@@ -178,6 +190,7 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
 @poll_option
+@clipboard_option
 @tuning_options
 def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest).
@@ -337,7 +350,7 @@ def doctor(root: Path) -> None:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    from .clipboard import problem as clipboard_problem
+    from .clipboard import describe as describe_clipboard
     from .settings import load_settings
     from .shell import default_approval, sandbox_status
     from .sources.inbox import backend_name
@@ -346,7 +359,6 @@ def doctor(root: Path) -> None:
     layer, reason = sandbox_status(settings.sandbox)
     tty = sys.stdin.isatty()
     approval = settings.commands or default_approval(layer, tty)
-    clipboard = clipboard_problem()
     rows = [
         (
             "codingagent",
@@ -355,7 +367,7 @@ def doctor(root: Path) -> None:
         ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
-        ("clipboard", clipboard or "available"),
+        ("clipboard", describe_clipboard()),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
     for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):
@@ -372,9 +384,10 @@ def doctor(root: Path) -> None:
 
 
 def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) -> None:
-    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ until the
-    session stops (exit 130 after Ctrl-C)."""
+    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
+    ``clipboard_watch``, copied) until the session stops (exit 130 after Ctrl-C)."""
     from .app import StopReason
+    from .sources.clipboard import ClipboardSource
     from .sources.inbox import InboxSource
 
     with loop:
@@ -382,7 +395,9 @@ def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) 
             loop.prepare(follow_up)
             return
         settings = loop.settings
-        with InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll) as inbox:
-            stop = loop.run(inbox, follow_up)
+        inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
+        source = ClipboardSource(inbox) if settings.clipboard_watch else inbox
+        with source:
+            stop = loop.run(source, follow_up)
     if stop.reason is StopReason.INTERRUPTED:
         sys.exit(130)

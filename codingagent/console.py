@@ -51,8 +51,11 @@ class ConsoleListener:
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
     the next prompt is, and a spinner while a command runs. ``ask`` answers approval."""
 
-    def __init__(self, ask: Callable[[str], bool]) -> None:
+    def __init__(self, ask: Callable[[str], bool], clipboard_loop: bool = False) -> None:
+        """``clipboard_loop``: replies come from the clipboard, so a prompt copied there is all
+        the user needs to hear of it."""
         self._ask = ask
+        self._clipboard_loop = clipboard_loop
         self._status: Any = None
         self._copy_note_shown = False
 
@@ -108,17 +111,20 @@ class ConsoleListener:
             )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
-        say(
-            f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
-            f"~{prompt.tokens:,} tokens). Paste it into your chat LLM."
-        )
+        if copy_problem is None and self._clipboard_loop:
+            say(f"Prompt {prompt.sequence} is on the clipboard: paste it into the chat", "bold")
+        else:
+            say(
+                f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
+                f"~{prompt.tokens:,} tokens). Paste it into your chat LLM."
+            )
         if prompt.tokens > token_budget:
             say(
                 f"warning: the prompt is over the token budget ({prompt.tokens:,} > "
                 f"{token_budget:,}); some chat UIs will cut it",
                 "yellow",
             )
-        if copy_problem is None:
+        if copy_problem is None and not self._clipboard_loop:
             say("Copied to the clipboard.")
         elif copy_problem and not self._copy_note_shown:
             self._copy_note_shown = True

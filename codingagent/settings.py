@@ -38,6 +38,14 @@ class Settings(BaseModel):
     sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    clipboard_watch: bool = Field(
+        False, description="also take replies copied to the clipboard (implies clipboard)"
+    )
+
+    @property
+    def copies_prompts(self) -> bool:
+        """Whether new prompts go onto the clipboard: the clipboard loop needs them there."""
+        return self.clipboard or self.clipboard_watch
 
 
 def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
