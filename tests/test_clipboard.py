@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import pty
 import select
-import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -20,9 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import xserver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invoking import run
+from xserver import clipboard_text, copy, xclip_servers
 
 from codingagent import clipboard
 from codingagent.app import Prompt
@@ -31,10 +33,7 @@ from codingagent.sources.clipboard import SOURCE, ClipboardSource, is_reply
 from codingagent.sources.inbox import InboxSource
 from codingagent.turn import start_session
 
-needs_x = pytest.mark.skipif(
-    shutil.which("Xvfb") is None or shutil.which("xclip") is None,
-    reason="needs Xvfb and xclip (apt-get install xvfb xclip)",
-)
+needs_x = pytest.mark.skipif(not xserver.available(), reason=xserver.MISSING)
 
 SESSION = "1a2b3c4d"
 PROMPT = Prompt(SESSION, 3, Path("outbox/1a2b3c4d_seq0003.txt"), "=== HEADER ===\n...")
@@ -129,21 +128,6 @@ def test_a_command_counts_unless_the_echo_names_another_prompt(before, session, 
 # --- the X clipboard -----------------------------------------------------------------------
 
 
-def xclip_servers(display: str) -> list[int]:
-    """xclip processes on ``display`` still serving something they copied."""
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if (proc / "comm").read_text().strip() != "xclip":
-                continue
-            environ = (proc / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"DISPLAY={display}".encode() in environ:
-            pids.append(int(proc.name))
-    return pids
-
-
 def wait_for(
     predicate, what: str, agent: subprocess.Popen | None = None, timeout: float = 20.0
 ) -> None:
@@ -158,34 +142,13 @@ def wait_for(
 
 @pytest.fixture
 def x_display(monkeypatch) -> Iterator[str]:
-    """An X server of our own (Xvfb on a free display) as DISPLAY, for this test and the
-    processes it starts; stopping it ends the xclip processes serving its clipboard. It must
-    not reset when its last client leaves (Xvfb does by default): that drops the clipboard
-    and the connections being made."""
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-noreset"],
-        pass_fds=(write_end,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_end)
-    with os.fdopen(read_end) as chosen:
-        number = chosen.readline().strip()
-    if not number:
-        server.kill()
-        server.wait()
-        pytest.fail("Xvfb did not start")
-    display = f":{number}"
-    monkeypatch.setenv("DISPLAY", display)
-    for name in ("WAYLAND_DISPLAY", "SSH_TTY"):
-        monkeypatch.delenv(name, raising=False)
-    forget_clipboard_tool(monkeypatch)
-    try:
+    """A private X server as DISPLAY, for this test and the processes it starts."""
+    with xserver.xvfb() as display:
+        monkeypatch.setenv("DISPLAY", display)
+        for name in ("WAYLAND_DISPLAY", "SSH_TTY"):
+            monkeypatch.delenv(name, raising=False)
+        forget_clipboard_tool(monkeypatch)
         yield display
-    finally:
-        server.terminate()
-        server.wait()
     wait_for(lambda: not xclip_servers(display), "the xclip processes to end with the X server")
 
 
@@ -197,33 +160,9 @@ def forget_clipboard_tool(monkeypatch) -> None:
     monkeypatch.setattr(pyperclip, "paste", pyperclip.lazy_load_stub_paste)
 
 
-def copy(text: str) -> None:
-    """Copy as a chat's Copy button does: xclip serves the text until something else is copied."""
-    subprocess.run(
-        ["xclip", "-selection", "clipboard"],
-        input=text.encode(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=True,
-    )
-
-
 def copy_until_read(text: str) -> None:
-    """Copy ``text`` and return once something has read it (xclip serves one read, then ends)."""
-    subprocess.run(
-        ["xclip", "-selection", "clipboard", "-loops", "1", "-quiet"],
-        input=text.encode(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=True,
-        timeout=30,
-    )
-
-
-def clipboard_text() -> str:
-    return subprocess.run(
-        ["xclip", "-selection", "clipboard", "-o"], capture_output=True, text=True, check=False
-    ).stdout
+    """Copy ``text`` and return once something (the agent) has read it."""
+    copy(text, reads=1)
 
 
 @needs_x
@@ -428,3 +367,38 @@ def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, n
     without_ssh = {k: v for k, v in env.items() if k != "SSH_TTY"}
     code, shown = on_a_terminal(["show", "--copy", "--root", str(tmp_path)], without_ssh)
     assert "\x1b]52" not in shown and "Not copied: no clipboard tool found" in shown
+
+
+@needs_x
+def test_ctrl_c_stops_the_clipboard_loop(tmp_path, x_display):
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "codingagent", "start", "t", "--clipboard", "--root", str(tmp_path)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard", agent)
+        agent.send_signal(signal.SIGINT)
+        _, err = agent.communicate(timeout=30)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.communicate()
+    assert agent.returncode == 130, err
+    assert "Stopped. Continue later with: codingagent resume" in err
+
+
+@needs_x
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_clipboard_benchmark_prints_latency_and_idle_cpu():
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "clipboard.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=280
+    )
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert table[0] == "| measure | median | target | met |"
+    assert "| reply-to-next-prompt latency, clipboard loop | " in done.stdout
+    assert "| idle CPU, clipboard loop (agent + xclip) | " in done.stdout
+    assert all(row.count(" | ") == 3 for row in table)
