@@ -289,8 +289,11 @@ def test_replies_copied_and_saved_at_once_are_both_applied_in_turn(tmp_path, x_d
 @needs_x
 def test_doctor_and_copy_name_the_clipboard_tool(tmp_path, x_display):
     assert clipboard.backend() == "xclip"
-    doctor = run(tmp_path, "doctor")
-    assert "clipboard             xclip (copies prompts, reads replies)" in doctor.stdout
+    doctor = run(tmp_path, "doctor").stdout.splitlines()
+    assert any(
+        line.split()[0] == "clipboard" and line.endswith("  xclip (copies prompts, reads replies)")
+        for line in doctor
+    )
     assert clipboard.copy("copied by the agent") is None
     assert clipboard_text() == "copied by the agent"
     assert clipboard.paste() == ("copied by the agent", None)
@@ -320,13 +323,13 @@ def test_without_a_clipboard_the_clipboard_loop_names_what_to_install(tmp_path, 
 
 
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run codingagent with stderr on a pseudo-terminal, as over ssh; its exit code and what the
-    terminal received."""
+    """Run codingagent with its output on a pseudo-terminal, as over ssh; its exit code and what
+    the terminal received."""
     controller, terminal = pty.openpty()
     agent = subprocess.Popen(
         [sys.executable, "-m", "codingagent", *args],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=terminal,
         stderr=terminal,
         env=env,
     )
@@ -363,6 +366,9 @@ def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, n
     code, shown = on_a_terminal(["start", "t", "--clipboard", "--root", str(tmp_path)], env)
     assert code == 1
     assert "Over SSH the prompts are still copied (OSC 52), but a reply cannot be read" in shown
+
+    code, shown = on_a_terminal(["doctor", "--root", str(tmp_path)], env)
+    assert "OSC 52 over SSH: prompts are copied through your terminal; replies cannot" in shown
 
     without_ssh = {k: v for k, v in env.items() if k != "SSH_TTY"}
     code, shown = on_a_terminal(["show", "--copy", "--root", str(tmp_path)], without_ssh)
