@@ -226,6 +226,7 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     assert "Reply third.txt received" in err
     for n in (1, 2, 3, 4):
         assert f"Prompt {n} is on the clipboard: paste it into the chat\n" in err
+    assert "Next prompt" not in err and "Copied" not in err, "one line says it"
     assert "Watching the clipboard (xclip) for the LLM's reply; also watching" in err
     assert "Session complete: Wrote hi.txt, two.txt, three.txt" in err
     assert "not applied" not in err and "identical" not in err and "note" not in err
