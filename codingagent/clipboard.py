@@ -4,6 +4,12 @@ pyperclip picks the tool: xclip or xsel on X11, wl-clipboard on Wayland, pbcopy 
 Windows API, clip.exe on WSL. A missing clipboard is never an error here: each call says why it
 could not, and callers say so in one line.
 
+Watching the clipboard means reading it every half second (:func:`prepare_to_watch`). wl-paste
+cannot do that quietly everywhere: where the compositor lacks the wlr-data-control protocol
+(GNOME's Mutter), it must take the keyboard focus to read, so each read would flicker the
+window in use. Where XWayland runs (``DISPLAY`` is set, as on GNOME and KDE), xclip or xsel read
+the same clipboard without the focus, so they are used instead.
+
 Over SSH there is usually no clipboard tool (no display). Then :func:`copy` still hands the text
 to the user's own terminal with the OSC 52 escape, which most terminals put on the local
 clipboard (tmux needs ``set -g set-clipboard on``). It does so only when ``SSH_TTY`` is set (ssh
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +34,7 @@ OSC52 = "OSC 52"
 
 # pyperclip's copy functions are named after their tool: copy_xclip, copy_osx_pbcopy, ...
 _TOOL_NAMES = {"wl": "wl-clipboard", "osx_pbcopy": "pbcopy", "osx_pyobjc": "pyobjc"}
+_X11_TOOLS = ("xclip", "xsel")  # in pyperclip's order of preference
 
 
 def _use(action: Callable[[Any], Any]) -> tuple[Any, str | None]:
@@ -74,11 +82,34 @@ def backend() -> str | None:
         import pyperclip
     except ImportError:
         return None
-    name = getattr(pyperclip.determine_clipboard()[0], "__name__", "")
+    in_use = pyperclip.copy
+    if in_use is pyperclip.lazy_load_stub_copy:  # not chosen yet: what it will choose
+        in_use = pyperclip.determine_clipboard()[0]
+    name = getattr(in_use, "__name__", "")
     if not name.startswith("copy_"):
         return None  # pyperclip's stand-in that raises on use
     tool = name.removeprefix("copy_")
     return _TOOL_NAMES.get(tool, tool)
+
+
+def prepare_to_watch() -> str | None:
+    """Choose a tool that can read the clipboard every half second without side effects; why
+    there is none, or None. On Wayland that is xclip or xsel through XWayland when it runs."""
+    if backend() != "wl-clipboard":
+        return None
+    if os.environ.get("DISPLAY"):
+        for tool in _X11_TOOLS:
+            if shutil.which(tool):
+                import pyperclip
+
+                pyperclip.set_clipboard(tool)
+                return None
+    if "GNOME" in os.environ.get("XDG_CURRENT_DESKTOP", "").upper():
+        return (
+            "on GNOME's Wayland, wl-paste takes the keyboard focus each time it reads the "
+            "clipboard; install xclip (it reads the same clipboard through XWayland)"
+        )
+    return None
 
 
 def describe() -> str:

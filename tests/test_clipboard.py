@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def test_text_without_tags_is_a_reply_only_with_the_current_echo(prose, number):
 
 @settings(max_examples=200)
 @given(
-    before=st.text(st.characters(blacklist_characters="[\\*_`\r\n\x0b\x0c\x1c\x1d\x1e\x85"))
+    before=st.text(st.characters(blacklist_characters="[\\*_`\r\n\x0b\x0c\x1c\x1d\x1e\x85\ufeff"))
     .map(str.strip)
     .filter(bool),
     session=st.sampled_from([SESSION, "deadbeef", None]),
@@ -312,7 +313,7 @@ def test_without_a_clipboard_the_clipboard_loop_names_what_to_install(tmp_path, 
         pytest.skip("a display-less Linux is what this test makes")
     result = run(tmp_path, "start", "t", "--clipboard")
     assert result.exit_code == 1
-    assert "--clipboard (clipboard_watch) needs a clipboard it can read" in result.stderr
+    assert "--clipboard (clipboard_watch) cannot watch the clipboard here: no clip" in result.stderr
     assert "install xclip, xsel or wl-clipboard" in result.stderr
     assert not (tmp_path / "sessions").exists(), "no session is started"
     assert run(tmp_path, "start", "t", "--no-watch").exit_code == 0
@@ -409,3 +410,50 @@ def test_the_clipboard_benchmark_prints_latency_and_idle_cpu():
     assert "| reply-to-next-prompt latency, clipboard loop | " in done.stdout
     assert "| idle CPU, clipboard loop (agent + xclip) | " in done.stdout
     assert all(row.count(" | ") == 3 for row in table)
+
+
+needs_wl = pytest.mark.skipif(
+    shutil.which("wl-copy") is None, reason="needs wl-clipboard (apt-get install wl-clipboard)"
+)
+
+
+@needs_x
+@needs_wl
+def test_on_wayland_with_xwayland_the_loop_reads_through_x11(tmp_path, x_display, monkeypatch):
+    """wl-paste may take the focus to read; xclip reads XWayland's clipboard without it."""
+    monkeypatch.setenv("WAYLAND_DISPLAY", "no-such-wayland-display")
+    forget_clipboard_tool(monkeypatch)
+    assert clipboard.backend() == "wl-clipboard", "pyperclip's own choice on Wayland"
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "codingagent", "start", "t", "--clipboard", "--root", str(tmp_path)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard", agent)
+        copy("[DONE]\nread through X11\n[/DONE]\n")
+        _, err = agent.communicate(timeout=60)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.communicate()
+    assert agent.returncode == 0, err
+    assert "Watching the clipboard (xclip)" in err
+    assert "Session complete: read through X11" in err
+
+
+@needs_wl
+def test_on_gnome_wayland_without_xclip_the_loop_says_what_to_install(
+    tmp_path, no_display, monkeypatch
+):
+    monkeypatch.setenv("WAYLAND_DISPLAY", "no-such-wayland-display")
+    monkeypatch.setenv("XDG_CURRENT_DESKTOP", "ubuntu:GNOME")
+    result = run(tmp_path, "start", "t", "--clipboard")
+    assert result.exit_code == 1
+    assert "wl-paste takes the keyboard focus each time it reads" in result.stderr
+    assert "install xclip" in result.stderr
+    monkeypatch.setenv("XDG_CURRENT_DESKTOP", "sway")  # wlr-data-control: wl-paste reads quietly
+    forget_clipboard_tool(monkeypatch)
+    from codingagent.sources.clipboard import require_clipboard
+
+    assert require_clipboard() == "wl-clipboard"

@@ -70,10 +70,10 @@ def _unix_lines(text: str) -> str:
 def require_clipboard() -> str:
     """The clipboard tool in use; a SettingsError naming what to install when there is none that
     can be read."""
-    problem = clipboard.problem()
+    problem = clipboard.prepare_to_watch() or clipboard.problem()
     if problem is None:
         return clipboard.backend() or "clipboard"
-    message = f"--clipboard (clipboard_watch) needs a clipboard it can read: {problem}"
+    message = f"--clipboard (clipboard_watch) cannot watch the clipboard here: {problem}"
     if clipboard.osc52_possible():
         message += (
             ". Over SSH the prompts are still copied (OSC 52), but a reply cannot be read back:"
