@@ -187,6 +187,7 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
             "[/RUN_COMMAND]\n"
         )
         ignored = [
+            prompt_1,  # the prompt itself, as the agent put it there
             *NOT_REPLIES.values(),
             f"Session: deadbeef Sequence: 1\n{CREATE}",  # for another session
             prompt_1.replace("\n", "\r\n"),  # our prompt, as a Windows chat copies it
