@@ -302,6 +302,21 @@ def test_doctor_and_copy_name_the_clipboard_tool(tmp_path, x_display):
     assert clipboard.paste() == ("copied by the agent", None)
 
 
+@needs_x
+def test_the_xclip_left_serving_a_prompt_does_not_hold_our_output_open(tmp_path, x_display):
+    """xclip stays behind to serve the copy; a pipe reading our output still ends with us."""
+    assert run(tmp_path, "start", "t", "--no-watch", "--no-copy").exit_code == 0
+    shown = subprocess.run(
+        [sys.executable, "-m", "codingagent", "show", "--copy", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0 and "Copied to the clipboard." in shown.stderr
+    assert clipboard_text() == shown.stdout != ""
+    assert xclip_servers(x_display), "the copy is still being served"
+
+
 @pytest.fixture
 def no_display(monkeypatch) -> None:
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "SSH_TTY"):
