@@ -141,7 +141,8 @@ def main() -> None:
 
     `start` writes a prompt into outbox/; paste it into your chat LLM and save the reply as a
     .txt file in inbox/ (or run `codingagent paste`); the agent applies it and writes the next
-    prompt.
+    prompt. With `start --clipboard`, prompts go onto the clipboard and copying the reply in the
+    chat is enough.
 
     Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
     130 stopped with Ctrl-C.
