@@ -392,7 +392,7 @@ class SessionLoop:
         prompt = Prompt(self.session_id, sequence, path, path.read_text(encoding="utf-8"))
         # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
         # clipboard is left alone.
-        wanted = self.settings.clipboard and not self._automatic
+        wanted = self.settings.copies_prompts and not self._automatic
         problem = clipboard.copy(prompt.text) if wanted else ""
         self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
         return prompt

@@ -128,6 +128,12 @@ poll_option = click.option(
     default=None,
     help="Poll inbox/ instead of using OS file events (network drives, WSL, containers).",
 )
+clipboard_option = click.option(
+    "--clipboard/--no-clipboard",
+    "clipboard_watch",
+    default=None,
+    help="Also take the LLM's reply from the clipboard: copy it in the chat, nothing else.",
+)
 
 
 def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = False) -> SessionLoop:
@@ -138,11 +144,17 @@ def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = Fal
     from .session import SessionStore
     from .settings import load_settings
 
+    settings = load_settings(root, flags)
     return SessionLoop(
         SessionStore(root),
-        load_settings(root, flags),
+        settings,
         session,
-        ConsoleListener(ask=ask_on_terminal, answer=answer_on_terminal, pasting=not automatic),
+        ConsoleListener(
+            ask=ask_on_terminal,
+            answer=answer_on_terminal,
+            pasting=not automatic,
+            clipboard_loop=settings.clipboard_watch and not automatic,
+        ),
         interactive=sys.stdin.isatty(),
         automatic=automatic,
     )
@@ -162,7 +174,8 @@ def main() -> None:
 
     `start` writes a prompt into outbox/; paste it into your chat LLM and save the reply as a
     .txt file in inbox/ (or run `codingagent paste`); the agent applies it and writes the next
-    prompt.
+    prompt. With `start --clipboard`, prompts go onto the clipboard and copying the reply in the
+    chat is enough.
 
     Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
     130 stopped with Ctrl-C.
@@ -180,13 +193,21 @@ def main() -> None:
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
 @poll_option
 @model_options
+@clipboard_option
 @tuning_options
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
-    """Start a session for TASK and watch inbox/ for the LLM's replies (or let --model answer)."""
+    """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
+    LLM's replies, or let --model answer."""
     from .session import SessionStore
+    from .settings import load_settings
+    from .sources.clipboard import require_clipboard
     from .turn import start_session
 
-    model = _model(root, flags)  # settings errors stop us before a session is made
+    # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
+    # before a session is made.
+    model = _model(root, flags)
+    if model is None and not no_watch and load_settings(root, flags).clipboard_watch:
+        require_clipboard()
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
         safe_text("Session ")
@@ -207,6 +228,7 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
 @poll_option
 @model_options
+@clipboard_option
 @tuning_options
 def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
@@ -425,7 +447,7 @@ def doctor(root: Path) -> None:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    from .clipboard import problem as clipboard_problem
+    from .clipboard import describe as describe_clipboard
     from .settings import load_settings
     from .shell import default_approval, protections, sandbox_status
     from .sources.inbox import backend_name
@@ -434,7 +456,6 @@ def doctor(root: Path) -> None:
     layer, reason = sandbox_status(settings.sandbox)
     tty = sys.stdin.isatty()
     approval = settings.commands or default_approval(layer, tty)
-    clipboard = clipboard_problem()
     rows = [
         (
             "codingagent",
@@ -443,7 +464,7 @@ def doctor(root: Path) -> None:
         ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
-        ("clipboard", clipboard or "available"),
+        ("clipboard", describe_clipboard()),
         *protections(settings),
     ]
     rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
@@ -475,8 +496,9 @@ def _watch(
     watch: bool = True,
     model: ChatClient | None = None,
 ) -> None:
-    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (or the
-    answers of ``model``) until the session stops (exit 130 after Ctrl-C)."""
+    """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
+    ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
+    after Ctrl-C)."""
     from .app import StopReason
 
     with loop:
@@ -490,12 +512,15 @@ def _watch(
 
 
 def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManager[ReplySource]:
-    """The inbox watcher, or the model endpoint when one is given."""
+    """The inbox watcher (with the clipboard's, for the clipboard loop), or the model endpoint
+    when one is given."""
     settings = loop.settings
     if model is None:
+        from .sources.clipboard import ClipboardSource
         from .sources.inbox import InboxSource
 
-        return InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
+        inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
+        return ClipboardSource(inbox) if settings.clipboard_watch else inbox
     from .sources.endpoint import EndpointSource
 
     return EndpointSource(

@@ -60,10 +60,14 @@ class ConsoleListener:
         ask: Callable[[str], bool],
         answer: Callable[[str], str | None] | None = None,
         pasting: bool = True,
+        clipboard_loop: bool = False,
     ) -> None:
+        """``clipboard_loop``: replies come from the clipboard, so a prompt copied there is all
+        the user needs to hear of it."""
         self._ask = ask
         self._answer = answer
         self._pasting = pasting
+        self._clipboard_loop = clipboard_loop
         self._status: Any = None
         self._live: Any = None
         self._copy_note_shown = False
@@ -138,18 +142,21 @@ class ConsoleListener:
             )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
-        paste = " Paste it into your chat LLM." if self._pasting else ""
-        say(
-            f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
-            f"~{prompt.tokens:,} tokens).{paste}"
-        )
+        if copy_problem is None and self._clipboard_loop:
+            say(f"Prompt {prompt.sequence} is on the clipboard: paste it into the chat", "bold")
+        else:
+            paste = " Paste it into your chat LLM." if self._pasting else ""
+            say(
+                f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
+                f"~{prompt.tokens:,} tokens).{paste}"
+            )
         if prompt.tokens > token_budget:
             say(
                 f"warning: the prompt is over the token budget ({prompt.tokens:,} > "
                 f"{token_budget:,}); some chat UIs will cut it",
                 "yellow",
             )
-        if copy_problem is None:
+        if copy_problem is None and not self._clipboard_loop:
             say("Copied to the clipboard.")
         elif copy_problem and not self._copy_note_shown:
             self._copy_note_shown = True

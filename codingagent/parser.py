@@ -213,6 +213,23 @@ def reply_echo(text: str) -> tuple[str | None, int | None]:
     return session, sequence
 
 
+def has_command_line(text: str) -> bool:
+    """Whether ``text`` holds a command that reads without error and whose opening tag stands
+    alone on its line (``[DONE]``, ``**[READ_FILE path="a"]**``): what a reply has, and prose
+    or code that merely mentions a tag ("[DONE] ends a session.") does not."""
+    lines = _LINE_BREAK.split(text.removeprefix(_BOM))
+    for command in parse(text):
+        if isinstance(command, ParseError):
+            continue
+        opening = _opening_tag(_tag_text(lines[command.line - 1]), command.line)
+        if opening is None:
+            continue
+        with suppress(_TagError):
+            if not _scan_attributes(opening.text, opening.attributes_start)[1].strip():
+                return True
+    return False
+
+
 class _Reply:
     """The reply's lines, with every opening and closing tag found in one pass up front.
 

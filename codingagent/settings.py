@@ -59,6 +59,15 @@ class Settings(BaseModel):
     command_tmp_mb: int = Field(512, ge=0, description="sandbox /tmp and home size, MiB; 0: none")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    clipboard_watch: bool = Field(
+        False, description="also take replies copied to the clipboard (implies clipboard)"
+    )
+
+    @property
+    def copies_prompts(self) -> bool:
+        """Whether new prompts go onto the clipboard: the clipboard loop needs them there."""
+        return self.clipboard or self.clipboard_watch
+
     models: dict[str, ModelProfile] = Field({}, description="[models.NAME] endpoint profiles")
     model_max_turns: int = Field(30, ge=1, description="turns one --model run takes at most")
     model_history_turns: int = Field(

@@ -1,0 +1,191 @@
+"""Measure the clipboard loop: how soon a copied reply is applied, and what an idle watch costs.
+
+    python benchmarks/clipboard.py            # about three minutes
+    python benchmarks/clipboard.py --quick    # half a minute, coarse: CPU time is in 10 ms ticks
+
+Runs on a private X server (Xvfb, with xclip as the clipboard tool; Linux), never on your
+desktop's clipboard. Prints one markdown table; every figure is the median of several runs.
+
+* reply-to-next-prompt latency: from the moment a reply is on the clipboard (``xclip`` has taken
+  it) to the moment the next prompt is, with ``codingagent start --clipboard`` in a subprocess.
+  It is the poll wait (up to ``POLL_INTERVAL``, half of it on average) plus the turn itself.
+* idle CPU: the agent's CPU time (its own and its ``xclip -o`` children's) plus that of the xclip
+  process serving the prompt, over a window with nothing copied, as % of one core. The inbox-only
+  watch is the baseline. The sweep measures the poll alone at other intervals, in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the tests' private X server
+
+import xserver  # type: ignore[import-not-found]  # noqa: E402
+
+from codingagent.app import Prompt  # noqa: E402
+from codingagent.session import SessionStore  # noqa: E402
+from codingagent.sources.clipboard import POLL_INTERVAL, ClipboardSource  # noqa: E402
+from codingagent.sources.inbox import InboxSource  # noqa: E402
+from codingagent.turn import start_session  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, children: bool = True) -> float:
+    """CPU time of ``pid`` so far (with its reaped children's), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    used = fields[11:15] if children else fields[11:13]  # utime stime cutime cstime
+    return sum(int(t) for t in used) / TICKS
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out")
+        time.sleep(0.01)
+
+
+@contextmanager
+def agent(root: Path, *flags: str) -> Iterator[subprocess.Popen]:
+    command = [sys.executable, "-m", "codingagent", "start", "Write files", *flags]
+    process = subprocess.Popen(
+        [*command, "--commands", "allow", "--sandbox", "none", "--root", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        wait_for(lambda: any((root / "outbox").glob("*.txt")))
+        yield process
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def on_clipboard(sequence: int) -> Callable[[], bool]:
+    return lambda: f"\nSequence: {sequence}\n" in xclip_head()
+
+
+def xclip_head() -> str:
+    return xserver.clipboard_text()[:200]
+
+
+def latencies(turns: int) -> list[float]:
+    """Seconds from a reply on the clipboard to the next prompt on it, one per turn."""
+    with tempfile.TemporaryDirectory() as folder, agent(Path(folder), "--clipboard"):
+        wait_for(on_clipboard(1))
+        samples = []
+        for n in range(1, turns + 1):
+            time.sleep(0.3)  # a user's pause: the poll is anywhere in its cycle
+            xserver.copy(f'I add a file.\n\n[CREATE_FILE path="f{n}.txt"]\n{n}\n[/CREATE_FILE]\n')
+            copied = time.perf_counter()
+            wait_for(on_clipboard(n + 1))
+            samples.append(time.perf_counter() - copied)
+        return samples
+
+
+def idle_cpu(display: str, window: float, runs: int, *flags: str) -> float:
+    """% of one core the agent (and the xclip serving its prompt) uses while nothing happens."""
+    with tempfile.TemporaryDirectory() as folder, agent(Path(folder), *flags) as process:
+        time.sleep(1.0)  # start-up is not idling
+        shares = []
+        for _ in range(runs):
+            servers = xserver.xclip_servers(display)
+            before = cpu_seconds(process.pid) + sum(cpu_seconds(p, False) for p in servers)
+            started = time.perf_counter()
+            time.sleep(window)
+            after = cpu_seconds(process.pid) + sum(cpu_seconds(p, False) for p in servers)
+            shares.append((after - before) / (time.perf_counter() - started) * 100)
+        return statistics.median(shares)
+
+
+def poll_cost(interval: float, window: float) -> float:
+    """% of one core a ClipboardSource polling at ``interval`` uses in this process, idle (the
+    inbox watch included; xclip serving the prompt excluded)."""
+    with tempfile.TemporaryDirectory() as folder:
+        store = SessionStore(Path(folder))
+        state, outbox = start_session(store, "t")
+        xserver.copy(outbox.read_text())
+        prompt = Prompt(state.session_id, 1, outbox, outbox.read_text())
+        stop = threading.Event()
+        with ClipboardSource(InboxSource(store.inbox, 10**6), interval=interval) as source:
+            watch = threading.Thread(target=source.next_reply, args=(prompt, stop))
+            watch.start()
+            time.sleep(interval * 2)
+            before, started = own_cpu(), time.perf_counter()
+            time.sleep(window)
+            used = own_cpu() - before
+            elapsed = time.perf_counter() - started
+            stop.set()
+            watch.join()
+        return used / elapsed * 100
+
+
+def own_cpu() -> float:
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer turns, shorter windows")
+    args = parser.parse_args(argv)
+    if not xserver.available() or not sys.platform.startswith("linux"):
+        print(f"skipped: {xserver.MISSING}, on Linux", file=sys.stderr)
+        return 1
+    turns, window, runs = (5, 2.0, 3) if args.quick else (15, 10.0, 5)
+    with xserver.xvfb() as display:
+        os.environ["DISPLAY"] = display
+        os.environ.pop("WAYLAND_DISPLAY", None)
+        print("running latency ...", file=sys.stderr, flush=True)
+        latency = latencies(turns)
+        print("running idle CPU ...", file=sys.stderr, flush=True)
+        clip_idle = idle_cpu(display, window, runs, "--clipboard")
+        inbox_idle = idle_cpu(display, window, runs)
+        print("running poll interval sweep ...", file=sys.stderr, flush=True)
+        sweep = {i: poll_cost(i, window) for i in (0.1, 0.25, POLL_INTERVAL, 1.0)}
+    print(f"\nmachine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, {sys.platform}")
+    print(f"poll interval: {POLL_INTERVAL} s; {turns} turns, {runs} idle windows of {window} s\n")
+    print("| measure | median | target | met |")
+    print("|---|---|---|---|")
+    median = statistics.median(latency)
+    rows = [
+        (
+            "reply-to-next-prompt latency, clipboard loop",
+            f"{median * 1000:.0f} ms (max {max(latency) * 1000:.0f} ms)",
+            "about 1 s",
+            median <= 1.0,
+        ),
+        ("idle CPU, clipboard loop (agent + xclip)", f"{clip_idle:.2f} %", "< 1 %", clip_idle < 1),
+        ("idle CPU, inbox-only watch (baseline)", f"{inbox_idle:.2f} %", "", None),
+    ]
+    rows += [
+        (
+            f"idle CPU of the poll alone at {interval} s (mean wait {interval * 500:.0f} ms)",
+            f"{share:.2f} %",
+            "< 1 %",
+            share < 1,
+        )
+        for interval, share in sweep.items()
+    ]
+    for measure, value, target, met in rows:
+        verdict = "" if met is None else ("yes" if met else "**no**")
+        print(f"| {measure} | {value} | {target} | {verdict} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
