@@ -118,7 +118,7 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             timeout=settings.command_timeout,
             max_output=settings.max_output,
             sandbox=settings.sandbox,
-            read_only=store.agent_dirs,
+            read_only=store.protected,
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None

@@ -26,6 +26,7 @@ from .console import STYLE, console, error, safe_text, say, shorten
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
     from .app import SessionLoop
+    from .settings import Settings
 
 
 class _Group(click.Group):
@@ -92,6 +93,18 @@ def tuning_options(command: Callable) -> Callable:
             type=click.Choice(["allow", "ask", "deny"]),
             help="RUN_COMMAND approval (default: ask without a sandbox on a terminal).",
         ),
+        click.option(
+            "--mask/--no-mask",
+            "mask_secrets",
+            default=None,
+            help="Mask secrets in prompts (default: on).",
+        ),
+        click.option(
+            "--trust-settings",
+            is_flag=True,
+            default=None,
+            help="Let settings files inside the workspace loosen the sandbox, approval or limits.",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -103,17 +116,31 @@ poll_option = click.option(
 )
 
 
+def _settings(root: Path, flags: dict[str, Any], workspace: Path | None) -> Settings:
+    """The settings for a run on ``workspace``; files in it may not loosen them (SPEC 4.1)."""
+    from .settings import load_settings
+
+    settings_flags = {k: v for k, v in flags.items() if k != "trust_settings"}
+    workspaces = [workspace] if workspace is not None else []
+    trust = bool(flags.get("trust_settings"))
+    return load_settings(root, settings_flags, workspaces=workspaces, trust_files=trust)
+
+
 def _loop(root: Path, session: str, flags: dict[str, Any]) -> SessionLoop:
-    """The session loop for SESSION in ROOT with the settings and these flags, on the console."""
+    """The session loop for SESSION in ROOT with the settings and these flags, on the console;
+    settings a workspace file tried to loosen are named on the console."""
     from .app import SessionLoop
     from .approval import ask_on_terminal
     from .console import ConsoleListener
     from .session import SessionStore
-    from .settings import load_settings
 
+    store = SessionStore(root)
+    settings = _settings(root, flags, Path(store.load(store.resolve(session)).workspace))
+    for line in settings.ignored:
+        say(line, "yellow")
     return SessionLoop(
-        SessionStore(root),
-        load_settings(root, flags),
+        store,
+        settings,
         session,
         ConsoleListener(ask=ask_on_terminal),
         interactive=sys.stdin.isatty(),
@@ -155,10 +182,9 @@ def main() -> None:
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
     from .session import SessionStore
-    from .settings import load_settings
     from .turn import start_session
 
-    load_settings(root, flags)  # settings errors stop us before a session is made
+    _settings(root, flags, workspace)  # settings errors stop us before a session is made
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
         safe_text("Session ")

@@ -33,7 +33,7 @@ def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
     folder = Path(state.workspace)
     if not folder.is_dir():
         raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
-    return Workspace(folder, protected=store.agent_dirs)
+    return Workspace(folder, protected=store.protected)
 
 
 def write_outbox(

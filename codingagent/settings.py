@@ -1,21 +1,32 @@
-"""Settings: ``codingagent.toml`` (or ``[tool.codingagent]`` in ``pyproject.toml``) in the root,
-then ``CODINGAGENT_*`` environment variables, then command-line flags; later sources win.
+"""Settings: the user's own file (``~/.config/codingagent/config.toml``), then
+``codingagent.toml`` (or ``[tool.codingagent]`` in ``pyproject.toml``) in the root, then
+``CODINGAGENT_*`` environment variables, then command-line flags; later sources win.
 
-One pydantic model validates all three, so a typo or a bad value is one clear message that
-names where it came from, never a traceback.
+One pydantic model validates all of them, so a typo or a bad value is one clear message that
+names where it came from, never a traceback; ``Settings.origins`` says where each value came
+from.
+
+**No reply changes how later replies are treated.** A settings file inside a workspace can be
+written by the LLM (a RUN_COMMAND appending ``[tool.codingagent] sandbox = "none"`` to
+``pyproject.toml`` when the run folder is the workspace). Such a file may tighten anything but
+loosen nothing: a value that would weaken the sandbox, the approval mode, masking or a limit
+(see :data:`LOOSER`) is ignored, and ``Settings.ignored`` names the file and key for the
+console. The user's own file, the environment and flags are the user's and always count; so
+does a workspace file when the user passes ``--trust-settings`` (after reading it).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 ENV_PREFIX = "CODINGAGENT_"
+SETTINGS_FILE = "codingagent.toml"
 
 
 class SettingsError(Exception):
@@ -38,20 +49,114 @@ class Settings(BaseModel):
     sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    sandbox_hide: tuple[str, ...] = Field(
+        (), description="more paths hidden from sandboxed commands (homes are always hidden)"
+    )
+    mask_secrets: bool = Field(True, description="mask secrets before a prompt is written")
+
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def origins(self) -> dict[str, str]:
+        """Where each value that is not a default came from: a file, environment, flag."""
+        return dict(self._origins)
+
+    @property
+    def ignored(self) -> list[str]:
+        """One line for each value a file the LLM can write tried to loosen, and was ignored."""
+        return list(self._ignored)
 
 
-def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
-    """The settings for a run in ``root``: file, then environment, then ``flags`` (``None``
-    values in ``flags`` mean "not given")."""
+_SANDBOX_RANK = {"none": 0, "auto": 1, "bwrap": 2}
+_COMMANDS_RANK = {"allow": 0, None: 1, "ask": 2, "deny": 3}
+_INFINITY = float("inf")
+
+
+def _looser(key: str, old: Any, new: Any) -> bool:
+    """Whether ``new`` is a weaker value of ``key`` than ``old``."""
+    if key == "sandbox":
+        return _SANDBOX_RANK[new] < _SANDBOX_RANK[old]
+    if key == "commands":
+        return bool(_COMMANDS_RANK[new] < _COMMANDS_RANK[old])
+    if key == "mask_secrets":
+        return bool(old and not new)
+    if key == "sandbox_hide":
+        return not set(new) >= set(old)
+    return bool((_INFINITY if new is None else new) > (_INFINITY if old is None else old))
+
+
+# The keys a settings file the LLM can write may only tighten.
+LOOSER = frozenset(
+    {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
+    | {"max_reply_bytes", "max_turns"}
+)
+
+
+def load_settings(
+    root: Path,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    workspaces: Iterable[Path] = (),
+    trust_files: bool = False,
+) -> Settings:
+    """The settings for a run in ``root``: files, then environment, then ``flags`` (``None``
+    values in ``flags`` mean "not given").
+
+    A file inside one of ``workspaces`` (or the root's default ``workspace/``) cannot loosen
+    what the earlier sources set, unless ``trust_files`` (``--trust-settings``).
+    """
+    root = Path(root)
+    fenced = [Path(os.path.realpath(w)) for w in (*workspaces, root / "workspace")]
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for source, values in (
-        *_file_settings(Path(root)),
-        ("environment", _env_settings(os.environ)),
-        ("command line", {k: v for k, v in (flags or {}).items() if v is not None}),
+    ignored: list[str] = []
+    for source, values, path in (
+        *_file_settings(root),
+        ("environment", _env_settings(os.environ), None),
+        ("command line", {k: v for k, v in (flags or {}).items() if v is not None}, None),
     ):
-        merged |= values
-        sources |= dict.fromkeys(values, source)
+        writable = path is not None and not trust_files and _inside(path, fenced)
+        for key, value in values.items():
+            if writable and key in LOOSER and _loosens(merged, key, value):
+                ignored.append(
+                    f"Ignored {key} = {value!r} from {source}: a file in the workspace may not"
+                    " loosen it (the LLM can write there); set it in your own"
+                    f" {user_settings_path()}, CODINGAGENT_{key.upper()}, a flag, or run with"
+                    " --trust-settings"
+                )
+                continue
+            merged[key] = value
+            sources[key] = source
+    settings = _validated(merged, sources)
+    settings._origins.update(sources)
+    settings._ignored.extend(ignored)
+    return settings
+
+
+def user_settings_path() -> Path:
+    """The user's own settings file, outside every workspace: trusted like a flag."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "codingagent" / "config.toml"
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(folder) for folder in folders)
+
+
+def _loosens(merged: dict[str, Any], key: str, value: Any) -> bool:
+    """Whether setting ``key`` to ``value`` weakens what ``merged`` gives. A value that does
+    not validate is let through: the final validation reports it, naming its source."""
+    try:
+        before = Settings(**merged)
+        after = Settings(**(merged | {key: value}))
+    except ValidationError:
+        return False
+    return _looser(key, getattr(before, key), getattr(after, key))
+
+
+def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
     try:
         return Settings(**merged)
     except ValidationError as e:
@@ -64,16 +169,20 @@ def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Setting
         raise SettingsError("Invalid settings: " + "; ".join(problems)) from None
 
 
-def _file_settings(root: Path) -> list[tuple[str, dict[str, Any]]]:
-    """``codingagent.toml`` wins over ``pyproject.toml``'s ``[tool.codingagent]``."""
+def _file_settings(root: Path) -> list[tuple[str, dict[str, Any], Path]]:
+    """The user's file, then ``pyproject.toml``'s ``[tool.codingagent]``, then
+    ``codingagent.toml`` (later wins)."""
     found = []
+    user = user_settings_path()
+    if user.is_file():
+        found.append((str(user), _table(_read_toml(user), user), user))
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         table = _read_toml(pyproject).get("tool", {}).get("codingagent", {})
-        found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject)))
-    own = root / "codingagent.toml"
+        found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject), pyproject))
+    own = root / SETTINGS_FILE
     if own.is_file():
-        found.append((str(own), _table(_read_toml(own), own)))
+        found.append((str(own), _table(_read_toml(own), own), own))
     return found
 
 
@@ -93,6 +202,7 @@ def _table(table: Any, path: Path) -> dict[str, Any]:
 def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """``CODINGAGENT_COMMAND_TIMEOUT=60`` and so on; pydantic converts the strings.
 
+    ``CODINGAGENT_SANDBOX_HIDE`` is a list of paths separated like ``PATH``.
     ``CODINGAGENT_ROOT`` is a flag's environment variable, not a setting; ``CODINGAGENT_CRASH_AT``
     is a test hook.
     """
@@ -101,6 +211,8 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
-            if key in fields:
+            if key == "sandbox_hide":
+                values[key] = tuple(filter(None, value.split(os.pathsep)))
+            elif key in fields:
                 values[key] = value
     return values
