@@ -31,7 +31,7 @@ from .outbox import ensure_outbox
 from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
-from .shell import SandboxUnavailable, Shell, ShellResult, default_approval
+from .shell import SandboxUnavailable, Shell, ShellResult, default_approval, hidden_paths
 from .turn import TurnReport, apply_reply, follow_up_session, recover
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             max_output=settings.max_output,
             sandbox=settings.sandbox,
             read_only=store.protected,
+            hide=settings.sandbox_hide,
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
@@ -282,6 +283,9 @@ class SessionLoop:
             elif policy == "ask":
                 shell.approve = self._listener.approve
             self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
+            if shell.sandbox_layer == "bwrap":
+                hidden = ", ".join(hidden_paths(shell.hide))
+                self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
             self._shell = cast(Shell, _ObservedShell(shell, self._listener))
         return self._shell
 

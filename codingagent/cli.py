@@ -366,7 +366,7 @@ def doctor(root: Path) -> None:
 
     from .clipboard import problem as clipboard_problem
     from .settings import load_settings
-    from .shell import default_approval, sandbox_status
+    from .shell import default_approval, hidden_paths, sandbox_status
     from .sources.inbox import backend_name
 
     settings = load_settings(root)
@@ -381,10 +381,16 @@ def doctor(root: Path) -> None:
         ),
         ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", clipboard or "available"),
     ]
-    rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
+    origins = settings.origins
+    rows += [
+        (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
+        for key, value in settings.model_dump().items()
+    ]
+    rows += [("ignored", line) for line in settings.ignored]
     for package in ("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"):
         try:
             rows.append((package, version(package)))

@@ -172,24 +172,76 @@ def _probe(bwrap: str) -> str | None:
     return lines[0] if lines else f"exit code {done.returncode}"
 
 
-def _bwrap_argv(bwrap: str, workspace: Path, read_only: Iterable[Path]) -> list[str]:
+def _bwrap_argv(
+    bwrap: str, workspace: Path, read_only: Iterable[Path], hide: Iterable[str] = ()
+) -> list[str]:
     """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    hidden = hidden_paths(hide)
+    argv += _hide_argv([path for path in hidden if not Path(path).is_relative_to(workspace)])
     scratch = _scratch_dirs()
     for folder in scratch:
         argv += ["--tmpfs", folder]
-    for folder in _tool_dirs(scratch):
+    for folder in _tool_dirs(scratch + hidden):
         argv += ["--ro-bind-try", folder, folder]
     argv += ["--bind", str(workspace), str(workspace)]
-    for folder in read_only:
+    for folder in [*read_only, *_git_paths(workspace)]:
         if folder.is_relative_to(workspace):
             argv += ["--ro-bind-try", str(folder), str(folder)]
+    argv += _hide_argv([path for path in hidden if Path(path).is_relative_to(workspace)])
     return [
         *argv,
         *("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
         *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
         *("--chdir", str(workspace), "--"),
     ]
+
+
+def hidden_paths(extra: Iterable[str] = ()) -> list[str]:
+    """What sandboxed commands do not see (SPEC 4.1): every home folder (``/home``, ``/root``,
+    the home of each login account) and the ``extra`` paths (setting ``sandbox_hide``), those
+    that exist. The workspace and the tool folders a command needs are bound back on top."""
+    candidates = ["/home", "/root", *_account_homes(), *extra]
+    found: list[str] = []
+    for path in candidates:
+        if not os.path.isabs(path) or not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if real != "/" and real not in found:
+            found.append(real)
+    found.sort()  # a parent before its children, which it hides already
+    return [p for i, p in enumerate(found) if not any(Path(p).is_relative_to(q) for q in found[:i])]
+
+
+def _account_homes() -> list[str]:
+    """The home folders of the root and login accounts (system accounts' "homes" such as
+    ``/bin`` or ``/var/lib/x`` are left alone: builds may need them)."""
+    try:
+        import pwd
+    except ImportError:  # Windows: no bubblewrap there anyway
+        return []
+    return [
+        entry.pw_dir
+        for entry in pwd.getpwall()
+        if (entry.pw_uid == 0 or 1000 <= entry.pw_uid < 65534) and entry.pw_dir.count("/") >= 2
+    ]
+
+
+def _hide_argv(hidden: list[str]) -> list[str]:
+    """An empty tmpfs over each hidden folder, ``/dev/null`` over each hidden file."""
+    argv: list[str] = []
+    for path in hidden:
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
+    return argv
+
+
+def _git_paths(workspace: Path) -> list[Path]:
+    """The workspace's ``.git`` (folder, or a worktree's file): read-only inside the sandbox,
+    so no command plants config or hooks that git would run outside it (SPEC 4.1)."""
+    return [workspace / ".git"] if os.path.lexists(workspace / ".git") else []
 
 
 def _scratch_dirs() -> list[str]:
@@ -285,7 +337,8 @@ class Shell:
 
     ``sandbox="bwrap"`` raises :class:`SandboxUnavailable` here when bubblewrap does not work;
     ``"auto"`` falls back to no OS sandbox.  ``approve`` sees each command before it runs.
-    ``read_only`` folders (the agent's own, inside the workspace) stay read-only under bwrap.
+    ``read_only`` folders (the agent's own, inside the workspace) stay read-only under bwrap;
+    the ``hide`` paths (and every home folder, see :func:`hidden_paths`) are not seen there.
     """
 
     def __init__(
@@ -296,12 +349,14 @@ class Shell:
         approve: Callable[[str], bool] | None = None,
         limits: Limits = Limits(),  # frozen, so one shared default is safe
         read_only: Iterable[Path] = (),
+        hide: Iterable[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_output = max_output
         self.approve = approve
         self.limits = limits
         self.read_only = tuple(Path(os.path.realpath(p)) for p in read_only)
+        self.hide = tuple(hide)
         self.sandbox_layer, self.sandbox_reason = sandbox_status(sandbox)
         if sandbox == "bwrap" and self.sandbox_layer != "bwrap":
             raise SandboxUnavailable(self.sandbox_reason)
@@ -340,7 +395,7 @@ class Shell:
         if self.sandbox_layer != "bwrap":
             return runner
         bwrap = shutil.which("bwrap") or "bwrap"
-        return _bwrap_argv(bwrap, cwd.resolve(), self.read_only) + runner
+        return _bwrap_argv(bwrap, cwd.resolve(), self.read_only, self.hide) + runner
 
 
 class _Process:
