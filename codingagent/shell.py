@@ -185,9 +185,9 @@ def _bwrap_argv(
     for folder in _tool_dirs(scratch + hidden):
         argv += ["--ro-bind-try", folder, folder]
     argv += ["--bind", str(workspace), str(workspace)]
-    for folder in [*read_only, *_git_paths(workspace)]:
-        if folder.is_relative_to(workspace):
-            argv += ["--ro-bind-try", str(folder), str(folder)]
+    for kept in [*read_only, *_git_paths(workspace)]:
+        if kept.is_relative_to(workspace):
+            argv += ["--ro-bind-try", str(kept), str(kept)]
     argv += _hide_argv([path for path in hidden if Path(path).is_relative_to(workspace)])
     return [
         *argv,
