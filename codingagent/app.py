@@ -132,6 +132,7 @@ class TurnOptions(TypedDict):
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
     token_budget: int
+    mask_secrets: bool
 
 
 class SessionLoop:
@@ -318,6 +319,7 @@ class SessionLoop:
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
             "token_budget": self.settings.token_budget,
+            "mask_secrets": self.settings.mask_secrets,
         }
 
 

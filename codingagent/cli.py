@@ -303,6 +303,10 @@ def log(session: str, root: Path, as_json: bool) -> None:
                 safe_text(f"  {result.headline}", style=STYLE[result.success])
                 + safe_text(f"  ({result.duration_ms:.0f} ms)", style="dim")
             )
+        for line in entry.get("autoRun", []):
+            out.print(safe_text(f"  Runs code outside the sandbox: {line}", style="bold red"))
+        if entry.get("masked"):
+            out.print(safe_text(f"  {entry['masked']} secret(s) masked in the next prompt"))
 
 
 @main.command()

@@ -102,6 +102,12 @@ class ConsoleListener:
             f"{plural(len(outcome.results), 'command')} ({ran} run), "
             f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
         )
+        for line in report.auto_run:
+            console.print(
+                safe_text("Runs code outside the sandbox: ", "bold red") + safe_text(line)
+            )
+        if report.masked:
+            say(f"Masked {plural(report.masked, 'secret')} in the next prompt", "yellow")
         if report.state.is_complete:
             console.print(
                 safe_text("Session complete: ", "bold green")
