@@ -17,6 +17,7 @@ does a workspace file when the user passes ``--trust-settings`` (after reading i
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -103,11 +104,13 @@ def load_settings(
     """The settings for a run in ``root``: files, then environment, then ``flags`` (``None``
     values in ``flags`` mean "not given").
 
-    A file inside one of ``workspaces`` (or the root's default ``workspace/``) cannot loosen
-    what the earlier sources set, unless ``trust_files`` (``--trust-settings``).
+    A file inside one of ``workspaces``, the root's default ``workspace/`` or the workspace of
+    any session in the root cannot loosen what the earlier sources set, unless ``trust_files``
+    (``--trust-settings``).
     """
     root = Path(root)
-    fenced = [Path(os.path.realpath(w)) for w in (*workspaces, root / "workspace")]
+    every = (*workspaces, root / "workspace", *_session_workspaces(root))
+    fenced = [Path(os.path.realpath(w)) for w in every]
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     ignored: list[str] = []
@@ -138,6 +141,18 @@ def user_settings_path() -> Path:
     """The user's own settings file, outside every workspace: trusted like a flag."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "codingagent" / "config.toml"
+
+
+def _session_workspaces(root: Path) -> list[Path]:
+    """The workspace of each session in ``root/sessions/`` (the store's layout), read without
+    the session model: whichever front end loads settings, a session's workspace is fenced."""
+    found = []
+    for path in (root / "sessions").glob("*.json"):
+        try:
+            found.append(Path(json.loads(path.read_bytes())["workspace"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def _inside(path: Path, folders: list[Path]) -> bool:

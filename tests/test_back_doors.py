@@ -405,3 +405,11 @@ def test_git_settings_that_run_programs_are_named(tmp_path: Path) -> None:
         "node_modules/c/.vscode/tasks.json: VS Code runs on opening the folder: sh -c x",
     ]
     assert autorun.scan(ws, time.time_ns() + 10**9) == []  # nothing changed since then
+
+
+def test_a_sessions_workspace_is_fenced_whoever_loads_the_settings(project: Run) -> None:
+    """A front end that does not name the workspace still gets the fence (web page, ...)."""
+    (project.root / "codingagent.toml").write_text('commands = "allow"\n')
+    assert load_settings(project.root).commands == "allow"  # no session yet: the root is yours
+    project.start()
+    assert load_settings(project.root).commands is None
