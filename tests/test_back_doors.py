@@ -254,7 +254,8 @@ def test_another_users_home_is_not_readable_by_a_command(tmp_path: Path) -> None
         run = Run(tmp_path / "run", tmp_path / "ws")
         run.ws.mkdir()
         run.start()
-        run.step(f"[RUN_COMMAND]\ncat {home}/secret.txt; ls /home; ls -a /root\n[/RUN_COMMAND]\n")
+        reply = f"[RUN_COMMAND]\ncat {home}/secret.txt; ls /home; ls -a /root\n[/RUN_COMMAND]\n"
+        assert "Hidden from commands: /home, " in run.step(reply).stderr
         prompt = run.prompt()
         assert "OTHER-USERS-SECRET" not in prompt
         assert "No such file or directory" in prompt
