@@ -27,6 +27,15 @@ MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 
 
+PROMPT_HEADING = "=== PROMPT ==="
+MASKS_NOTE = (
+    "## Masked Secrets\n"
+    "Secrets are shown as [masked: kind id]. Keep such a mask exactly as it is when you write "
+    "the line back (CREATE_FILE, EDIT_FILE, REPLACE): the agent puts the secret back. Never "
+    "write a mask that you did not see."
+)
+
+
 class WrittenOutbox(NamedTuple):
     path: Path
     shown: dict[str, str]  # sha256 of each file shown whole, keyed by its workspace path
@@ -60,6 +69,8 @@ def write_outbox(
     context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
     text = _fit(state, context, token_budget)
     text, masked = masking.mask(text) if mask else (text, 0)
+    if masked:
+        text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
     path = store.write_outbox(state.session_id, state.sequence_number, text)
     return WrittenOutbox(path, shown, masked)
 

@@ -307,6 +307,7 @@ def test_secrets_never_reach_a_prompt_and_the_file_keeps_them(tmp_path: Path) ->
     for label in ("private-key", "aws-secret-key", "github-token"):
         assert f"[masked: {label} " in prompt
     assert "region = eu-west-1" in prompt  # not a secret: left alone
+    assert "## Masked Secrets\nSecrets are shown as [masked: kind id]." in prompt
     assert re.search(r"Masked \d+ secrets in the next prompt", result.stderr)
 
     shown = view_of(prompt, "deploy.env")
@@ -335,7 +336,7 @@ def test_masking_can_be_turned_off_for_a_session(tmp_path: Path) -> None:
     (run.ws / "deploy.env").write_text(CONFIG)
     run.start()
     result = run.step('[READ_FILE path="deploy.env"]\n', "--no-mask")
-    assert GITHUB_TOKEN in run.prompt() and "[masked: " not in run.prompt()
+    assert GITHUB_TOKEN in run.prompt() and "Masked Secrets" not in run.prompt()
     assert "Masked" not in result.stderr
 
 
