@@ -185,9 +185,11 @@ def _bwrap_argv(
     for folder in _tool_dirs(scratch + hidden):
         argv += ["--ro-bind-try", folder, folder]
     argv += ["--bind", str(workspace), str(workspace)]
-    for kept in [*read_only, *_git_paths(workspace)]:
+    for kept in read_only:
         if kept.is_relative_to(workspace):
             argv += ["--ro-bind-try", str(kept), str(kept)]
+    for kept in _git_paths(workspace):
+        argv += ["--ro-bind-try", str(kept), str(kept)]
     argv += _hide_argv([path for path in hidden if Path(path).is_relative_to(workspace)])
     return [
         *argv,
@@ -239,9 +241,19 @@ def _hide_argv(hidden: list[str]) -> list[str]:
 
 
 def _git_paths(workspace: Path) -> list[Path]:
-    """The workspace's ``.git`` (folder, or a worktree's file): read-only inside the sandbox,
-    so no command plants config or hooks that git would run outside it (SPEC 4.1)."""
-    return [workspace / ".git"] if os.path.lexists(workspace / ".git") else []
+    """The workspace's ``.git`` (folder, or a worktree's file) and, for a worktree, the
+    repository it points to: read-only inside the sandbox, so no command plants config or
+    hooks that git would run outside it (SPEC 4.1), and bound back if a home hid them."""
+    git = workspace / ".git"
+    if not os.path.isfile(git):
+        return [git] if os.path.lexists(git) else []
+    try:
+        line = git.read_text(encoding="utf-8", errors="replace").strip()
+        gitdir = (workspace / line.removeprefix("gitdir:").strip()).resolve()
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    except OSError:
+        return [git]
+    return [git, gitdir, common] if common != gitdir else [git, gitdir]
 
 
 def _scratch_dirs() -> list[str]:

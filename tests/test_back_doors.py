@@ -415,3 +415,40 @@ def test_a_sessions_workspace_is_fenced_whoever_loads_the_settings(project: Run)
     assert load_settings(project.root).commands == "allow"  # no session yet: the root is yours
     project.start()
     assert load_settings(project.root).commands is None
+
+
+@needs_bwrap
+def test_a_worktree_of_a_repository_in_a_hidden_home_works_read_only(tmp_path: Path) -> None:
+    home = Path("/home") / f"h16-{secrets.token_hex(4)}"
+    try:
+        home.mkdir(parents=True)
+    except OSError:
+        pytest.skip("cannot make a home folder here (not root)")
+    try:
+        repo = home / "repo"
+        repo.mkdir()
+        assert git(repo, "init", "-q").returncode == 0
+        git(
+            repo,
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        )
+        run = Run(tmp_path / "run", tmp_path / "ws")
+        assert git(repo, "worktree", "add", "-q", str(run.ws)).returncode == 0
+        run.start()
+        run.step(
+            "[RUN_COMMAND]\ngit status --short && echo status-ok\n[/RUN_COMMAND]\n"
+            f"[RUN_COMMAND]\ntouch {repo}/.git/hooks/post-checkout\n[/RUN_COMMAND]\n"
+        )
+        assert "status-ok" in run.prompt()
+        assert "Read-only file system" in run.prompt()
+        assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    finally:
+        shutil.rmtree(home)
