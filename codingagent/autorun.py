@@ -33,15 +33,13 @@ _RUNS = re.compile(
 _SECTION = re.compile(r'^\[\s*([^\s\]"]+)(?:\s+"(.*)")?\s*\]')
 _CLIP = 120
 WATCHED = frozenset({".envrc", "tasks.json"})  # names a file command may write, of these
-# File times come from a coarse clock, a tick behind time_ns(): look back a little further.
-CLOCK_SLACK_NS = 50_000_000
 
 
 def scan(root: Path, since_ns: int) -> list[str]:
-    """One line for each file under ``root`` changed since ``since_ns`` (a ``time_ns``) that
-    would run code for the user: ``path: what it runs``."""
+    """One line for each file under ``root`` changed since ``since_ns`` that would run code
+    for the user: ``path: what it runs``. File times come from the kernel's coarse clock, a
+    tick behind ``time.time_ns()``: take ``since_ns`` from a file written at the moment."""
     found = []
-    since_ns -= CLOCK_SLACK_NS
     for path, is_git_dir in _candidates(Path(root)):
         if is_git_dir:
             found += _git_dir(root, path, since_ns)

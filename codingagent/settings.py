@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -69,6 +70,7 @@ class Settings(BaseModel):
         return list(self._ignored)
 
 
+_WORKSPACE_FIELD = re.compile(rb'"workspace":\s*("(?:[^"\\]|\\.)*")')  # not the whole state
 _SANDBOX_RANK = {"none": 0, "auto": 1, "bwrap": 2}
 _COMMANDS_RANK = {"allow": 0, None: 1, "ask": 2, "deny": 3}
 _INFINITY = float("inf")
@@ -149,8 +151,10 @@ def _session_workspaces(root: Path) -> list[Path]:
     found = []
     for path in (root / "sessions").glob("*.json"):
         try:
-            found.append(Path(json.loads(path.read_bytes())["workspace"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            field = _WORKSPACE_FIELD.search(path.read_bytes())
+            if field:
+                found.append(Path(json.loads(field.group(1))))
+        except (OSError, ValueError):
             continue
     return found
 
