@@ -42,10 +42,16 @@ _RUNTIME_DIRS = ("/run", "/var/run", "/run/user")
 
 
 def bwrap_argv(
-    bwrap: str, workspace: Path, read_only: Iterable[Path], tmp_bytes: int | None
+    bwrap: str,
+    workspace: Path,
+    read_only: Iterable[Path],
+    tmp_bytes: int | None,
+    hide: Iterable[str] = (),
 ) -> list[str]:
     """bubblewrap's command line up to ``--``; the order of the mounts matters (later wins)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    hidden = hidden_paths(hide)
+    argv += _hide_argv([path for path in hidden if not Path(path).is_relative_to(workspace)])
     size = [] if tmp_bytes is None or not sizes_tmpfs(bwrap) else ["--size", str(tmp_bytes)]
     scratch = _scratch_dirs()
     for folder in scratch:
@@ -53,7 +59,7 @@ def bwrap_argv(
     runtime = _runtime_dirs(scratch)
     for folder in runtime:
         argv += ["--tmpfs", folder]
-    for folder in _tool_dirs(scratch):
+    for folder in _tool_dirs(scratch + hidden):
         argv += ["--ro-bind-try", folder, folder]
     for path in credential_files(_tool_homes()):
         argv += ["--ro-bind-try", "/dev/null", path]
@@ -63,12 +69,72 @@ def bwrap_argv(
     for agent_dir in read_only:
         if agent_dir.is_relative_to(workspace):
             argv += ["--ro-bind-try", str(agent_dir), str(agent_dir)]
+    for kept in _git_paths(workspace):
+        argv += ["--ro-bind-try", str(kept), str(kept)]
+    argv += _hide_argv([path for path in hidden if Path(path).is_relative_to(workspace)])
     return [
         *argv,
         *("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"),
         *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
         *("--chdir", str(workspace), "--"),
     ]
+
+
+def hidden_paths(extra: Iterable[str] = ()) -> list[str]:
+    """What sandboxed commands do not see (SPEC 4.1): every home folder (``/home``, ``/root``,
+    the home of each login account) and the ``extra`` paths (setting ``sandbox_hide``), those
+    that exist. The workspace and the tool folders a command needs are bound back on top."""
+    candidates = ["/home", "/root", *_account_homes(), *extra]
+    found: list[str] = []
+    for path in candidates:
+        if not os.path.isabs(path) or not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if real != "/" and real not in found:
+            found.append(real)
+    found.sort()  # a parent before its children, which it hides already
+    return [p for i, p in enumerate(found) if not any(Path(p).is_relative_to(q) for q in found[:i])]
+
+
+def _account_homes() -> list[str]:
+    """The home folders of the root and login accounts (system accounts' "homes" such as
+    ``/bin`` or ``/var/lib/x`` are left alone: builds may need them)."""
+    try:
+        import pwd
+    except ImportError:  # Windows: no bubblewrap there anyway
+        return []
+    return [
+        entry.pw_dir
+        for entry in pwd.getpwall()
+        if (entry.pw_uid == 0 or 1000 <= entry.pw_uid < 65534) and entry.pw_dir.count("/") >= 2
+    ]
+
+
+def _hide_argv(hidden: list[str]) -> list[str]:
+    """An empty tmpfs over each hidden folder, ``/dev/null`` over each hidden file."""
+    argv: list[str] = []
+    for path in hidden:
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
+    return argv
+
+
+def _git_paths(workspace: Path) -> list[Path]:
+    """The workspace's ``.git`` (folder, or a worktree's file) and, for a worktree, the
+    repository it points to: read-only inside the sandbox, so no command plants config or
+    hooks that git would run outside it (SPEC 4.1), and bound back if a home hid them."""
+    git = workspace / ".git"
+    if not os.path.isfile(git):
+        return [git] if os.path.lexists(git) else []
+    try:
+        line = git.read_text(encoding="utf-8", errors="replace").strip()
+        gitdir = (workspace / line.removeprefix("gitdir:").strip()).resolve()
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    except OSError:
+        return [git]
+    return [git, gitdir, common] if common != gitdir else [git, gitdir]
 
 
 @functools.cache

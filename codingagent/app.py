@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from . import clipboard
+from ._bwrap import hidden_paths
 from .commands import CommandResult
 from .journal import UndoReport, undo
 from .outbox import ensure_outbox
@@ -148,8 +149,9 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             timeout=settings.command_timeout,
             max_output=settings.max_output,
             sandbox=settings.sandbox,
-            read_only=store.agent_dirs,
+            read_only=store.protected,
             limits=Limits.of(settings),
+            hide=settings.sandbox_hide,
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
@@ -162,6 +164,7 @@ class TurnOptions(TypedDict):
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
     token_budget: int
+    mask_secrets: bool
 
 
 class SessionLoop:
@@ -385,6 +388,9 @@ class SessionLoop:
             elif policy == "ask":
                 shell.approve = self._listener.approve
             self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
+            if shell.sandbox_layer == "bwrap":
+                hidden = ", ".join(hidden_paths(shell.hide))
+                self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
             self._shell = cast(Shell, _ObservedShell(shell, self._listener))
         return self._shell
 
@@ -433,6 +439,7 @@ class SessionLoop:
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
             "token_budget": self.settings.token_budget,
+            "mask_secrets": self.settings.mask_secrets,
         }
 
 

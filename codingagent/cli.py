@@ -27,6 +27,7 @@ from .console import STYLE, console, error, safe_text, say, shorten
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
     from .app import ReplySource, SessionLoop
+    from .settings import Settings
     from .sources.chat import ChatClient
 
 
@@ -95,6 +96,18 @@ def tuning_options(command: Callable) -> Callable:
             type=click.Choice(["allow", "ask", "deny"]),
             help="RUN_COMMAND approval (default: ask without a sandbox on a terminal).",
         ),
+        click.option(
+            "--mask/--no-mask",
+            "mask_secrets",
+            default=None,
+            help="Mask secrets in prompts (default: on).",
+        ),
+        click.option(
+            "--trust-settings",
+            is_flag=True,
+            default=None,
+            help="Let settings files inside the workspace loosen the sandbox, approval or limits.",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -112,14 +125,13 @@ def model_options(command: Callable) -> Callable:
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
-def _model(root: Path, flags: dict[str, Any]) -> ChatClient | None:
+def _model(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> ChatClient | None:
     """Takes :func:`model_options` out of ``flags``: a client for the endpoint they name, if
     any. Settings errors and a missing key stop us before a session is made or touched."""
-    from .settings import load_settings
     from .sources.chat import ChatClient
 
     given = [flags.pop(key) for key in ("model_name", "base_url", "model_id", "api_key_env")]
-    profile = load_settings(root, flags).model_profile(*given)
+    profile = _settings(root, flags, workspace).model_profile(*given)
     return None if profile is None else ChatClient(profile)
 
 
@@ -136,17 +148,27 @@ clipboard_option = click.option(
 )
 
 
+def _settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:
+    """The settings for a run on ``workspace``; files in it may not loosen them (SPEC 4.1)."""
+    from .settings import load_settings
+
+    return load_settings(root, flags, workspaces=[workspace] if workspace is not None else [])
+
+
 def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = False) -> SessionLoop:
-    """The session loop for SESSION in ROOT with the settings and these flags, on the console."""
+    """The session loop for SESSION in ROOT with the settings and these flags, on the console;
+    settings a workspace file tried to loosen are named on the console."""
     from .app import SessionLoop
     from .approval import answer_on_terminal, ask_on_terminal
     from .console import ConsoleListener
     from .session import SessionStore
-    from .settings import load_settings
 
-    settings = load_settings(root, flags)
+    store = SessionStore(root)
+    settings = _settings(root, flags, Path(store.load(store.resolve(session)).workspace))
+    for line in settings.ignored:
+        say(line, "yellow")
     return SessionLoop(
-        SessionStore(root),
+        store,
         settings,
         session,
         ConsoleListener(
@@ -199,14 +221,13 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer."""
     from .session import SessionStore
-    from .settings import load_settings
     from .sources.clipboard import require_clipboard
     from .turn import start_session
 
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
-    model = _model(root, flags)
-    if model is None and not no_watch and load_settings(root, flags).clipboard_watch:
+    model = _model(root, flags, workspace)
+    if model is None and not no_watch and _settings(root, flags, workspace).clipboard_watch:
         require_clipboard()
     state, _ = start_session(SessionStore(root), task, workspace)
     console.print(
@@ -355,6 +376,10 @@ def log(session: str, root: Path, as_json: bool) -> None:
                 safe_text(f"  {result.headline}", style=STYLE[result.success])
                 + safe_text(f"  ({result.duration_ms:.0f} ms)", style="dim")
             )
+        for line in entry.get("autoRun", []):
+            out.print(safe_text(f"  Runs code outside the sandbox: {line}", style="bold red"))
+        if entry.get("masked"):
+            out.print(safe_text(f"  {entry['masked']} secret(s) masked in the next prompt"))
 
 
 @main.command()
@@ -447,6 +472,7 @@ def doctor(root: Path) -> None:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
+    from ._bwrap import hidden_paths
     from .clipboard import describe as describe_clipboard
     from .settings import load_settings
     from .shell import default_approval, protections, sandbox_status
@@ -463,11 +489,17 @@ def doctor(root: Path) -> None:
         ),
         ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", describe_clipboard()),
         *protections(settings),
     ]
-    rows += [(key, repr(value)) for key, value in settings.model_dump().items()]
+    origins = settings.origins
+    rows += [
+        (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
+        for key, value in settings.model_dump().items()
+    ]
+    rows += [("ignored", line) for line in settings.ignored]
     for package in (
         "click",
         "pydantic",
@@ -477,6 +509,7 @@ def doctor(root: Path) -> None:
         "filelock",
         "pyperclip",
         "httpx",
+        "detect-secrets",
     ):
         try:
             rows.append((package, version(package)))

@@ -135,6 +135,12 @@ class ConsoleListener:
             console.print(
                 safe_text("The LLM asks: ", "bold magenta") + safe_text(report.state.question)
             )
+        for line in report.auto_run:
+            console.print(
+                safe_text("Runs code outside the sandbox: ", "bold red") + safe_text(line)
+            )
+        if report.masked:
+            say(f"Masked {plural(report.masked, 'secret')} in the next prompt", "yellow")
         if report.state.is_complete:
             console.print(
                 safe_text("Session complete: ", "bold green")

@@ -1,7 +1,9 @@
 """The next prompt: gather what the outbox shows from the workspace, fit it to the token
 budget, and write it to ``outbox/``.
 
-Rendering itself is :mod:`codingagent.render` (pure). :func:`write_outbox` returns the sha256
+Rendering itself is :mod:`codingagent.render` (pure); the finished text goes through
+:func:`codingagent.masking.mask` before it is written (SPEC 4.1: the prompt goes to a
+third-party chat). :func:`write_outbox` returns the sha256
 of every file it showed whole; the caller keeps them in ``state.shown_files`` (the turn before
 its commit point, :func:`ensure_outbox` at once, under the session's lock), so a later
 EDIT_FILE is checked against what the LLM really saw.
@@ -14,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+from . import masking
 from .commands import ReadRequest
 from .render import FileView, OutboxContext, estimate_tokens, render_outbox
 from .session import SessionError, SessionState, SessionStore
@@ -24,24 +27,35 @@ MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 
 
+PROMPT_HEADING = "=== PROMPT ==="
+MASKS_NOTE = (
+    "## Masked Secrets\n"
+    "Secrets are shown as [masked: kind id]. Keep such a mask exactly as it is when you write "
+    "the line back (CREATE_FILE, EDIT_FILE, REPLACE): the agent puts the secret back. Never "
+    "write a mask that you did not see."
+)
+
+
 class WrittenOutbox(NamedTuple):
     path: Path
     shown: dict[str, str]  # sha256 of each file shown whole, keyed by its workspace path
+    masked: int = 0  # secrets masked in it
 
 
 def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
     folder = Path(state.workspace)
     if not folder.is_dir():
         raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
-    return Workspace(folder, protected=store.agent_dirs)
+    return Workspace(folder, protected=store.protected)
 
 
 def write_outbox(
-    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET
+    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET, mask: bool = True
 ) -> WrittenOutbox:
     """Render the session's current outbox from the workspace as it is now, and write it.
 
-    Over ``token_budget``, the largest file views are shown in smaller windows first.
+    Over ``token_budget``, the largest file views are shown in smaller windows first. With
+    ``mask`` (setting ``mask_secrets``), secrets in it are masked.
     """
     ws = open_workspace(store, state)
     listing = ws.list_files()
@@ -54,14 +68,20 @@ def write_outbox(
             shown[_shown_key(ws, view.path)] = digest
     context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
     text = _fit(state, context, token_budget)
-    return WrittenOutbox(store.write_outbox(state.session_id, state.sequence_number, text), shown)
+    text, masked = masking.mask(text) if mask else (text, 0)
+    if masked:
+        text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
+    path = store.write_outbox(state.session_id, state.sequence_number, text)
+    return WrittenOutbox(path, shown, masked)
 
 
-def next_outbox(store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET) -> Path:
+def next_outbox(
+    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET, mask: bool = True
+) -> WrittenOutbox:
     """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
-    path, shown = write_outbox(store, state, token_budget)
-    state.shown_files |= shown
-    return path
+    written = write_outbox(store, state, token_budget, mask)
+    state.shown_files |= written.shown
+    return written
 
 
 def ensure_outbox(store: SessionStore, state: SessionState, keep_digests: bool = True) -> Path:
@@ -75,7 +95,7 @@ def ensure_outbox(store: SessionStore, state: SessionState, keep_digests: bool =
         return path
     if not keep_digests:
         return write_outbox(store, state).path
-    path = next_outbox(store, state)
+    path = next_outbox(store, state).path
     store.save(state)
     return path
 

@@ -100,6 +100,12 @@ class SessionStore:
         """The agent's own folders; the LLM may never write into them."""
         return (self.outbox, self.inbox, self.sessions)
 
+    @property
+    def protected(self) -> tuple[Path, ...]:
+        """What the LLM may not write, by file command or inside the command sandbox: the
+        agent's folders and its settings file (SPEC 4.1)."""
+        return (*self.agent_dirs, self.root / "codingagent.toml")
+
     def ensure_dirs(self) -> None:
         for folder in (self.workspace, *self.agent_dirs):
             folder.mkdir(parents=True, exist_ok=True)

@@ -1,21 +1,34 @@
-"""Settings: ``codingagent.toml`` (or ``[tool.codingagent]`` in ``pyproject.toml``) in the root,
-then ``CODINGAGENT_*`` environment variables, then command-line flags; later sources win.
+"""Settings: the user's own file (``~/.config/codingagent/config.toml``), then
+``codingagent.toml`` (or ``[tool.codingagent]`` in ``pyproject.toml``) in the root, then
+``CODINGAGENT_*`` environment variables, then command-line flags; later sources win.
 
-One pydantic model validates all three, so a typo or a bad value is one clear message that
-names where it came from, never a traceback.
+One pydantic model validates all of them, so a typo or a bad value is one clear message that
+names where it came from, never a traceback; ``Settings.origins`` says where each value came
+from.
+
+**No reply changes how later replies are treated.** A settings file inside a workspace can be
+written by the LLM (a RUN_COMMAND appending ``[tool.codingagent] sandbox = "none"`` to
+``pyproject.toml`` when the run folder is the workspace). Such a file may tighten anything but
+loosen nothing: a value that would weaken the sandbox, the approval mode, masking or a limit
+(see :data:`LOOSER`) is ignored, and ``Settings.ignored`` names the file and key for the
+console. The user's own file, the environment and flags are the user's and always count; so
+does a workspace file when the user passes ``--trust-settings`` (after reading it).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 ENV_PREFIX = "CODINGAGENT_"
+SETTINGS_FILE = "codingagent.toml"
 
 
 class SettingsError(Exception):
@@ -59,20 +72,38 @@ class Settings(BaseModel):
     command_tmp_mb: int = Field(512, ge=0, description="sandbox /tmp and home size, MiB; 0: none")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    sandbox_hide: tuple[str, ...] = Field(
+        (), description="more paths hidden from sandboxed commands (homes are always hidden)"
+    )
+    mask_secrets: bool = Field(True, description="mask secrets before a prompt is written")
+
     clipboard_watch: bool = Field(
         False, description="also take replies copied to the clipboard (implies clipboard)"
     )
-
-    @property
-    def copies_prompts(self) -> bool:
-        """Whether new prompts go onto the clipboard: the clipboard loop needs them there."""
-        return self.clipboard or self.clipboard_watch
 
     models: dict[str, ModelProfile] = Field({}, description="[models.NAME] endpoint profiles")
     model_max_turns: int = Field(30, ge=1, description="turns one --model run takes at most")
     model_history_turns: int = Field(
         0, ge=0, description="earlier turns sent to a model with each prompt (0: stateless)"
     )
+
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def origins(self) -> dict[str, str]:
+        """Where each value that is not a default came from: a file, environment, flag."""
+        return dict(self._origins)
+
+    @property
+    def ignored(self) -> list[str]:
+        """One line for each value a file the LLM can write tried to loosen, and was ignored."""
+        return list(self._ignored)
+
+    @property
+    def copies_prompts(self) -> bool:
+        """Whether new prompts go onto the clipboard: the clipboard loop needs them there."""
+        return self.clipboard or self.clipboard_watch
 
     def model_profile(
         self,
@@ -101,18 +132,114 @@ class Settings(BaseModel):
         return self.models[name].model_copy(update=given)
 
 
-def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
-    """The settings for a run in ``root``: file, then environment, then ``flags`` (``None``
-    values in ``flags`` mean "not given")."""
+_WORKSPACE_FIELD = re.compile(rb'"workspace":\s*("(?:[^"\\]|\\.)*")')  # not the whole state
+_SANDBOX_RANK = {"none": 0, "auto": 1, "bwrap": 2}
+_COMMANDS_RANK = {"allow": 0, None: 1, "ask": 2, "deny": 3}
+_INFINITY = float("inf")
+
+
+def _looser(key: str, old: Any, new: Any) -> bool:
+    """Whether ``new`` is a weaker value of ``key`` than ``old``."""
+    if key == "sandbox":
+        return _SANDBOX_RANK[new] < _SANDBOX_RANK[old]
+    if key == "commands":
+        return bool(_COMMANDS_RANK[new] < _COMMANDS_RANK[old])
+    if key == "mask_secrets":
+        return bool(old and not new)
+    if key == "sandbox_hide":
+        return not set(new) >= set(old)
+    return bool((_INFINITY if new is None else new) > (_INFINITY if old is None else old))
+
+
+# The keys a settings file the LLM can write may only tighten.
+LOOSER = frozenset(
+    {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
+    | {"max_reply_bytes", "max_turns"}
+)
+
+
+def load_settings(
+    root: Path,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    workspaces: Iterable[Path] = (),
+    trust_files: bool = False,
+) -> Settings:
+    """The settings for a run in ``root``: files, then environment, then ``flags`` (``None``
+    values in ``flags`` mean "not given").
+
+    A file inside one of ``workspaces``, the root's default ``workspace/`` or the workspace of
+    any session in the root cannot loosen what the earlier sources set, unless ``trust_files``
+    (``--trust-settings``: the flag ``trust_settings`` says the same).
+    """
+    flags = dict(flags or {})
+    trust_files = bool(flags.pop("trust_settings", None)) or trust_files
+    root = Path(root)
+    every = (*workspaces, root / "workspace", *_session_workspaces(root))
+    fenced = [Path(os.path.realpath(w)) for w in every]
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for source, values in (
-        *_file_settings(Path(root)),
-        ("environment", _env_settings(os.environ)),
-        ("command line", {k: v for k, v in (flags or {}).items() if v is not None}),
+    ignored: list[str] = []
+    for source, values, path in (
+        *_file_settings(root),
+        ("environment", _env_settings(os.environ), None),
+        ("command line", {k: v for k, v in flags.items() if v is not None}, None),
     ):
-        merged |= values
-        sources |= dict.fromkeys(values, source)
+        writable = path is not None and not trust_files and _inside(path, fenced)
+        for key, value in values.items():
+            if writable and key in LOOSER and _loosens(merged, key, value):
+                ignored.append(
+                    f"Ignored {key} = {value!r} from {source}: a file in the workspace may not"
+                    " loosen it (the LLM can write there); set it in your own"
+                    f" {user_settings_path()}, CODINGAGENT_{key.upper()}, a flag, or run with"
+                    " --trust-settings"
+                )
+                continue
+            merged[key] = value
+            sources[key] = source
+    settings = _validated(merged, sources)
+    settings._origins.update(sources)
+    settings._ignored.extend(ignored)
+    return settings
+
+
+def user_settings_path() -> Path:
+    """The user's own settings file, outside every workspace: trusted like a flag."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "codingagent" / "config.toml"
+
+
+def _session_workspaces(root: Path) -> list[Path]:
+    """The workspace of each session in ``root/sessions/`` (the store's layout), read without
+    the session model: whichever front end loads settings, a session's workspace is fenced."""
+    found = []
+    for path in (root / "sessions").glob("*.json"):
+        try:
+            field = _WORKSPACE_FIELD.search(path.read_bytes())
+            if field:
+                found.append(Path(json.loads(field.group(1))))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _inside(path: Path, folders: list[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(folder) for folder in folders)
+
+
+def _loosens(merged: dict[str, Any], key: str, value: Any) -> bool:
+    """Whether setting ``key`` to ``value`` weakens what ``merged`` gives. A value that does
+    not validate is let through: the final validation reports it, naming its source."""
+    try:
+        before = Settings(**merged)
+        after = Settings(**(merged | {key: value}))
+    except ValidationError:
+        return False
+    return _looser(key, getattr(before, key), getattr(after, key))
+
+
+def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
     try:
         return Settings(**merged)
     except ValidationError as e:
@@ -126,16 +253,20 @@ def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Setting
         raise SettingsError("Invalid settings: " + "; ".join(problems)) from None
 
 
-def _file_settings(root: Path) -> list[tuple[str, dict[str, Any]]]:
-    """``codingagent.toml`` wins over ``pyproject.toml``'s ``[tool.codingagent]``."""
+def _file_settings(root: Path) -> list[tuple[str, dict[str, Any], Path]]:
+    """The user's file, then ``pyproject.toml``'s ``[tool.codingagent]``, then
+    ``codingagent.toml`` (later wins)."""
     found = []
+    user = user_settings_path()
+    if user.is_file():
+        found.append((str(user), _table(_read_toml(user), user), user))
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         table = _read_toml(pyproject).get("tool", {}).get("codingagent", {})
-        found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject)))
-    own = root / "codingagent.toml"
+        found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject), pyproject))
+    own = root / SETTINGS_FILE
     if own.is_file():
-        found.append((str(own), _table(_read_toml(own), own)))
+        found.append((str(own), _table(_read_toml(own), own), own))
     return found
 
 
@@ -155,6 +286,7 @@ def _table(table: Any, path: Path) -> dict[str, Any]:
 def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """``CODINGAGENT_COMMAND_TIMEOUT=60`` and so on; pydantic converts the strings.
 
+    ``CODINGAGENT_SANDBOX_HIDE`` is a list of paths separated like ``PATH``.
     ``CODINGAGENT_ROOT`` is a flag's environment variable, not a setting; ``CODINGAGENT_CRASH_AT``
     is a test hook.
     """
@@ -163,6 +295,8 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
-            if key in fields:
+            if key == "sandbox_hide":
+                values[key] = tuple(filter(None, value.split(os.pathsep)))
+            elif key in fields:
                 values[key] = value
     return values

@@ -228,7 +228,8 @@ class Shell:
 
     ``sandbox="bwrap"`` raises :class:`SandboxUnavailable` here when bubblewrap does not work;
     ``"auto"`` falls back to no OS sandbox.  ``approve`` sees each command before it runs.
-    ``read_only`` folders (the agent's own, inside the workspace) stay read-only under bwrap.
+    ``read_only`` folders (the agent's own, inside the workspace) stay read-only under bwrap;
+    the ``hide`` paths (and every home folder, see :func:`hidden_paths`) are not seen there.
     """
 
     def __init__(
@@ -239,12 +240,14 @@ class Shell:
         approve: Callable[[str], bool] | None = None,
         limits: Limits = Limits(),  # frozen, so one shared default is safe
         read_only: Iterable[Path] = (),
+        hide: Iterable[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_output = max_output
         self.approve = approve
         self.limits = limits
         self.read_only = tuple(Path(os.path.realpath(p)) for p in read_only)
+        self.hide = tuple(hide)
         self.sandbox_layer, self.sandbox_reason = sandbox_status(sandbox)
         if sandbox == "bwrap" and self.sandbox_layer != "bwrap":
             raise SandboxUnavailable(self.sandbox_reason)
@@ -289,7 +292,10 @@ class Shell:
         argv += ["-" if n is None else str(n) for n in limits] + [_SHELL, command]
         if self.sandbox_layer == "bwrap":
             bwrap = shutil.which("bwrap") or "bwrap"
-            argv = bwrap_argv(bwrap, cwd.resolve(), self.read_only, self.limits.tmp_bytes) + argv
+            argv = (
+                bwrap_argv(bwrap, cwd.resolve(), self.read_only, self.limits.tmp_bytes, self.hide)
+                + argv
+            )
         return argv if group is None else group.join_argv(argv)
 
     def _process_limit(self) -> Literal["cgroup", "rlimit", "none"]:

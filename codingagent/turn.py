@@ -19,13 +19,15 @@ Side effects of RUN_COMMAND outside the files the file commands touched cannot b
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .commands import Command, CommandResult
+from . import autorun
+from .commands import Command, CommandResult, RunCommand
 from .crashpoints import OnResult, after_each_result, crash_point
 from .execute import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
@@ -50,6 +52,9 @@ class TurnReport:
     history: Path
     notes: list[str] = field(default_factory=list)  # problems with the reply file itself
     skipped: bool = False  # a duplicate or a stale reply: nothing was applied
+    masked: int = 0  # secrets masked in the next prompt
+    # Files the turn left that run code when the user works in the folder (autorun.scan).
+    auto_run: list[str] = field(default_factory=list)
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -85,7 +90,7 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
     state.updated_at = utc_now()
-    outbox = next_outbox(store, state)
+    outbox = next_outbox(store, state).path
     store.save(state)
     return outbox
 
@@ -105,7 +110,7 @@ def answer_question(store: SessionStore, session_id: str, answer: str) -> Path:
     state.answers.append(Answer(question=state.question, answer=answer.strip()))
     state.question = None
     state.updated_at = utc_now()
-    outbox = next_outbox(store, state)
+    outbox = next_outbox(store, state).path
     store.save(state)
     return outbox
 
@@ -126,6 +131,7 @@ def apply_reply(
     size: int | None = None,
     token_budget: int = TOKEN_BUDGET,
     extra_meta: Mapping[str, object] | None = None,
+    mask_secrets: bool = True,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
@@ -163,7 +169,9 @@ def apply_reply(
             problem = _unwrapped_diff(text)
             if problem and on_result:
                 on_result(problem)
+        began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
         outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
+        auto_run = _auto_run(ws, commands, outcome, began_ns)
         _advance(state, outcome)
         record.write_outcome(
             [c.model_dump() for c in commands],
@@ -172,7 +180,9 @@ def apply_reply(
         )
         crash_point("history")
         waiting = state.is_complete or state.question is not None
-        outbox = None if waiting else next_outbox(store, state, token_budget)
+        written = None if waiting else next_outbox(store, state, token_budget, mask_secrets)
+        outbox = written.path if written else None
+        masked = written.masked if written else 0
         record.write_meta(
             {
                 "sequence": answered,
@@ -183,6 +193,8 @@ def apply_reply(
                 "appliedAt": state.updated_at.isoformat(),
                 "durationMs": round((time.perf_counter() - started) * 1000, 1),
                 "nextOutbox": outbox.name if outbox else None,
+                "masked": masked,
+                "autoRun": auto_run,
                 **(extra_meta or {}),
             }
         )
@@ -191,7 +203,19 @@ def apply_reply(
     crash_point("state")
     journal.close()
     notes = [problem.summary] if problem else []
-    return TurnReport(state, outcome, outbox, record.folder, notes=notes)
+    return TurnReport(
+        state, outcome, outbox, record.folder, notes=notes, masked=masked, auto_run=auto_run
+    )
+
+
+def _auto_run(
+    ws: Workspace, commands: list[Command], outcome: TurnOutcome, began_ns: int
+) -> list[str]:
+    """What the turn left that would run code for the user (SPEC 4.1): the workspace is
+    walked after a turn that ran a command or wrote such a file itself."""
+    ran = any(isinstance(command, RunCommand) for command in commands)
+    wrote = any(PurePosixPath(path).name in autorun.WATCHED for path in outcome.changed)
+    return autorun.scan(ws.root, began_ns) if ran or wrote else []
 
 
 def _refuse_if_interrupted(store: SessionStore, session_id: str) -> None:

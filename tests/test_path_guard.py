@@ -60,7 +60,6 @@ def test_guard_rejects_paths_outside(layout: tuple[Path, Path], rel: str, reason
         ("a/../b.txt", "b.txt"),
         ("notes-v2.txt", "notes-v2.txt"),
         (".gitignore", ".gitignore"),
-        ("sub/.git/config", "sub/.git/config"),
     ],
 )
 def test_guard_accepts_paths_inside(layout: tuple[Path, Path], rel: str, expected: str) -> None:
@@ -79,7 +78,10 @@ def test_sibling_folder_sharing_the_prefix_is_outside(layout: tuple[Path, Path])
     assert snapshot(ws_dir.parent) == before
 
 
-@pytest.mark.parametrize("rel", [".git/config", ".GIT/x", ".Git", "a/../.git/HEAD"])
+@pytest.mark.parametrize(
+    "rel",
+    [".git/config", ".GIT/x", ".Git", "a/../.git/HEAD", "sub/.git/config", "lib/.Git", "a/b/.git"],
+)
 def test_git_folder_is_protected(layout: tuple[Path, Path], rel: str) -> None:
     ws_dir, _ = layout
     (ws_dir / ".git").mkdir()

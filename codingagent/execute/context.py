@@ -10,9 +10,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from .. import masking
 from ..commands import CommandResult, ReadRequest
 from ..shell import Shell
-from ..workspace import Workspace
+from ..workspace import PathRejected, Workspace
 
 if TYPE_CHECKING:
     from .edit_file import EditRun
@@ -119,7 +120,12 @@ def read_text_if_any(path: str, turn: Turn) -> str | None:
 
 
 def write(path: str, text: str, turn: Turn) -> bool:
-    """Write a file for the LLM; True if it is new. The LLM knows what it wrote."""
+    """Write a file for the LLM; True if it is new. The LLM knows what it wrote.
+
+    A secret the prompt showed masked, and the LLM wrote back masked, is put back first: a
+    file never gets a mask instead of its secret (:mod:`codingagent.masking`).
+    """
+    text = _unmasked(path, text, turn)
     created = turn.workspace.write_text(path, text)
     rel = turn.mark_changed(path)
     turn.outcome.shown[rel] = digest(text.encode("utf-8"))
@@ -136,6 +142,24 @@ def remove(path: str, turn: Turn) -> None:
         raise is_a_directory(path) from None
     rel = turn.mark_changed(path)
     turn.outcome.shown.pop(rel, None)
+
+
+def _unmasked(path: str, text: str, turn: Turn) -> str:
+    if masking.MARKER not in text:
+        return text
+    try:
+        before = turn.workspace.read_bytes(path).decode("utf-8", errors="replace")
+    except (OSError, PathRejected):
+        before = ""
+    try:
+        return masking.unmask(text, [before])
+    except masking.UnknownMask as e:
+        raise CommandFailed(
+            f"Not written: the new content of '{path}' contains {e}, which stands for a secret "
+            "the agent no longer knows (masks are remembered while the agent runs, and looked "
+            "up in the file being replaced); keep the line as the file has it, or write the "
+            "value itself"
+        ) from None
 
 
 def clip(text: str) -> str:

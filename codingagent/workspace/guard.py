@@ -331,7 +331,7 @@ class Guard:
         return [part for part in target.parts if part != "."]
 
     def _check_protected(self, real: list[str]) -> None:
-        if real and is_git(real[0]):
+        if any(map(is_git, real)):  # at any depth: a nested repository's config runs code
             raise PathRejected(PROTECTED_GIT)
         folded = tuple(part.casefold() for part in real)
         if self._fenced or any(folded[: len(p)] == p for p in self._protected):
