@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from . import clipboard
 from .commands import CommandResult
-from .render import estimate_tokens
+from .environment import probe
+from .render import PromptOptions, estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import SandboxUnavailable, Shell, ShellResult, default_approval
@@ -136,7 +137,7 @@ class TurnOptions(TypedDict):
     shell: Shell
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
-    token_budget: int
+    prompt: PromptOptions
 
 
 class SessionLoop:
@@ -161,7 +162,9 @@ class SessionLoop:
         self._listener = listener
         self._interactive = interactive
         self._given_shell = shell
+        self._raw_shell: Shell | None = None
         self._shell: Shell | None = None
+        self._probed = False
         self._stop = threading.Event()
         self._lock: FileLock | None = None
 
@@ -208,7 +211,8 @@ class SessionLoop:
         turn completed it. A complete session, or one at its turn limit, is a SessionError."""
         recovered = self.recover()
         if follow_up is not None:
-            follow_up_session(self.store, self.session_id, follow_up)
+            self._probe_environment()
+            follow_up_session(self.store, self.session_id, follow_up, self.prompt_options)
         state = self.store.load(self.session_id)
         if state.is_complete:
             if recovered is not None:
@@ -218,7 +222,9 @@ class SessionLoop:
                 'follow-up with: codingagent resume --task "...")'
             )
         self._check_turn_limit(state)
-        return self._offer(ensure_outbox(self.store, state))
+        if self._probe_environment():
+            state = self.store.load(self.session_id)
+        return self._offer(ensure_outbox(self.store, state, self.prompt_options))
 
     def step(self, reply: Reply, force: bool = False) -> TurnReport:
         """Apply one reply outside a loop (``codingagent step``) and deliver the next prompt."""
@@ -238,6 +244,7 @@ class SessionLoop:
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
         """One turn: the reply applied as a transaction; the listener sees every result."""
         self._listener.reply_received(reply)
+        self._probe_environment()
         report = apply_reply(
             self.store,
             self.session_id,
@@ -267,7 +274,7 @@ class SessionLoop:
 
     def undo(self, turns: int = 1, force: bool = False) -> UndoReport:
         """Restore the files of the last ``turns`` turns and rewind; offers the prompt again."""
-        report = undo(self.store, self.session_id, turns, force)
+        report = undo(self.store, self.session_id, turns, force, self.prompt_options)
         self._listener.undone(report)
         self._offer(report.outbox)
         return report
@@ -276,12 +283,33 @@ class SessionLoop:
         """Ask a running :meth:`run` to return (from another thread)."""
         self._stop.set()
 
+    @property
+    def prompt_options(self) -> PromptOptions:
+        return PromptOptions.from_settings(self.settings)
+
     # --- helpers -------------------------------------------------------------------------
+
+    def _probe_environment(self) -> bool:
+        """Find what commands run in (once a loop) and keep it in the state, so that the next
+        prompt shows the Environment section when it changed; whether the state changed."""
+        if self._probed:
+            return False
+        self._probed = True
+        self._observed_shell()
+        assert self._raw_shell is not None
+        state = self.store.load(self.session_id)
+        environment = probe(self._raw_shell, Path(state.workspace))
+        if state.environment == environment:
+            return False
+        state.environment = environment
+        self.store.save(state)
+        return True
 
     def _observed_shell(self) -> Shell:
         """The shell for this loop's turns, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
+            self._raw_shell = shell
             policy = approval_policy(self.settings, shell, self._interactive)
             if policy == "deny":
                 shell.approve = lambda command: False
@@ -319,7 +347,7 @@ class SessionLoop:
             "shell": self._observed_shell(),
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
-            "token_budget": self.settings.token_budget,
+            "prompt": self.prompt_options,
         }
 
 

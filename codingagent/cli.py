@@ -92,6 +92,11 @@ def tuning_options(command: Callable) -> Callable:
             type=click.Choice(["allow", "ask", "deny"]),
             help="RUN_COMMAND approval (default: ask without a sandbox on a terminal).",
         ),
+        click.option(
+            "--protocol",
+            type=click.Choice(["every", "first"]),
+            help="The full PROTOCOL in every prompt (default), or in the first only.",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -154,12 +159,23 @@ def main() -> None:
 @tuning_options
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ for the LLM's replies."""
+    from .app import make_shell
+    from .environment import probe
+    from .render import PromptOptions
     from .session import SessionStore
     from .settings import load_settings
     from .turn import start_session
 
-    load_settings(root, flags)  # settings errors stop us before a session is made
-    state, _ = start_session(SessionStore(root), task, workspace)
+    settings = load_settings(root, flags)  # settings errors stop us before a session is made
+    store = SessionStore(root)
+    shell = make_shell(settings, store)
+    state, _ = start_session(
+        store,
+        task,
+        workspace,
+        PromptOptions.from_settings(settings),
+        environment=lambda folder: probe(shell, folder),
+    )
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")
@@ -311,17 +327,30 @@ def sessions(root: Path, as_json: bool) -> None:
 @session_argument
 @root_option
 @click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
-def show(session: str, root: Path, copy: bool) -> None:
+@click.option(
+    "--full",
+    is_flag=True,
+    help="With the full PROTOCOL and Environment sections, for a new chat (protocol = first).",
+)
+def show(session: str, root: Path, copy: bool, full: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
+    from dataclasses import replace
+
+    from .render import PromptOptions
     from .session import SessionStore
-    from .turn import ensure_outbox
+    from .settings import load_settings
+    from .turn import ensure_outbox, outbox_text
 
     store = SessionStore(root)
+    prompt = PromptOptions.from_settings(load_settings(root))
     state = store.load(store.resolve(session))
     if state.is_complete:
         say(f"Session {state.session_id} is complete: {state.summary or ''}")
         return
-    text = ensure_outbox(store, state).read_text(encoding="utf-8")
+    if full:
+        text = outbox_text(store, state, replace(prompt, full_protocol=True))
+    else:
+        text = ensure_outbox(store, state, prompt).read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
         from .clipboard import copy as copy_text

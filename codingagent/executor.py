@@ -717,9 +717,10 @@ _ReadKey = tuple[str, int | None, int | None]
 
 
 def _read_file(cmd: ReadFile, turn: _Turn) -> _Verdict:
-    if turn.workspace.is_dir(cmd.path):
-        return _Verdict(False, f"'{cmd.path}' is a directory")
-    if not turn.workspace.is_file(cmd.path):
+    folder = turn.workspace.is_dir(cmd.path)
+    if folder and (cmd.start_line is not None or cmd.end_line is not None):
+        return _Verdict(False, f"'{cmd.path}' is a folder: READ_FILE lists it without lines")
+    if not folder and not turn.workspace.is_file(cmd.path):
         return _Verdict(False, f"File '{cmd.path}' not found")
     start, end = cmd.start_line, cmd.end_line
     first = 1 if start is None else start
@@ -742,6 +743,8 @@ def _read_file(cmd: ReadFile, turn: _Turn) -> _Verdict:
     if key not in turn.reads:
         turn.reads.add(key)
         turn.outcome.read_requests.append(request)
+    if folder:
+        return _Verdict(True, f"The files in '{cmd.path}' are listed under Requested File Contents")
     return _Verdict(True, f"{what} shown under Requested File Contents")
 
 
@@ -765,11 +768,12 @@ def _search(cmd: Search, turn: _Turn) -> _Verdict:
         )
     where = f" in files matching '{cmd.glob}'" if cmd.glob else ""
     files = plural(len(found.files), "file")
-    header = f'SEARCH "{query}"{where}: {_matches(found.total)} in {files}'
+    searched = f"{plural(found.searched, 'file')} searched"
+    counts = f"{_matches(found.total)} in {files}" if found.total else f"no matches ({searched})"
+    header = f'SEARCH "{query}"{where}: {counts}'
     turn.outcome.searches.append("\n".join([header, *found.hits, *found.notes()]))
     if not found.total:
-        searched = plural(found.searched, "file")
-        return _Verdict(True, f"No matches for '{query}'{where} ({searched} searched)")
+        return _Verdict(True, f"No matches for '{query}'{where} ({searched})")
     shown = "shown" if found.total <= SEARCH_HITS else f"the first {SEARCH_HITS} shown"
     return _Verdict(
         True,

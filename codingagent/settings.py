@@ -38,6 +38,12 @@ class Settings(BaseModel):
     sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
     poll: bool = Field(False, description="poll inbox/ instead of OS file events")
     clipboard: bool = Field(True, description="copy each new prompt to the clipboard")
+    protocol: Literal["every", "first"] = Field(
+        "every", description="the full PROTOCOL section in every prompt, or in the first only"
+    )
+    listing_chars: int = Field(
+        8000, ge=500, description="characters the workspace listing of a prompt may take"
+    )
 
 
 def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:

@@ -25,16 +25,26 @@ import shutil
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .commands import CommandResult, ReadRequest
+from .commands import CommandResult, ParseError, ReadRequest
+from .environment import Environment
 from .executor import TurnOutcome, execute
 from .fsio import atomic_write
 from .parser import parse, reply_echo
+from .render import (
+    DEFAULT_PROMPT,
+    FileView,
+    OutboxContext,
+    PromptOptions,
+    digest,
+    environment_section,
+    estimate_tokens,
+    render_outbox,
+)
 from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file view
-from .render import FileView, OutboxContext, estimate_tokens, render_outbox
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import PathRejected, PreImage, Workspace, display_name
@@ -42,7 +52,7 @@ from .workspace import PathRejected, PreImage, Workspace, display_name
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
-TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
+LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
 MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
@@ -81,59 +91,86 @@ def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
 
 
 def start_session(
-    store: SessionStore, task: str, workspace: Path | None = None
+    store: SessionStore,
+    task: str,
+    workspace: Path | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    environment: Callable[[Path], Environment] | None = None,
 ) -> tuple[SessionState, Path]:
-    """Create a session and write its first outbox."""
+    """Create a session and write its first outbox; ``environment`` probes the workspace
+    folder for the prompt's Environment section."""
     if not task.strip():
         raise SessionError("The task is empty; say what the LLM should do")
     store.ensure_dirs()
     folder = Path(workspace).resolve() if workspace else store.workspace
     if not folder.is_dir():
         raise SessionError(f"Workspace folder does not exist: {folder}")
-    state = SessionState(session_id=store.new_id(), task=task.strip(), workspace=str(folder))
+    state = SessionState(
+        session_id=store.new_id(),
+        task=task.strip(),
+        workspace=str(folder),
+        environment=environment(folder) if environment else None,
+    )
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
-    return state, write_outbox(store, state)
+    outbox = write_outbox(store, state, prompt)
+    store.save(state)  # what the outbox showed
+    return state, outbox
 
 
 def write_outbox(
-    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
 ) -> Path:
     """Render the session's current outbox from the workspace as it is now, and write it.
 
-    The digest of every file shown goes into ``state.shown_files`` (the caller saves it).
-    Over ``token_budget``, the largest file views are shown in smaller windows first.
+    What it showed goes into the state (the caller saves it): the digest of every file shown
+    into ``state.shown_files``, that of the Environment section into ``environment_digest``.
+    Over ``prompt.token_budget``, the largest file views are shown in smaller windows first.
     """
-    ws = open_workspace(store, state)
-    listing = ws.list_files()
-    views = []
-    for request in state.read_file_requests:
-        view, digest = _file_view(ws, request)
-        views.append(view)
-        if digest is not None:
-            state.shown_files[_shown_key(ws, view.path)] = digest
-    context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
     return store.write_outbox(
-        state.session_id, state.sequence_number, _fit(state, context, token_budget)
+        state.session_id, state.sequence_number, outbox_text(store, state, prompt)
     )
 
 
-def _fit(state: SessionState, context: OutboxContext, token_budget: int) -> str:
+def outbox_text(store: SessionStore, state: SessionState, prompt: PromptOptions) -> str:
+    """The session's current outbox as :func:`write_outbox` would write it."""
+    ws = open_workspace(store, state)
+    listing = ws.list_files(limit=LISTING_FILES)
+    views = []
+    for request in state.read_file_requests:
+        view, seen = _file_view(ws, request, listing.entries)
+        views.append(view)
+        if seen is not None:
+            state.shown_files[_shown_key(ws, view.path)] = seen
+    context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
+    environment = environment_section(state, prompt)
+    if environment is not None:
+        state.environment_digest = digest(environment)
+        state.environment_sequence = state.sequence_number
+    return _fit(state, context, prompt)
+
+
+def _fit(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
     """The outbox text, with the largest file views windowed down until it fits the budget
     (or every view is down to ``MIN_WINDOW`` lines: the console then warns)."""
-    text = render_outbox(state, context)
+    text = render_outbox(state, context, prompt)
     views = list(context.file_views)
-    while estimate_tokens(text) > token_budget:
+    while estimate_tokens(text) > prompt.token_budget:
         shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
         if not shrinkable:
             break
         largest = max(shrinkable, key=lambda i: len(views[i].text or "") * views[i].window)
         view = views[largest]
         views[largest] = replace(view, window=max(MIN_WINDOW, view.window // 2))
-        text = render_outbox(state, replace(context, file_views=views))
+        text = render_outbox(state, replace(context, file_views=views), prompt)
     return text
 
 
-def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:
+def follow_up_session(
+    store: SessionStore,
+    session_id: str,
+    instruction: str,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> Path:
     """Give the session a follow-up instruction from the user (``resume --task``).
 
     A completed session is reopened, keeping its history; the current outbox is rewritten so
@@ -148,15 +185,17 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
     state.updated_at = utc_now()
-    outbox = write_outbox(store, state)
+    outbox = write_outbox(store, state, prompt)
     store.save(state)
     return outbox
 
 
-def ensure_outbox(store: SessionStore, state: SessionState) -> Path:
+def ensure_outbox(
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
+) -> Path:
     """The current outbox, rewritten if someone deleted it."""
     path = store.outbox_path(state.session_id, state.sequence_number)
-    return path if path.exists() else write_outbox(store, state)
+    return path if path.exists() else write_outbox(store, state, prompt)
 
 
 # --- one turn ------------------------------------------------------------------------------
@@ -219,7 +258,7 @@ def apply_reply(
     force: bool = False,
     max_reply_bytes: int = REPLY_SIZE_CAP,
     size: int | None = None,
-    token_budget: int = TOKEN_BUDGET,
+    prompt: PromptOptions = DEFAULT_PROMPT,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
@@ -238,14 +277,14 @@ def apply_reply(
             f"Session {session_id} has an interrupted turn; run 'codingagent resume "
             f"{session_id}' to recover it first"
         )
-    digest = reply_digest(data)
+    reply_sha = reply_digest(data)
     if not force:
         echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-        duplicate = _skip_duplicate(store, state, echo[1], digest)
+        duplicate = _skip_duplicate(store, state, echo[1], reply_sha, prompt)
         if duplicate is not None:
             return duplicate
         if len(data) <= max_reply_bytes:
-            stale = _refuse_stale(store, state, echo, data, source, digest)
+            stale = _refuse_stale(store, state, echo, data, source, reply_sha, prompt)
             if stale is not None:
                 return stale
     if state.is_complete:
@@ -260,7 +299,7 @@ def apply_reply(
         "sequence": answered,
         "replyFile": source,
         "sha256": hashlib.sha256(data).hexdigest(),
-        "normalizedSha256": digest,
+        "normalizedSha256": reply_sha,
         "receivedAt": utc_now().isoformat(),
     }
     store.write_history(
@@ -285,6 +324,7 @@ def apply_reply(
     state.read_file_requests = outcome.read_requests
     state.search_results = outcome.searches
     state.shown_files = outcome.shown
+    state.parse_failed = _unreadable(commands)
     state.updated_at = utc_now()
     if outcome.done is not None:
         state.is_complete = True
@@ -299,7 +339,7 @@ def apply_reply(
         },
     )
     _crash_point("history")
-    outbox = None if state.is_complete else write_outbox(store, state, token_budget)
+    outbox = None if state.is_complete else write_outbox(store, state, prompt)
     meta |= {
         "appliedAt": state.updated_at.isoformat(),
         "durationMs": round((time.perf_counter() - started) * 1000, 1),
@@ -349,8 +389,18 @@ def reply_digest(data: bytes) -> str:
     return hashlib.sha256(normal).hexdigest()
 
 
+def _unreadable(commands: Iterable[object]) -> bool:
+    """Whether a reply had a command the parser could not read, or no command at all."""
+    commands = list(commands)
+    return not commands or any(isinstance(c, ParseError) for c in commands)
+
+
 def _skip_duplicate(
-    store: SessionStore, state: SessionState, named_sequence: int | None, digest: str
+    store: SessionStore,
+    state: SessionState,
+    named_sequence: int | None,
+    digest: str,
+    prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was skipped, if this content was applied before.
 
@@ -368,7 +418,7 @@ def _skip_duplicate(
             f"'codingagent step --force', or let the reply start with "
             f"'Sequence: {state.sequence_number}'."
         )
-        outbox = None if state.is_complete else ensure_outbox(store, state)
+        outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
         return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
     return None
 
@@ -380,6 +430,7 @@ def _refuse_stale(
     data: bytes,
     source: str,
     digest: str,
+    prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
     prompt than the current one (SPEC 2.4); the reply is kept in ``refused/``, in a folder
@@ -400,7 +451,7 @@ def _refuse_stale(
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
         f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
     )
-    outbox = None if state.is_complete else ensure_outbox(store, state)
+    outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
     return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
 
 
@@ -524,7 +575,13 @@ def recover(store: SessionStore, session_id: str, **options) -> TurnReport | Non
 # --- undo --------------------------------------------------------------------------------------
 
 
-def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = False) -> UndoReport:
+def undo(
+    store: SessionStore,
+    session_id: str,
+    turns: int = 1,
+    force: bool = False,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> UndoReport:
     """Restore the files of the last ``turns`` turns exactly and rewind the session.
 
     Refuses, changing nothing, if a file those turns wrote was changed since (unless ``force``).
@@ -552,7 +609,7 @@ def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = Fal
     rewound.updated_at = utc_now()
     for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
         store.outbox_path(session_id, sequence).unlink(missing_ok=True)
-    outbox = ensure_outbox(store, rewound)
+    outbox = ensure_outbox(store, rewound, prompt)
     store.save(rewound)
     for folder in undoing:
         store.set_aside(session_id, folder, "undone")
@@ -571,8 +628,11 @@ def _digest(ws: Workspace, path: str) -> str | None:
         return None
 
 
-def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | None]:
+def _file_view(
+    ws: Workspace, request: ReadRequest, files: list[tuple[str, int]]
+) -> tuple[FileView, str | None]:
     """The view of a requested file, and the sha256 of what it shows, if it shows all of it.
+    A folder's view holds the files of the listing ``files`` below it.
 
     Only the first ``FILE_READ_CAP`` bytes are read: the view shows a window of a file anyway.
     """
@@ -580,6 +640,11 @@ def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | Non
         path, start, end = request, None, None
     else:
         path, start, end = request.path, request.start_line, request.end_line
+    if ws.is_dir(path):
+        base = _shown_key(ws, path).strip("/")
+        base = f"{base}/" if base not in ("", ".") else ""
+        below = [entry for entry in files if entry[0].startswith(base)]
+        return FileView(path, None, folder=below, base=base), None
     try:
         size = ws.file_size(path)
         data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)

@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.app import make_shell
+from codingagent.environment import probe
 from codingagent.session import SessionStore
+from codingagent.settings import load_settings
 from codingagent.shell import Shell
 from codingagent.turn import CRASH_ENV, apply_reply, recover, start_session
 
@@ -61,7 +64,9 @@ def new_session(root: Path) -> tuple[SessionStore, str]:
     (store.workspace / "script.sh").write_text("echo old\n")
     os.chmod(store.workspace / "script.sh", 0o755)
     (store.workspace / "old.bin").write_bytes(bytes(range(256)))
-    state, _ = start_session(store, "crash test")
+    # The environment `codingagent step` finds, so that its prompts equal the in-process ones.
+    shell = make_shell(load_settings(root), store)
+    state, _ = start_session(store, "crash test", environment=lambda ws: probe(shell, ws))
     return store, state.session_id
 
 

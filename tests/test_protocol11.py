@@ -564,7 +564,7 @@ def test_search_with_no_match_and_with_a_bad_regex(project):
         result.headline
         == "[OK] SEARCH: No matches for 'zebra' in files matching '*.md' (1 file searched)"
     )
-    assert text == "SEARCH \"zebra\" in files matching '*.md': 0 matches in 0 files"
+    assert text == "SEARCH \"zebra\" in files matching '*.md': no matches (1 file searched)"
     result, text = search(project, query="(unclosed", regex=True)
     assert result.headline == (
         "[FAILED] SEARCH: Invalid regular expression '(unclosed': missing ), unterminated "
@@ -756,9 +756,10 @@ def outbox(store, sid, sequence: int) -> str:
     return store.outbox_path(sid, sequence).read_text()
 
 
-def test_the_header_names_protocol_1_1(store, sid):
+def test_the_header_names_protocol_1_2(store, sid):
     assert outbox(store, sid, 1).startswith(
-        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: task\nProtocol: 1.1\n\n"
+        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: (given under PROMPT below)\n"
+        "Protocol: 1.2\n\n"
     )
 
 
@@ -896,7 +897,7 @@ def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
         "[OK] SEARCH: No matches for '(a+)+$' (1 file searched)",
         "[OK] SEARCH: 1 match for 'a+b$' in 1 file (shown under Search Results)",
     ]
-    assert outcome.searches[0] == 'SEARCH "(a+)+$": 0 matches in 0 files'
+    assert outcome.searches[0] == 'SEARCH "(a+)+$": no matches (1 file searched)'
     assert outcome.searches[1] == f'SEARCH "a+b$": 1 match in 1 file\na.txt:1: {"a" * 40}b'
     assert multiprocessing.active_children() == []  # the runaway search was killed and reaped
 
