@@ -17,10 +17,13 @@ tree order: a folder's files, then its folders.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .workspace.listing import UNSIZED
+
 ROLL_UP = 100  # a folder holding more files than this lists only its source files one by one
+_GIVE_UP = 50  # files in a row that do not fit end the listing of files
 KINDS = 3  # file kinds (``*.txt``) named on a rolled-up line
 
 SOURCE_SUFFIXES = frozenset(
@@ -117,21 +120,30 @@ def is_source(name: str) -> bool:
 
 
 def overview(
-    files: Iterable[tuple[str, int]], budget: int, omitted: int = 0, asked: str | None = None
+    files: Iterable[tuple[str, int]],
+    budget: int,
+    omitted: int = 0,
+    asked: str | None = None,
+    size_of: Callable[[str], int] | None = None,
 ) -> list[str]:
-    """The listing lines of ``files`` (posix paths), together at most ``budget`` characters
-    (newlines counted) where the folder structure allows it. ``omitted`` files were not even
-    counted by the walk: a last line says so. ``asked`` is a folder the LLM asked to see
-    ('' or ending in '/'): ``files`` are below it, and all of its own files may be listed."""
+    """The listing lines of ``files`` (posix paths, sizes or UNSIZED), together at most
+    ``budget`` characters (newlines counted) where the folder structure allows it.
+    ``omitted`` files were not even counted by the walk: a last line says so. ``asked`` is a
+    folder the LLM asked to see ('' or ending in '/'): ``files`` are below it, and all of its
+    own files may be listed. ``size_of`` gives the size of an UNSIZED file listed one by one."""
     base = asked or ""
     root = _Folder(base)
+    folders = {base: root}
     for path, size in files:
-        root.add(path[len(base) :].split("/"), path, size)
+        where, _, name = path.rpartition("/")
+        key = f"{where}/" if where else ""
+        folder = folders.get(key) or _folder_at(folders, key)
+        folder.files.append((name, path, size))
     root.summarise()
     if root.count == 0 and not omitted:
         return []
     tail = [f"  ({omitted:,} more files were not counted: too many)"] if omitted else []
-    _Layout(root, budget - _cost(tail), explicit=asked is not None).run()
+    _Layout(root, budget - _cost(tail), asked is not None, size_of).run()
     return root.lines() + tail
 
 
@@ -157,7 +169,22 @@ def _kinds(kinds: Counter[str]) -> str:
 
 
 def _file_line(path: str, size: int) -> str:
-    return f"  {path} ({size} bytes)"
+    return f"  {path} ({size} bytes)" if size != UNSIZED else f"  {path}"
+
+
+def _folder_at(folders: dict[str, _Folder], key: str) -> _Folder:
+    """The folder ``key`` ('' or ending in '/'), made with the folders above it as needed."""
+    missing = []
+    while key not in folders:
+        missing.append(key)
+        parent = key[:-1].rpartition("/")[0]
+        key = f"{parent}/" if parent else ""
+    folder = folders[key]
+    for path in reversed(missing):
+        inner = folders[path] = _Folder(path)
+        folder.folders[path[len(folder.path) : -1]] = inner
+        folder = inner
+    return folder
 
 
 def _count(n: int, noun: str) -> str:
@@ -178,20 +205,12 @@ class _Folder:
     below: int = 0  # folders at any depth below
     kinds: Counter[str] = field(default_factory=Counter)
     opened: bool = False
-    shown: set[str] = field(default_factory=set)  # paths of its files listed one by one
+    shown: dict[str, int] = field(default_factory=dict)  # its files listed one by one: sizes
     hidden: int = 0  # its files not listed: count, size, kinds
     hidden_size: int = 0
     hidden_kinds: Counter[str] = field(default_factory=Counter)
     counted: bool = False  # only counted on its parent's "more folders" line
-
-    def add(self, parts: list[str], path: str, size: int) -> None:
-        folder = self
-        for name in parts[:-1]:
-            inner = folder.folders.get(name)
-            if inner is None:
-                inner = folder.folders[name] = _Folder(f"{folder.path}{name}/")
-            folder = inner
-        folder.files.append((parts[-1], path, size))
+    unsized: int = 0  # files below it whose size is not known
 
     def summarise(self) -> None:
         """Fill in the counts of every folder, below first (without recursion: a reply's
@@ -201,14 +220,16 @@ class _Folder:
             order.extend(folder.folders.values())
         for folder in reversed(order):
             folder.count, folder.below = len(folder.files), len(folder.folders)
-            for name, _, size in folder.files:
-                folder.size += size
-                folder.kinds[_kind(name)] += 1
+            sizes = [size for _, _, size in folder.files]
+            folder.unsized = sizes.count(UNSIZED)
+            folder.size = sum(sizes) - UNSIZED * folder.unsized
+            folder.kinds = Counter([_kind(name) for name, _, _ in folder.files])
             folder.hidden, folder.hidden_size = folder.count, folder.size
             folder.hidden_kinds = Counter(folder.kinds)
             for inner in folder.folders.values():
                 folder.count += inner.count
                 folder.size += inner.size
+                folder.unsized += inner.unsized
                 folder.below += inner.below
                 folder.kinds.update(inner.kinds)
 
@@ -223,9 +244,13 @@ class _Folder:
     def rolled_up(self) -> str:
         where = f" in {_count(self.below, 'folder')}" if self.below else ""
         return (
-            f"  {self.shown_as} {_count(self.count, 'file')}{where}, {human_size(self.size)}: "
+            f"  {self.shown_as} {_count(self.count, 'file')}{where}{self._size(self.size)}: "
             f"{_kinds(self.kinds)}"
         )
+
+    def _size(self, size: int) -> str:
+        """``, 6 KB`` when the sizes of its files are known (the walk stats only so many)."""
+        return "" if self.unsized else f", {human_size(size)}"
 
     def rest(self, hidden: int, size: int, kinds: Counter[str]) -> list[str]:
         """The line for the files of an opened folder that are not listed one by one."""
@@ -233,7 +258,7 @@ class _Folder:
             return []
         more = " more" if len(self.files) > hidden else ""
         word = "file" if hidden == 1 else "files"
-        return [f"  {self.shown_as} {hidden:,}{more} {word}, {human_size(size)}: {_kinds(kinds)}"]
+        return [f"  {self.shown_as} {hidden:,}{more} {word}{self._size(size)}: {_kinds(kinds)}"]
 
     def opened_lines(self) -> list[str]:
         """Its lines when opened with none of its files listed and none of its folders open."""
@@ -252,14 +277,19 @@ class _Folder:
             if not folder.opened:
                 out.append(folder.rolled_up())
                 continue
-            out += [_file_line(p, n) for _, p, n in sorted(folder.files) if p in folder.shown]
+            out += [
+                _file_line(p, folder.shown[p])
+                for _, p, _ in sorted(folder.files)
+                if p in folder.shown
+            ]
             out += folder.rest(folder.hidden, folder.hidden_size, folder.hidden_kinds)
             counted = [inner for inner in folder.folders.values() if inner.counted]
             if counted:
+                known = not any(f.unsized for f in counted)
+                size = f", {human_size(sum(f.size for f in counted))}" if known else ""
                 stack.append(
                     f"  {folder.shown_as} {len(counted):,} more folders, "
-                    f"{sum(f.count for f in counted):,} files, "
-                    f"{human_size(sum(f.size for f in counted))}"
+                    f"{sum(f.count for f in counted):,} files{size}"
                 )
             inner = [folder.folders[name] for name in sorted(folder.folders, reverse=True)]
             stack += [f for f in inner if not f.counted]
@@ -269,10 +299,13 @@ class _Folder:
 class _Layout:
     """Spends the budget: folder structure first, then files, source first."""
 
-    def __init__(self, root: _Folder, budget: int, explicit: bool) -> None:
+    def __init__(
+        self, root: _Folder, budget: int, explicit: bool, size_of: Callable[[str], int] | None
+    ) -> None:
         self.root = root
         self.left = budget
         self.explicit = explicit
+        self.size_of = size_of
         self.opened: list[_Folder] = []
 
     def run(self) -> None:
@@ -318,16 +351,32 @@ class _Layout:
                     depth = path.count("/")
                     candidates.append((not source, depth, path, name, size, folder))
         candidates.sort(key=lambda c: c[:3])
+        rest_cost: dict[int, int] = {}  # the cost of each folder's line for its files not listed
+        misses = 0
         for _, _, path, name, size, folder in candidates:
+            if misses == _GIVE_UP:
+                break  # the budget is spent: the rest would not fit either
+            old = rest_cost.get(id(folder))
+            if old is None:
+                old = _cost(folder.rest(folder.hidden, folder.hidden_size, folder.hidden_kinds))
+                rest_cost[id(folder)] = old
+            known = size
+            if size == UNSIZED and self.size_of is not None:
+                known = self.size_of(path)
+            line = len(_file_line(path, known)) + 1
             kinds = folder.hidden_kinds.copy()
             kinds[_kind(name)] -= 1
             kinds += Counter()  # drop kinds that reached zero
-            old = folder.rest(folder.hidden, folder.hidden_size, folder.hidden_kinds)
-            new = folder.rest(folder.hidden - 1, folder.hidden_size - size, kinds)
-            delta = len(_file_line(path, size)) + 1 + _cost(new) - _cost(old)
-            if delta <= self.left:
-                self.left -= delta
-                folder.shown.add(path)
-                folder.hidden -= 1
-                folder.hidden_size -= size
-                folder.hidden_kinds = kinds
+            size = max(size, 0)  # an UNSIZED file is not in hidden_size
+            new = _cost(folder.rest(folder.hidden - 1, folder.hidden_size - size, kinds))
+            delta = line + new - old
+            if delta > self.left:
+                misses += 1
+                continue
+            misses = 0
+            rest_cost[id(folder)] = new
+            self.left -= delta
+            folder.shown[path] = known
+            folder.hidden -= 1
+            folder.hidden_size -= size
+            folder.hidden_kinds = kinds

@@ -19,7 +19,7 @@ and ``FILE_VIEW_CAP`` characters, with a note saying how to see the rest.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -93,6 +93,8 @@ class OutboxContext:
     files: Sequence[tuple[str, int]] = ()  # every file of the workspace, sorted
     omitted: int = 0  # files the walk did not even count
     file_views: Sequence[FileView] = ()
+    # The size of a file the walk did not stat (only files the listing shows are asked for).
+    size_of: Callable[[str], int] | None = None
 
 
 def render_outbox(
@@ -219,7 +221,8 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
 
 
 def _listing(context: OutboxContext, budget: int) -> str:
-    return "\n".join(overview(context.files, budget, context.omitted)) or "(empty workspace)"
+    lines = overview(context.files, budget, context.omitted, size_of=context.size_of)
+    return "\n".join(lines) or "(empty workspace)"
 
 
 def _file_view(view: FileView, listing_chars: int) -> str:

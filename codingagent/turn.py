@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -48,11 +49,13 @@ from .render import FILE_VIEW_CAP as FILE_VIEW_CAP  # characters of one file vie
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import PathRejected, PreImage, Workspace, display_name
+from .workspace.listing import UNSIZED
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
 LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
+LISTING_SIZES = 20_000  # files the listing walk stats for their sizes; beyond, sizes unknown
 MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
@@ -134,14 +137,19 @@ def write_outbox(
 def outbox_text(store: SessionStore, state: SessionState, prompt: PromptOptions) -> str:
     """The session's current outbox as :func:`write_outbox` would write it."""
     ws = open_workspace(store, state)
-    listing = ws.list_files(limit=LISTING_FILES)
+    listing = ws.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
     views = []
     for request in state.read_file_requests:
         view, seen = _file_view(ws, request, listing.entries)
         views.append(view)
         if seen is not None:
             state.shown_files[_shown_key(ws, view.path)] = seen
-    context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
+    context = OutboxContext(
+        files=listing.entries,
+        omitted=listing.omitted,
+        file_views=views,
+        size_of=functools.partial(_size_of, ws),
+    )
     environment = environment_section(state, prompt)
     if environment is not None:
         state.environment_digest = digest(environment)
@@ -661,6 +669,14 @@ def _file_view(
         digest = None
     text = data.decode("utf-8", errors="replace")
     return FileView(path, text, note, start, end), digest
+
+
+def _size_of(ws: Workspace, path: str) -> int:
+    """The size of a listed file the walk did not stat (UNSIZED if it cannot be had)."""
+    try:
+        return ws.file_size(path)
+    except (OSError, PathRejected):
+        return UNSIZED
 
 
 def _shown_key(ws: Workspace, path: str) -> str:

@@ -18,6 +18,7 @@ from codingagent.render import OutboxContext, PromptOptions, estimate_tokens, re
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell, sandbox_status
 from codingagent.turn import apply_reply, ensure_outbox, outbox_text, start_session
+from codingagent.workspace.listing import UNSIZED
 from tests.invoking import run
 
 bwrap_works = pytest.mark.skipif(
@@ -335,6 +336,25 @@ def test_the_listing_stays_within_its_budget_and_shows_every_top_folder(entries,
     text = "\n".join(lines)
     for name in folder_names:
         assert f"  {name}/" in text or "more folders" in text
+
+
+def test_files_the_walk_did_not_stat_are_sized_only_when_listed():
+    asked = []
+
+    def size_of(path: str) -> int:
+        asked.append(path)
+        return 42
+
+    files = [("src/app.py", UNSIZED), ("src/b.py", 7)] + [
+        (f"logs/{i}.log", UNSIZED) for i in range(300)
+    ]
+    lines = overview(sorted(files), 500, size_of=size_of)
+    assert lines == [
+        "  logs/ 300 files: *.log",  # a size is said only when all of them are known
+        "  src/app.py (42 bytes)",
+        "  src/b.py (7 bytes)",
+    ]
+    assert asked == ["src/app.py"]
 
 
 def test_read_file_of_a_folder_lists_it(tmp_path):
