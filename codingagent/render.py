@@ -213,7 +213,7 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
         results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
         parts.append("## Previous Command Results\n" + "\n".join(results))
     if context.file_views:
-        views = [_file_view(view, options.listing_chars) for view in context.file_views]
+        views = [_file_view(view, options.listing_chars, context) for view in context.file_views]
         parts.append("## Requested File Contents\n" + "\n".join(views))
     if state.search_results:
         parts.append("## Search Results\n" + "\n\n".join(state.search_results))
@@ -225,9 +225,10 @@ def _listing(context: OutboxContext, budget: int) -> str:
     return "\n".join(lines) or "(empty workspace)"
 
 
-def _file_view(view: FileView, listing_chars: int) -> str:
+def _file_view(view: FileView, listing_chars: int, context: OutboxContext) -> str:
     if view.folder is not None:
-        body = overview(view.folder, listing_chars, asked=view.base) or ["(empty folder)"]
+        lines = overview(view.folder, listing_chars, asked=view.base, size_of=context.size_of)
+        body = lines or ["(empty folder)"]
     elif view.text is None:
         body = [f"({view.note})"]
     else:
