@@ -41,9 +41,10 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 from . import clipboard
 from ._bwrap import hidden_paths
 from .commands import CommandResult
+from .environment import probe
 from .journal import UndoReport, undo
 from .outbox import ensure_outbox
-from .render import estimate_tokens
+from .render import PromptOptions, estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
@@ -163,8 +164,7 @@ class TurnOptions(TypedDict):
     shell: Shell
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
-    token_budget: int
-    mask_secrets: bool
+    prompt: PromptOptions
 
 
 class SessionLoop:
@@ -194,7 +194,9 @@ class SessionLoop:
         self._replies = 0  # replies taken in this run
         self._idle = 0  # replies in a row that ran no command
         self._given_shell = shell
+        self._raw_shell: Shell | None = None
         self._shell: Shell | None = None
+        self._probed = False
         self._stop = threading.Event()
         self._lock: FileLock | None = None
 
@@ -258,9 +260,10 @@ class SessionLoop:
             answer = self._listener.answer_question(question) if self._interactive else None
             if not answer:
                 raise SessionError(self._waiting_message())
-            answer_question(self.store, self.session_id, answer)
+            answer_question(self.store, self.session_id, answer, self.prompt_options)
         if follow_up is not None:
-            follow_up_session(self.store, self.session_id, follow_up)
+            self._probe_environment()
+            follow_up_session(self.store, self.session_id, follow_up, self.prompt_options)
         state = self.store.load(self.session_id)
         if state.is_complete:
             if recovered is not None:
@@ -270,7 +273,10 @@ class SessionLoop:
                 'follow-up with: codingagent resume --task "...")'
             )
         self._refuse_over_limit(state)
-        return self._offer(ensure_outbox(self.store, state), state.sequence_number)
+        if self._probe_environment():
+            state = self.store.load(self.session_id)
+        outbox = ensure_outbox(self.store, state, self.prompt_options)
+        return self._offer(outbox, state.sequence_number)
 
     def step(
         self,
@@ -303,6 +309,7 @@ class SessionLoop:
 
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
         """One turn: the reply applied as a transaction; the listener sees every result."""
+        self._probe_environment()
         report = apply_reply(
             self.store,
             self.session_id,
@@ -325,13 +332,13 @@ class SessionLoop:
         answer = self._listener.answer_question(question)
         if not answer:
             return report
-        outbox = answer_question(self.store, self.session_id, answer)
+        outbox = answer_question(self.store, self.session_id, answer, self.prompt_options)
         return replace(report, state=self.store.load(self.session_id), outbox=outbox)
 
     def answer(self, text: str) -> Prompt:
         """The user's answer to the LLM's question (``codingagent answer``); offers the
         prompt that carries it."""
-        path = answer_question(self.store, self.session_id, text)
+        path = answer_question(self.store, self.session_id, text, self.prompt_options)
         return self._offer(path, self.store.load(self.session_id).sequence_number)
 
     def should_stop(self, report: TurnReport) -> Stop | None:
@@ -367,7 +374,7 @@ class SessionLoop:
 
     def undo(self, turns: int = 1, force: bool = False) -> UndoReport:
         """Restore the files of the last ``turns`` turns and rewind; offers the prompt again."""
-        report = undo(self.store, self.session_id, turns, force)
+        report = undo(self.store, self.session_id, turns, force, self.prompt_options)
         self._listener.undone(report)
         self._offer(report.outbox, report.state.sequence_number)
         return report
@@ -376,12 +383,33 @@ class SessionLoop:
         """Ask a running :meth:`run` to return (from another thread)."""
         self._stop.set()
 
+    @property
+    def prompt_options(self) -> PromptOptions:
+        return PromptOptions.from_settings(self.settings)
+
     # --- helpers -------------------------------------------------------------------------
+
+    def _probe_environment(self) -> bool:
+        """Find what commands run in (once a loop) and keep it in the state, so that the next
+        prompt shows the Environment section when it changed; whether the state changed."""
+        if self._probed:
+            return False
+        self._probed = True
+        self._observed_shell()
+        assert self._raw_shell is not None
+        state = self.store.load(self.session_id)
+        environment = probe(self._raw_shell, Path(state.workspace))
+        if state.environment == environment:
+            return False
+        state.environment = environment
+        self.store.save(state)
+        return True
 
     def _observed_shell(self) -> Shell:
         """The shell for this loop's turns, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
+            self._raw_shell = shell
             policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
             if policy == "deny":
                 shell.approve = lambda command: False
@@ -438,8 +466,7 @@ class SessionLoop:
             "shell": self._observed_shell(),
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
-            "token_budget": self.settings.token_budget,
-            "mask_secrets": self.settings.mask_secrets,
+            "prompt": self.prompt_options,
         }
 
 

@@ -108,6 +108,11 @@ def tuning_options(command: Callable) -> Callable:
             default=None,
             help="Let settings files inside the workspace loosen the sandbox, approval or limits.",
         ),
+        click.option(
+            "--protocol",
+            type=click.Choice(["every", "first"]),
+            help="The full PROTOCOL in every prompt (default), or in the first only.",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -220,6 +225,9 @@ def main() -> None:
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer."""
+    from .app import make_shell
+    from .environment import probe
+    from .render import PromptOptions
     from .session import SessionStore
     from .sources.clipboard import require_clipboard
     from .turn import start_session
@@ -227,9 +235,18 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
     model = _model(root, flags, workspace)
-    if model is None and not no_watch and _settings(root, flags, workspace).clipboard_watch:
+    settings = _settings(root, flags, workspace)
+    if model is None and not no_watch and settings.clipboard_watch:
         require_clipboard()
-    state, _ = start_session(SessionStore(root), task, workspace)
+    store = SessionStore(root)
+    shell = make_shell(settings, store)
+    state, _ = start_session(
+        store,
+        task,
+        workspace,
+        PromptOptions.from_settings(settings),
+        environment=lambda folder: probe(shell, folder),
+    )
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")
@@ -415,13 +432,23 @@ def sessions(root: Path, as_json: bool) -> None:
 @session_argument
 @root_option
 @click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
-def show(session: str, root: Path, copy: bool) -> None:
+@click.option(
+    "--full",
+    is_flag=True,
+    help="With the full PROTOCOL and Environment sections, for a new chat (protocol = first).",
+)
+def show(session: str, root: Path, copy: bool, full: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
-    from .outbox import ensure_outbox
+    from dataclasses import replace
+
+    from .outbox import ensure_outbox, prompt_text
+    from .render import PromptOptions
     from .session import SessionStore
+    from .settings import load_settings
 
     store = SessionStore(root)
     session_id = store.resolve(session)
+    prompt = PromptOptions.from_settings(load_settings(root))
     # A watcher holding the session keeps its prompt; without its lock nothing is saved.
     with store.held_if_free(session_id) as held:
         state = store.load(session_id)
@@ -433,7 +460,11 @@ def show(session: str, root: Path, copy: bool) -> None:
             say(state.question, "bold")
             say(f'Answer with: codingagent answer {state.session_id} "..."')
             return
-        text = ensure_outbox(store, state, keep_digests=held).read_text(encoding="utf-8")
+        if full:
+            text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
+        else:
+            path = ensure_outbox(store, state, prompt, keep_digests=held)
+            text = path.read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
         from .clipboard import copy as copy_text

@@ -22,6 +22,7 @@ from typing import Any
 from .crashpoints import crash_point
 from .fsio import atomic_write, folder_syncs_grouped, fsync_folder
 from .outbox import ensure_outbox, open_workspace
+from .render import DEFAULT_PROMPT, PromptOptions
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .workspace import PathRejected, PreImage, Workspace
 
@@ -206,7 +207,13 @@ class UndoReport:
     outbox: Path
 
 
-def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = False) -> UndoReport:
+def undo(
+    store: SessionStore,
+    session_id: str,
+    turns: int = 1,
+    force: bool = False,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> UndoReport:
     """Restore the files of the last ``turns`` turns exactly and rewind the session.
 
     Refuses, changing nothing, if a file those turns wrote was changed since (unless ``force``).
@@ -234,7 +241,7 @@ def undo(store: SessionStore, session_id: str, turns: int = 1, force: bool = Fal
     rewound.updated_at = utc_now()
     for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
         store.outbox_path(session_id, sequence).unlink(missing_ok=True)
-    outbox = ensure_outbox(store, rewound)
+    outbox = ensure_outbox(store, rewound, prompt)
     store.save(rewound)
     for record in undoing:
         store.set_aside(session_id, record.folder, "undone")

@@ -11,6 +11,7 @@ EDIT_FILE is checked against what the LLM really saw.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import replace
 from pathlib import Path
@@ -18,11 +19,22 @@ from typing import NamedTuple
 
 from . import masking
 from .commands import ReadRequest
-from .render import FileView, OutboxContext, estimate_tokens, render_outbox
+from .render import (
+    DEFAULT_PROMPT,
+    FileView,
+    OutboxContext,
+    PromptOptions,
+    digest,
+    environment_section,
+    estimate_tokens,
+    render_outbox,
+)
 from .session import SessionError, SessionState, SessionStore
 from .workspace import PathRejected, Workspace
+from .workspace.listing import UNSIZED
 
-TOKEN_BUDGET = 100_000  # estimated tokens an outbox should stay under (setting token_budget)
+LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
+LISTING_SIZES = 20_000  # files the listing walk stats for their sizes; beyond, sizes unknown
 MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
 FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
 
@@ -50,74 +62,103 @@ def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
 
 
 def write_outbox(
-    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET, mask: bool = True
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
 ) -> WrittenOutbox:
     """Render the session's current outbox from the workspace as it is now, and write it.
 
-    Over ``token_budget``, the largest file views are shown in smaller windows first. With
-    ``mask`` (setting ``mask_secrets``), secrets in it are masked.
+    The digest of the Environment section it shows goes into ``state`` (the caller saves it).
     """
-    ws = open_workspace(store, state)
-    listing = ws.list_files()
-    views = []
-    shown = {}
-    for request in state.read_file_requests:
-        view, digest = _file_view(ws, request)
-        views.append(view)
-        if digest is not None:
-            shown[_shown_key(ws, view.path)] = digest
-    context = OutboxContext(files=listing.entries, omitted=listing.omitted, file_views=views)
-    text = _fit(state, context, token_budget)
-    text, masked = masking.mask(text) if mask else (text, 0)
-    if masked:
-        text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
+    text, shown, masked = prompt_text(store, state, prompt)
     path = store.write_outbox(state.session_id, state.sequence_number, text)
     return WrittenOutbox(path, shown, masked)
 
 
+def prompt_text(
+    store: SessionStore, state: SessionState, prompt: PromptOptions
+) -> tuple[str, dict[str, str], int]:
+    """The session's current prompt as :func:`write_outbox` writes it; the sha256 of each file
+    it shows whole; how many secrets were masked in it.
+
+    Over ``prompt.token_budget``, the largest file views are shown in smaller windows first.
+    With ``prompt.mask_secrets`` (setting ``mask_secrets``), secrets in it are masked.
+    """
+    ws = open_workspace(store, state)
+    listing = ws.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
+    views = []
+    shown = {}
+    for request in state.read_file_requests:
+        view, seen = _file_view(ws, request, listing.entries)
+        views.append(view)
+        if seen is not None:
+            shown[_shown_key(ws, view.path)] = seen
+    context = OutboxContext(
+        files=listing.entries,
+        omitted=listing.omitted,
+        file_views=views,
+        size_of=functools.partial(_size_of, ws),
+    )
+    environment = environment_section(state, prompt)
+    if environment is not None:
+        state.environment_digest = digest(environment)
+        state.environment_sequence = state.sequence_number
+    text = _fit(state, context, prompt)
+    text, masked = masking.mask(text) if prompt.mask_secrets else (text, 0)
+    if masked:
+        text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
+    return text, shown, masked
+
+
 def next_outbox(
-    store: SessionStore, state: SessionState, token_budget: int = TOKEN_BUDGET, mask: bool = True
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
 ) -> WrittenOutbox:
     """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
-    written = write_outbox(store, state, token_budget, mask)
+    written = write_outbox(store, state, prompt)
     state.shown_files |= written.shown
     return written
 
 
-def ensure_outbox(store: SessionStore, state: SessionState, keep_digests: bool = True) -> Path:
+def ensure_outbox(
+    store: SessionStore,
+    state: SessionState,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    keep_digests: bool = True,
+) -> Path:
     """The current outbox; if someone deleted it, it is rewritten from the workspace as it is.
 
-    With ``keep_digests`` (the caller holds the session's lock) the digests of the files it now
-    shows are kept in ``state`` and saved, so a later edit is checked against what it shows.
+    With ``keep_digests`` (the caller holds the session's lock) what it now shows is kept in
+    ``state`` and saved, so a later edit is checked against what it shows.
     """
     path = store.outbox_path(state.session_id, state.sequence_number)
     if path.exists():
         return path
     if not keep_digests:
-        return write_outbox(store, state).path
-    path = next_outbox(store, state).path
+        return write_outbox(store, state, prompt).path
+    path = next_outbox(store, state, prompt).path
     store.save(state)
     return path
 
 
-def _fit(state: SessionState, context: OutboxContext, token_budget: int) -> str:
+def _fit(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
     """The outbox text, with the largest file views windowed down until it fits the budget
     (or every view is down to ``MIN_WINDOW`` lines: the console then warns)."""
-    text = render_outbox(state, context)
+    text = render_outbox(state, context, prompt)
     views = list(context.file_views)
-    while estimate_tokens(text) > token_budget:
+    while estimate_tokens(text) > prompt.token_budget:
         shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
         if not shrinkable:
             break
         largest = max(shrinkable, key=lambda i: len(views[i].text or "") * views[i].window)
         view = views[largest]
         views[largest] = replace(view, window=max(MIN_WINDOW, view.window // 2))
-        text = render_outbox(state, replace(context, file_views=views))
+        text = render_outbox(state, replace(context, file_views=views), prompt)
     return text
 
 
-def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | None]:
+def _file_view(
+    ws: Workspace, request: ReadRequest, files: list[tuple[str, int]]
+) -> tuple[FileView, str | None]:
     """The view of a requested file, and the sha256 of what it shows, if it shows all of it.
+    A folder's view holds the files of the listing ``files`` below it.
 
     Only the first ``FILE_READ_CAP`` bytes are read: the view shows a window of a file anyway.
     """
@@ -125,6 +166,11 @@ def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | Non
         path, start, end = request, None, None
     else:
         path, start, end = request.path, request.start_line, request.end_line
+    if ws.is_dir(path):
+        base = _shown_key(ws, path).strip("/")
+        base = f"{base}/" if base not in ("", ".") else ""
+        below = [entry for entry in files if entry[0].startswith(base)]
+        return FileView(path, None, folder=below, base=base), None
     try:
         size = ws.file_size(path)
         data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)
@@ -141,6 +187,14 @@ def _file_view(ws: Workspace, request: ReadRequest) -> tuple[FileView, str | Non
         digest = None
     text = data.decode("utf-8", errors="replace")
     return FileView(path, text, note, start, end), digest
+
+
+def _size_of(ws: Workspace, path: str) -> int:
+    """The size of a listed file the walk did not stat (UNSIZED if it cannot be had)."""
+    try:
+        return ws.file_size(path)
+    except (OSError, PathRejected):
+        return UNSIZED
 
 
 def _shown_key(ws: Workspace, path: str) -> str:

@@ -1,20 +1,22 @@
-"""The words of the protocol: its version, the PROTOCOL section every outbox carries, the prompts.
+"""The words of the protocol: its version, the PROTOCOL section, its reminder, the prompts.
 
-The PROTOCOL text is the only manual the LLM ever sees, and it sees it cold, in a fresh chat,
-every turn. It is written to be followed by a model that has never heard of this tool: short,
-exact, one paragraph a command (in the order of the parser's table), one worked example.
+The PROTOCOL text is the only manual the LLM ever sees, and it sees it cold, in a fresh chat:
+in every prompt (``protocol = "every"``, the default), or in the first one and after a reply
+the parser could not read (``"first"``; the other prompts carry the short REMINDER). It is
+written to be followed by a model that has never heard of this tool: short, exact, one
+paragraph a command (in the order of the parser's table), one worked example.
 """
 
 from __future__ import annotations
 
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "1.2"
 
 CONTINUATION_PROMPT = (
     "Continue working on the task based on the results above. "
     "If the task is complete, send [DONE] with a summary."
 )
 
-PROTOCOL_TEXT = """\
+_PROTOCOL_TEMPLATE = """\
 You are a coding agent. You cannot touch the user's files or run anything yourself: you answer
 with commands, a program on the user's machine carries them out in a workspace folder, and the
 results come back to you in the next message. Every message you get is complete on its own.
@@ -53,9 +55,9 @@ the lines to put in their place
 [CREATE_FILE path="src/app.py"]
 the complete content of the file
 [/CREATE_FILE]
-  Creates a file, or replaces a whole file, with exactly the lines between the tags. Use it
-  for new files. Write every line: content with placeholders such as "# ... rest of the code
-  unchanged" is refused for an existing file.
+  Creates a file, or replaces a whole file, with exactly the lines between the tags; missing
+  folders are created. Use it for new files. Write every line: content with placeholders
+  such as "# ... rest of the code unchanged" is refused for an existing file.
 
 [EDIT_FILE path="src/app.py" start_line="3" end_line="5"]
 new lines
@@ -74,6 +76,8 @@ new lines
   Each line is shown as "  12 | text": the number and " | " are not part of the file, and
   neither are the "--- path ---" lines around it. Long files are shown 400 lines at a time.
   No closing tag. Read a file before you edit it by line numbers.
+  READ_FILE of a folder (path="data/") lists the files in it: the workspace listing rolls
+  folders holding many files up into one line ("data/ 3,000 files, 6 KB: *.txt").
 
 [SEARCH query="def parse" glob="*.py" regex="false" case_sensitive="false"]
   Searches the workspace files; the matching lines ("path:line: text") are shown in the
@@ -82,9 +86,11 @@ new lines
 [RUN_COMMAND]
 python -m pytest -q
 [/RUN_COMMAND]
-  Runs the text with /bin/sh in the workspace folder (cmd.exe on Windows): no input, a time
-  limit (30 s unless the user set another; a result says when it was hit); stdout and stderr
-  come back next message (long output is cut in the middle).
+  Runs the text with /bin/sh in the workspace folder (cmd.exe on Windows), with no input and
+  a time limit of {timeout}. stdout and stderr come back merged, as one text, in the next
+  message: at most {max_output:,} characters of it, the start and the end, with the middle cut
+  out and the cut said. The command FAILED if it exits with a non-zero code, times out, or
+  the user refuses to run it.
 
 [MESSAGE]
 text for the user
@@ -101,7 +107,8 @@ a question only the user can answer
 a short summary of what you did
 [/DONE]
   Ends the task. It must be the last command, and it is refused if any command before it in
-  the reply failed, so you may end a reply with a test run and DONE.
+  the reply failed (a test run that exits non-zero included): then you get the output and go
+  on. So you may end a reply with a test run and DONE.
 
 RULES
 - Prefer REPLACE for small changes and CREATE_FILE for new files.
@@ -111,6 +118,8 @@ RULES
   never start a line of prose with a command tag such as [DONE].
 - Commands run in order before you see any result. Do not guess what a command prints or
   what a file holds: READ_FILE, SEARCH or RUN_COMMAND now, and decide in your next reply.
+- The Environment section (first message, and again when it changes) says which OS, shell,
+  Python and tools the commands find; write commands for them.
 - Close every command that has a closing tag: if one is missing, that command and everything
   after it in your reply are ignored.
 - A line that is exactly a closing tag, such as [/REPLACE], ends its command wherever it
@@ -144,3 +153,29 @@ python -m pytest -q
 divide() raises ValueError on zero, with a test; all tests pass.
 [/DONE]
 """
+
+# What a continuation prompt carries instead of the PROTOCOL section with protocol = "first".
+REMINDER = """\
+(The full PROTOCOL was in the first message and still holds; if you do not have it, ask the
+user to paste "codingagent show --full". The tags, in short:)
+Start with "Session: <id> Sequence: <n>". Each tag at the start of its own line, never
+inside a code fence; file content goes between the tags as it is.
+[REPLACE path="p"] then blocks: <<<<<<< SEARCH, exact old lines, =======, new lines,
+>>>>>>> REPLACE (each marker on its own line) [/REPLACE]
+[CREATE_FILE path="p"] whole content [/CREATE_FILE]    [DELETE_FILE path="p"]
+[EDIT_FILE path="p" start_line="3" end_line="5"] new lines [/EDIT_FILE]
+[READ_FILE path="p" start_line="1" end_line="50"]    [SEARCH query="text" glob="*.py"]
+[PATCH] a unified diff (--- a/p, +++ b/p, @@ hunks) or *** Begin Patch [/PATCH]
+[RUN_COMMAND] command [/RUN_COMMAND]    [MESSAGE] text [/MESSAGE]    [ASK] question [/ASK]
+[DONE] summary [/DONE]: last, and refused after any failed command (non-zero exit included).
+"""
+
+
+def protocol_text(timeout: float, max_output: int) -> str:
+    """The PROTOCOL section, with the limits RUN_COMMAND runs under."""
+    return _PROTOCOL_TEMPLATE.format(timeout=seconds(timeout), max_output=max_output)
+
+
+def seconds(timeout: float) -> str:
+    """``30 s``, ``2.5 s``: a time limit as the LLM reads it."""
+    return f"{timeout:g} s"

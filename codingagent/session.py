@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .commands import CommandResult, ReadRequest
+from .environment import Environment
 from .fsio import atomic_write
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ class SessionState(BaseModel):
 
     The first eight fields are the protocol document's; ``workspace`` (absolute path of the
     folder the LLM works on), ``summary`` (the DONE text), ``shown_files``,
-    ``search_results``, the ``follow_ups``, ``question`` and ``answers`` are ours.
+    ``search_results``, the ``follow_ups``, ``question``, ``answers``, the ``environment`` and
+    ``parse_failed`` are ours.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
@@ -80,6 +82,14 @@ class SessionState(BaseModel):
     # shows under "## Answers" (cleared when the next reply is applied).
     question: str | None = None
     answers: list[Answer] = Field(default_factory=list)
+    # Protocol 1.2: what the commands run in (probed), and the digest of the Environment section
+    # last shown and the prompt it was shown in, to show it again when it changes.
+    environment: Environment | None = None
+    environment_digest: str | None = None
+    environment_sequence: int | None = None
+    # Protocol 1.2: the last reply had a command the parser could not read, or no command at
+    # all; with protocol = "first" the next prompt carries the full PROTOCOL section again.
+    parse_failed: bool = False
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

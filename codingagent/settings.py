@@ -87,6 +87,13 @@ class Settings(BaseModel):
         0, ge=0, description="earlier turns sent to a model with each prompt (0: stateless)"
     )
 
+    protocol: Literal["every", "first"] = Field(
+        "every", description="the full PROTOCOL section in every prompt, or in the first only"
+    )
+    listing_chars: int = Field(
+        8000, ge=500, description="characters the workspace listing of a prompt may take"
+    )
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
 

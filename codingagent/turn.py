@@ -21,19 +21,21 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import autorun
-from .commands import Command, CommandResult, RunCommand
+from .commands import Command, CommandResult, ParseError, RunCommand
 from .crashpoints import OnResult, after_each_result, crash_point
+from .environment import Environment
 from .execute import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import Journal, TurnRecord, digest_of, turn_record
-from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
+from .outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo, unwrapped_diff
+from .render import DEFAULT_PROMPT, PromptOptions
 from .session import Answer, SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import Workspace
@@ -61,21 +63,38 @@ class TurnReport:
 
 
 def start_session(
-    store: SessionStore, task: str, workspace: Path | None = None
+    store: SessionStore,
+    task: str,
+    workspace: Path | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    environment: Callable[[Path], Environment] | None = None,
 ) -> tuple[SessionState, Path]:
-    """Create a session and write its first outbox."""
+    """Create a session and write its first outbox; ``environment`` probes the workspace
+    folder for the prompt's Environment section."""
     if not task.strip():
         raise SessionError("The task is empty; say what the LLM should do")
     store.ensure_dirs()
     folder = Path(workspace).resolve() if workspace else store.workspace
     if not folder.is_dir():
         raise SessionError(f"Workspace folder does not exist: {folder}")
-    state = SessionState(session_id=store.new_id(), task=task.strip(), workspace=str(folder))
+    state = SessionState(
+        session_id=store.new_id(),
+        task=task.strip(),
+        workspace=str(folder),
+        environment=environment(folder) if environment else None,
+    )
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
-    return state, write_outbox(store, state).path
+    outbox = write_outbox(store, state, prompt).path
+    store.save(state)  # what the outbox showed
+    return state, outbox
 
 
-def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:
+def follow_up_session(
+    store: SessionStore,
+    session_id: str,
+    instruction: str,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> Path:
     """Give the session a follow-up instruction from the user (``resume --task``).
 
     A completed session is reopened, keeping its history; the current outbox is rewritten so
@@ -90,12 +109,14 @@ def follow_up_session(store: SessionStore, session_id: str, instruction: str) ->
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
     state.updated_at = utc_now()
-    outbox = next_outbox(store, state).path
+    outbox = next_outbox(store, state, prompt).path
     store.save(state)
     return outbox
 
 
-def answer_question(store: SessionStore, session_id: str, answer: str) -> Path:
+def answer_question(
+    store: SessionStore, session_id: str, answer: str, prompt: PromptOptions = DEFAULT_PROMPT
+) -> Path:
     """Record the user's answer to the LLM's ASK and write the prompt that waited for it.
 
     The turn that asked wrote no prompt (one without the answer would only be a wrong one to
@@ -110,7 +131,7 @@ def answer_question(store: SessionStore, session_id: str, answer: str) -> Path:
     state.answers.append(Answer(question=state.question, answer=answer.strip()))
     state.question = None
     state.updated_at = utc_now()
-    outbox = next_outbox(store, state).path
+    outbox = next_outbox(store, state, prompt).path
     store.save(state)
     return outbox
 
@@ -129,9 +150,8 @@ def apply_reply(
     force: bool = False,
     max_reply_bytes: int = REPLY_SIZE_CAP,
     size: int | None = None,
-    token_budget: int = TOKEN_BUDGET,
+    prompt: PromptOptions = DEFAULT_PROMPT,
     extra_meta: Mapping[str, object] | None = None,
-    mask_secrets: bool = True,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
@@ -152,7 +172,7 @@ def apply_reply(
     if state.question is not None:
         return _refuse_while_asking(store, state, data, source)
     if not force:
-        skipped = _skip(store, state, data, source, max_reply_bytes)
+        skipped = _skip(store, state, data, source, max_reply_bytes, prompt)
         if skipped is not None:
             return skipped
     if state.is_complete:
@@ -173,6 +193,7 @@ def apply_reply(
         outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
         auto_run = _auto_run(ws, commands, outcome, began_ns)
         _advance(state, outcome)
+        state.parse_failed = _unreadable(commands)
         record.write_outcome(
             [c.model_dump() for c in commands],
             [r.model_dump(by_alias=True) for r in outcome.results],
@@ -180,7 +201,7 @@ def apply_reply(
         )
         crash_point("history")
         waiting = state.is_complete or state.question is not None
-        written = None if waiting else next_outbox(store, state, token_budget, mask_secrets)
+        written = None if waiting else next_outbox(store, state, prompt)
         outbox = written.path if written else None
         masked = written.masked if written else 0
         record.write_meta(
@@ -227,15 +248,20 @@ def _refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
 
 
 def _skip(
-    store: SessionStore, state: SessionState, data: bytes, source: str, max_reply_bytes: int
+    store: SessionStore,
+    state: SessionState,
+    data: bytes,
+    source: str,
+    max_reply_bytes: int,
+    prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it is a duplicate or a stale reply."""
     digest = reply_digest(data)
     echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    duplicate = _skip_duplicate(store, state, echo[1], digest)
+    duplicate = _skip_duplicate(store, state, echo[1], digest, prompt)
     if duplicate is not None or len(data) > max_reply_bytes:
         return duplicate
-    return _refuse_stale(store, state, echo, data, source, digest)
+    return _refuse_stale(store, state, echo, data, source, digest, prompt)
 
 
 def _open_turn(
@@ -330,6 +356,12 @@ def _unwrapped_diff(text: str) -> CommandResult | None:
     )
 
 
+def _unreadable(commands: Iterable[object]) -> bool:
+    """Whether a reply had a command the parser could not read, or no command at all."""
+    commands = list(commands)
+    return not commands or any(isinstance(c, ParseError) for c in commands)
+
+
 def reply_digest(data: bytes) -> str:
     """sha256 of the reply without BOM and line-ending differences: a re-saved copy matches."""
     normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -337,7 +369,11 @@ def reply_digest(data: bytes) -> str:
 
 
 def _skip_duplicate(
-    store: SessionStore, state: SessionState, named_sequence: int | None, digest: str
+    store: SessionStore,
+    state: SessionState,
+    named_sequence: int | None,
+    digest: str,
+    prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was skipped, if this content was applied before.
 
@@ -355,7 +391,7 @@ def _skip_duplicate(
             f"'codingagent step --force', or let the reply start with "
             f"'Sequence: {state.sequence_number}'."
         )
-        outbox = None if state.is_complete else ensure_outbox(store, state)
+        outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
         return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
     return None
 
@@ -367,6 +403,7 @@ def _refuse_stale(
     data: bytes,
     source: str,
     digest: str,
+    prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
     prompt than the current one (SPEC 2.4); the reply is kept (see :func:`_keep_refused`)."""
@@ -383,7 +420,7 @@ def _refuse_stale(
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
         f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
     )
-    outbox = None if state.is_complete else ensure_outbox(store, state)
+    outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
     return TurnReport(state, TurnOutcome(), outbox, kept.parent, notes=[note], skipped=True)
 
 

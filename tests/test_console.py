@@ -350,7 +350,7 @@ def test_resume_task_reopens_a_completed_session_with_a_follow_up(tmp_path):
     state = json.loads((tmp_path / "sessions" / f"{session_id}.json").read_text())
     assert state["isComplete"] is False and state["followUps"] == ["Now add tests"]
     outbox = (tmp_path / "outbox" / f"{session_id}_seq0002.txt").read_text()
-    assert "Task: t\nFollow-up: Now add tests\nProtocol: 1.1\n" in outbox
+    assert "Task: t\nFollow-up: Now add tests\nProtocol: 1.2\n" in outbox
     assert outbox.endswith(
         "=== PROMPT ===\nThe user has a follow-up instruction for this session (the work so far "
         "is above):\nNow add tests\nWork on it, and send [DONE] with a summary when it is "

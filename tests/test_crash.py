@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.app import make_shell
 from codingagent.crashpoints import CRASH_ENV
+from codingagent.environment import probe
 from codingagent.fsio import atomic_write, folder_syncs_grouped
 from codingagent.session import SessionStore
+from codingagent.settings import load_settings
 from codingagent.shell import Shell
 from codingagent.turn import apply_reply, recover, start_session
 
@@ -64,7 +67,9 @@ def new_session(root: Path) -> tuple[SessionStore, str]:
     (store.workspace / "script.sh").write_text("echo old\n")
     os.chmod(store.workspace / "script.sh", 0o755)
     (store.workspace / "old.bin").write_bytes(bytes(range(256)))
-    state, _ = start_session(store, "crash test")
+    # The environment `codingagent step` finds, so that its prompts equal the in-process ones.
+    shell = make_shell(load_settings(root), store)
+    state, _ = start_session(store, "crash test", environment=lambda ws: probe(shell, ws))
     return store, state.session_id
 
 

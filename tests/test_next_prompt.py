@@ -37,9 +37,10 @@ def outbox(store, sid, sequence: int) -> str:
     return store.outbox_path(sid, sequence).read_text()
 
 
-def test_the_header_names_protocol_1_1(store, sid):
+def test_the_header_names_protocol_1_2(store, sid):
     assert outbox(store, sid, 1).startswith(
-        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: task\nProtocol: 1.1\n\n"
+        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: (given under PROMPT below)\n"
+        "Protocol: 1.2\n\n"
     )
 
 

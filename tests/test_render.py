@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codingagent.commands import CommandResult
 from codingagent.parser import TAGS, parse
-from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
+from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_VERSION, protocol_text
 from codingagent.render import (
     FILE_VIEW_CAP,
     NO_COMMANDS_NOTE,
@@ -15,6 +15,8 @@ from codingagent.render import (
     render_outbox,
 )
 from codingagent.session import SessionState
+
+PROTOCOL_TEXT = protocol_text(30, 4000)  # with the default limits
 
 
 def state(**changes) -> SessionState:
@@ -32,11 +34,12 @@ def test_first_outbox_has_the_four_sections_in_order():
     text = render_outbox(state(), OutboxContext())
     markers = [line for line in text.splitlines() if line.startswith("=== ")]
     assert markers == ["=== HEADER ===", "=== PROTOCOL ===", "=== CONTEXT ===", "=== PROMPT ==="]
-    # Protocol 1.1 (SPEC 2): the HEADER gains a `Protocol:` line after the 1.0 fields.
+    # Protocol 1.1 (SPEC 2): the HEADER gains a `Protocol:` line after the 1.0 fields; 1.2
+    # says the task once, under PROMPT, in the first prompt.
     assert section(text, "HEADER") == (
-        "Session: a1b2c3d4\nSequence: 1\nTask: Create a calculator app in C#\nProtocol: 1.1"
+        "Session: a1b2c3d4\nSequence: 1\nTask: (given under PROMPT below)\nProtocol: 1.2"
     )
-    assert PROTOCOL_VERSION == "1.1"
+    assert PROTOCOL_VERSION == "1.2"
     assert section(text, "PROTOCOL") == PROTOCOL_TEXT.rstrip("\n")
     assert section(text, "CONTEXT") == "## Workspace Files\n(empty workspace)"
     assert text.endswith("=== PROMPT ===\nCreate a calculator app in C#\n")
@@ -48,7 +51,7 @@ def test_workspace_listing_shows_sizes_and_what_was_left_out():
         "## Workspace Files\n"
         "  src/Calculator.cs (245 bytes)\n"
         "  src/Program.cs (180 bytes)\n"
-        "  ... and 7 more files not listed"
+        "  (7 more files were not counted: too many)"
     )
 
 
@@ -123,8 +126,12 @@ def test_file_views_without_trailing_newline_and_unshowable_files():
 
 def test_multiline_task_stays_on_one_header_line_and_whole_in_the_prompt():
     text = render_outbox(state(task="Fix the bug\nin parser.py"), OutboxContext())
-    assert "Task: Fix the bug in parser.py\n" in text
+    assert "Task: (given under PROMPT below)\n" in text
     assert text.endswith("=== PROMPT ===\nFix the bug\nin parser.py\n")
+    later = render_outbox(
+        state(task="Fix the bug\nin parser.py", sequence_number=2), OutboxContext()
+    )
+    assert "Task: Fix the bug in parser.py\n" in later
 
 
 def test_protocol_section_teaches_every_command():

@@ -134,9 +134,9 @@ def test_the_hint_finds_a_block_that_is_one_blank_line_off(ws) -> None:
 
 
 def test_a_closing_tag_as_a_file_line_is_named_in_the_protocol_with_the_way_around(ws) -> None:
-    from codingagent.protocol import PROTOCOL_TEXT
+    from codingagent.protocol import protocol_text
 
-    text = " ".join(PROTOCOL_TEXT.split())
+    text = " ".join(protocol_text(30, 4000).split())
     assert "A line that is exactly a closing tag, such as [/REPLACE], ends its command" in text
     assert "use another command (EDIT_FILE, CREATE_FILE or PATCH)" in text
     # The way around works: EDIT_FILE writes the line REPLACE cannot.

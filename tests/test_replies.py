@@ -585,7 +585,7 @@ def test_reply(tmp_path: Path, name: str) -> None:
     text = report.outbox.read_text()
     assert text.startswith(
         f"=== HEADER ===\nSession: {SID}\nSequence: {case.sequence + 1}\nTask: Work on the "
-        "calculator\nProtocol: 1.1\n"
+        "calculator\nProtocol: 1.2\n"
     )
     for needle in case.outbox:
         assert needle in text

@@ -74,7 +74,7 @@ def test_search_with_no_match_and_with_a_bad_regex(project):
         result.headline
         == "[OK] SEARCH: No matches for 'zebra' in files matching '*.md' (1 file searched)"
     )
-    assert text == "SEARCH \"zebra\" in files matching '*.md': 0 matches in 0 files"
+    assert text == "SEARCH \"zebra\" in files matching '*.md': no matches (1 file searched)"
     result, text = search(project, query="(unclosed", regex=True)
     assert result.headline == (
         "[FAILED] SEARCH: Invalid regular expression '(unclosed': missing ), unterminated "
@@ -117,7 +117,7 @@ def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
         "[OK] SEARCH: No matches for '(a+)+$' (1 file searched)",
         "[OK] SEARCH: 1 match for 'a+b$' in 1 file (shown under Search Results)",
     ]
-    assert outcome.searches[0] == 'SEARCH "(a+)+$": 0 matches in 0 files'
+    assert outcome.searches[0] == 'SEARCH "(a+)+$": no matches (1 file searched)'
     assert outcome.searches[1] == f'SEARCH "a+b$": 1 match in 1 file\na.txt:1: {"a" * 40}b'
     assert multiprocessing.active_children() == []  # the runaway search was killed and reaped
 

@@ -44,9 +44,10 @@ def delete_file(cmd: DeleteFile, turn: Turn) -> Success:
 
 
 def read_file(cmd: ReadFile, turn: Turn) -> Success:
-    if turn.workspace.is_dir(cmd.path):
-        raise is_a_directory(cmd.path)
-    if not turn.workspace.is_file(cmd.path):
+    folder = turn.workspace.is_dir(cmd.path)
+    if folder and (cmd.start_line is not None or cmd.end_line is not None):
+        raise CommandFailed(f"'{cmd.path}' is a folder: READ_FILE lists it without lines")
+    if not folder and not turn.workspace.is_file(cmd.path):
         raise not_found(cmd.path)
     start, end = cmd.start_line, cmd.end_line
     first = 1 if start is None else start
@@ -70,4 +71,6 @@ def read_file(cmd: ReadFile, turn: Turn) -> Success:
     if key not in turn.reads:
         turn.reads.add(key)
         turn.outcome.read_requests.append(request)
+    if folder:
+        return Success(f"The files in '{cmd.path}' are listed under Requested File Contents")
     return Success(f"{what} shown under Requested File Contents")

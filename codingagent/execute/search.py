@@ -40,11 +40,12 @@ def search(cmd: Search, turn: Turn) -> Success:
         )
     where = f" in files matching '{cmd.glob}'" if cmd.glob else ""
     files = plural(len(found.files), "file")
-    header = f'SEARCH "{query}"{where}: {_matches(found.total)} in {files}'
+    searched = f"{plural(found.searched, 'file')} searched"
+    counts = f"{_matches(found.total)} in {files}" if found.total else f"no matches ({searched})"
+    header = f'SEARCH "{query}"{where}: {counts}'
     turn.outcome.searches.append("\n".join([header, *found.hits, *found.notes()]))
     if not found.total:
-        searched = plural(found.searched, "file")
-        return Success(f"No matches for '{query}'{where} ({searched} searched)")
+        return Success(f"No matches for '{query}'{where} ({searched})")
     shown = "shown" if found.total <= SEARCH_HITS else f"the first {SEARCH_HITS} shown"
     return Success(
         f"{_matches(found.total).capitalize()} for '{query}' in {files} "

@@ -39,9 +39,10 @@ class Workspace:
         """The posix path, relative to the root, of the file ``rel`` really names."""
         return self._guard.relpath(rel)
 
-    def list_files(self, limit: int = 1000) -> Listing:
-        """The regular files the LLM is shown: sorted, at most ``limit`` of them."""
-        return list_files(self._guard, limit)
+    def list_files(self, limit: int = 1000, sizes: int | None = None) -> Listing:
+        """The regular files the LLM is shown: sorted, at most ``limit`` of them; the sizes
+        of the first ``sizes`` met (None: all), the others UNSIZED."""
+        return list_files(self._guard, limit, sizes)
 
     def is_file(self, rel: str) -> bool:
         """Whether ``rel`` names an existing regular file (symlinks to one count)."""

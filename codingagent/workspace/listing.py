@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from dataclasses import dataclass
 
 from ..fsio import Folder, close_folder
 from .gitignore import Rules, add_rules
 from .guard import Guard, PathRejected, is_git, open_dir, open_file
 
+UNSIZED = -1  # the size of a file listed without a stat (see ``list_files``' ``sizes``)
 _IGNORE_FILE_MAX = 1024 * 1024  # bytes of an ignore file honoured; a bigger one is cut there
 
 # Folders the listing never enters: they are large, generated, and useless to the LLM.
@@ -36,7 +38,7 @@ SKIPPED_DIRS = frozenset(
 class Listing:
     """The workspace's files as the LLM sees them."""
 
-    entries: list[tuple[str, int]]  # (posix path relative to the root, size in bytes), sorted
+    entries: list[tuple[str, int]]  # (posix path relative to the root, size or UNSIZED), sorted
     omitted: int  # files left out by the cap
 
 
@@ -45,8 +47,9 @@ def display_name(name: str) -> str:
     return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
-def list_files(guard: Guard, limit: int = 1000) -> Listing:
-    """The regular files the LLM is shown: sorted, at most ``limit`` of them.
+def list_files(guard: Guard, limit: int = 1000, sizes: int | None = None) -> Listing:
+    """The regular files the LLM is shown: sorted, at most ``limit`` of them; only the first
+    ``sizes`` files met (None: all) are stat'ed for their sizes, the others have UNSIZED.
 
     Symlinks are neither listed nor followed, so the listing never shows anything outside
     the root.  Left out: ``.git``, the agent's folders and SKIPPED_DIRS at any depth, and
@@ -57,7 +60,7 @@ def list_files(guard: Guard, limit: int = 1000) -> Listing:
     Only the files that can still be among the first ``limit`` are stat'ed for their
     sizes, which keeps a 100k-file tree within a few times a bare ``os.walk``.
     """
-    shown = _Shown(limit)
+    shown = _Shown(limit, sys.maxsize if sizes is None else sizes)
     _walk(guard, shown)
     return shown.listing()
 
@@ -173,8 +176,9 @@ class _Shown:
     nearly every file after the first ``limit``.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, sizes: int) -> None:
         self._limit = max(0, limit)
+        self._unsized_after = sizes  # files stat'ed; the next ones are taken as the walk saw them
         self._kept: list[tuple[str, int]] = []
         self._trim_at = self._limit
         self._bound: str | None = None if limit > 0 else ""  # paths after it cannot be shown
@@ -185,14 +189,18 @@ class _Shown:
         self._count += 1
         if self._bound is not None and path > self._bound:
             return
-        try:  # relative to its folder, still open: no path is looked up again
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            info = None
-        if info is None or not stat.S_ISREG(info.st_mode):  # vanished or replaced meanwhile
-            self._count -= 1
-            return
-        self._kept.append((path, info.st_size))
+        if self._unsized_after <= 0:
+            self._kept.append((path, UNSIZED))
+        else:
+            self._unsized_after -= 1
+            try:  # relative to its folder, still open: no path is looked up again
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                info = None
+            if info is None or not stat.S_ISREG(info.st_mode):  # vanished or replaced meanwhile
+                self._count -= 1
+                return
+            self._kept.append((path, info.st_size))
         if len(self._kept) >= self._trim_at:
             self._kept.sort()
             del self._kept[self._limit :]
