@@ -131,6 +131,7 @@ class TurnOptions(TypedDict):
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
     token_budget: int
+    preimage_cap: int
 
 
 class SessionLoop:
@@ -314,6 +315,7 @@ class SessionLoop:
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
             "token_budget": self.settings.token_budget,
+            "preimage_cap": self.settings.max_preimage_bytes,
         }
 
 

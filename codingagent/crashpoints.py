@@ -3,6 +3,9 @@ SIGKILL the n-th time (default: the first) it passes the point ``name`` of a tur
 
 The points a turn passes, in order: ``journal`` (journal written), ``preimage`` (each pre-image
 recorded), ``result`` (each command run), ``history``, ``outbox``, ``state`` (the commit point).
+Recovery passes ``restored`` (each file put back) and ``rolled-back`` (journal marked), then the
+turn's points as it applies the reply again; undo passes ``undo`` (its journal written),
+``restored`` and ``rewound`` (the state saved).
 """
 
 from __future__ import annotations

@@ -18,9 +18,15 @@ Side effects of RUN_COMMAND outside the files the file commands touched cannot b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import re
+import signal
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,15 @@ from .commands import Command, CommandResult
 from .crashpoints import OnResult, after_each_result, crash_point
 from .execute import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
-from .journal import Journal, TurnRecord, digest_of, turn_record
+from .journal import (
+    PREIMAGE_CAP,
+    Journal,
+    Restored,
+    TurnRecord,
+    digest_of,
+    finish_undo,
+    turn_record,
+)
 from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo
 from .session import SessionError, SessionState, SessionStore, utc_now
@@ -104,58 +118,95 @@ def apply_reply(
     max_reply_bytes: int = REPLY_SIZE_CAP,
     size: int | None = None,
     token_budget: int = TOKEN_BUDGET,
+    preimage_cap: int = PREIMAGE_CAP,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
     ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
     ``max_reply_bytes`` is read no further).
 
-    A reply whose content was already applied in this session is skipped, unless it names the
-    current sequence (``Sequence: N``) or ``force`` is set. So is, unless ``force`` is set, a
-    reply that says (``Session: <id> Sequence: <n>``) it answers another session or an older
-    prompt: it is kept in ``sessions/{id}/refused/``.
+    A reply whose content (trailing whitespace aside) was already applied in this session, or
+    was rolled back by a Ctrl-C, is skipped unless ``force`` is set, whatever its echo says.
+    So is, unless ``force`` is set, a reply that says (``Session: <id> Sequence: <n>``) it
+    answers another session or an older prompt: it is kept in ``sessions/{id}/refused/``.
+
+    A Ctrl-C (KeyboardInterrupt) before the commit point rolls the turn back and propagates.
     """
-    started = time.perf_counter()
-    received = utc_now()
     state = store.load(session_id)
     _refuse_if_interrupted(store, session_id)
     if not force:
         skipped = _skip(store, state, data, source, max_reply_bytes)
         if skipped is not None:
             return skipped
+    return _apply(
+        store,
+        state,
+        data,
+        source=source,
+        shell=shell,
+        on_result=on_result,
+        max_reply_bytes=max_reply_bytes,
+        size=size,
+        token_budget=token_budget,
+        preimage_cap=preimage_cap,
+    )
+
+
+def _apply(
+    store: SessionStore,
+    state: SessionState,
+    data: bytes,
+    *,
+    source: str,
+    shell: Shell,
+    on_result: OnResult | None = None,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
+    size: int | None = None,
+    token_budget: int = TOKEN_BUDGET,
+    preimage_cap: int = PREIMAGE_CAP,
+) -> TurnReport:
+    """:func:`apply_reply` after its checks (also recovery's way to apply a reply again)."""
+    started = time.perf_counter()
+    received = utc_now()
+    session_id = state.session_id
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
     ws = open_workspace(store, state)
     answered = state.sequence_number
-    record, journal = _open_turn(store, state, data, source)
-    with folder_syncs_grouped():  # every folder this block writes in is durable after it
-        text, problem = decode_reply(data, max_reply_bytes, size)
-        if problem and on_result:
-            on_result(problem)
-        commands = parse(text) if text is not None else []
-        outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
-        _advance(state, outcome)
-        record.write_outcome(
-            [c.model_dump() for c in commands],
-            [r.model_dump(by_alias=True) for r in outcome.results],
-            {path: digest_of(ws, path) for path in journal.paths},
-        )
-        crash_point("history")
-        outbox = None if state.is_complete else next_outbox(store, state, token_budget)
-        record.write_meta(
-            {
-                "sequence": answered,
-                "replyFile": source,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "normalizedSha256": reply_digest(data),
-                "receivedAt": received.isoformat(),
-                "appliedAt": state.updated_at.isoformat(),
-                "durationMs": round((time.perf_counter() - started) * 1000, 1),
-                "nextOutbox": outbox.name if outbox else None,
-            }
-        )
-        crash_point("outbox")
-    store.save(state)  # the commit point
+    record, journal = _open_turn(store, state, data, source, preimage_cap)
+    try:
+        with folder_syncs_grouped():  # every folder this block writes in is durable after it
+            text, problem = decode_reply(data, max_reply_bytes, size)
+            if problem and on_result:
+                on_result(problem)
+            commands = parse(text) if text is not None else []
+            outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
+            _advance(state, outcome)
+            record.write_outcome(
+                [c.model_dump() for c in commands],
+                [r.model_dump(by_alias=True) for r in outcome.results],
+                {path: digest_of(ws, path) for path in journal.paths},
+            )
+            crash_point("history")
+            outbox = None if state.is_complete else next_outbox(store, state, token_budget)
+            record.write_meta(
+                {
+                    "sequence": answered,
+                    "replyFile": source,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "normalizedSha256": reply_digest(data),
+                    "receivedAt": received.isoformat(),
+                    "appliedAt": state.updated_at.isoformat(),
+                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                    "nextOutbox": outbox.name if outbox else None,
+                }
+            )
+            crash_point("outbox")
+        store.save(state)  # the commit point
+    except KeyboardInterrupt:
+        if store.load(session_id).sequence_number == answered:  # not committed
+            _roll_back(store, session_id, record, ws, answered)
+        raise
     crash_point("state")
     journal.close()
     notes = [problem.summary] if problem else []
@@ -175,25 +226,61 @@ def _skip(
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it is a duplicate or a stale reply."""
     digest = reply_digest(data)
-    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    duplicate = _skip_duplicate(store, state, echo[1], digest)
+    duplicate = _skip_duplicate(store, state, digest)
     if duplicate is not None or len(data) > max_reply_bytes:
         return duplicate
+    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
     return _refuse_stale(store, state, echo, data, source, digest)
 
 
 def _open_turn(
-    store: SessionStore, state: SessionState, data: bytes, source: str
+    store: SessionStore, state: SessionState, data: bytes, source: str, preimage_cap: int
 ) -> tuple[TurnRecord, Journal]:
     """The turn's history folder with the reply and the state before, then the journal: both
-    durable before anything in the workspace changes."""
+    durable before anything in the workspace changes.
+
+    A folder already there was left by a crash: before its journal was written (it never
+    committed: set aside), or by a turn recovery rolled back to apply again: then it names the
+    reply, and is copied aside and emptied of all but the reply, so a kill at any instant
+    leaves a journal whose folder holds the reply.
+    """
     record = turn_record(store, state.session_id, state.sequence_number)
-    if record.folder.exists():  # left by a crash before the journal was written: never committed
+    journal_path = store.journal_path(state.session_id)
+    if record.folder.exists() and journal_path.exists():  # recovery applies it again
+        store.set_aside(state.session_id, record.folder, "aborted", copy=True)
+        record.clear_outcome()
+    elif record.folder.exists():
         store.set_aside(state.session_id, record.folder, "aborted")
     record.write_opening(data, state)
-    journal = Journal(store.journal_path(state.session_id), record, state.sequence_number, source)
+    journal = Journal(journal_path, record, state.sequence_number, source, preimage_cap)
     crash_point("journal")
     return record, journal
+
+
+def _roll_back(
+    store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
+) -> None:
+    """Undo an interrupted (Ctrl-C) turn at once: its files put back, its journal removed and
+    its history kept in ``interrupted/``, where the duplicate check finds its reply, so it is
+    not applied again unless asked (``--force``).  Ctrl-C is ignored meanwhile; a kill leaves
+    the journal, and recovery finishes the job."""
+    with _sigint_ignored():
+        record.restore(ws)
+        store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
+        store.journal_path(session_id).unlink()
+        store.set_aside(session_id, record.folder, "interrupted")
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _execute(
@@ -259,33 +346,39 @@ def decode_reply(
 
 
 def reply_digest(data: bytes) -> str:
-    """sha256 of the reply without BOM and line-ending differences: a re-saved copy matches."""
+    """sha256 of the reply without BOM, line-ending differences, trailing spaces and tabs at
+    line ends and final blank lines: a re-saved or re-pasted copy matches."""
     normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    normal = _TRAILING_BLANKS.sub(b"\n", normal).rstrip(b" \t\n")
     return hashlib.sha256(normal).hexdigest()
 
 
-def _skip_duplicate(
-    store: SessionStore, state: SessionState, named_sequence: int | None, digest: str
-) -> TurnReport | None:
-    """A report saying the reply was skipped, if this content was applied before.
+_TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
 
-    ``named_sequence`` is the sequence the reply's echo names (see ``parser.reply_echo``).
-    """
+
+def _skip_duplicate(store: SessionStore, state: SessionState, digest: str) -> TurnReport | None:
+    """A report saying the reply was skipped, if this content was applied before in the
+    session (whatever its echo says), or rolled back by a Ctrl-C."""
     for folder in store.turns(state.session_id, state.sequence_number):
         meta = TurnRecord(folder).meta()
-        if meta.get("normalizedSha256") != digest:
-            continue
-        if named_sequence == state.sequence_number:
-            return None  # the LLM resent it on purpose, for the current turn
-        note = (
-            f"This reply is identical to the one applied in turn {meta['sequence']} "
-            f"({meta['replyFile']}); it was skipped. To apply it again, use "
-            f"'codingagent step --force', or let the reply start with "
-            f"'Sequence: {state.sequence_number}'."
-        )
-        outbox = None if state.is_complete else ensure_outbox(store, state)
-        return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
+        if meta.get("normalizedSha256") == digest:
+            why = f"identical to the one applied in turn {meta['sequence']} ({meta['replyFile']})"
+            return _skipped(store, state, folder, why)
+    for folder in sorted((store.sessions / state.session_id / "interrupted").glob("*")):
+        reply = TurnRecord(folder).reply_path
+        if reply.is_file() and reply_digest(reply.read_bytes()) == digest:
+            why = f"the one interrupted by Ctrl-C in turn {int(folder.name[:4])} and rolled back"
+            return _skipped(store, state, folder, why)
     return None
+
+
+def _skipped(store: SessionStore, state: SessionState, folder: Path, why: str) -> TurnReport:
+    note = (
+        f"This reply is {why}; it was skipped. To apply it again, use 'codingagent step "
+        f"--force', or let the reply start with 'Sequence: {state.sequence_number}'."
+    )
+    outbox = None if state.is_complete else ensure_outbox(store, state)
+    return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
 
 
 def _refuse_stale(
@@ -323,15 +416,22 @@ def _refuse_stale(
 
 
 def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:
-    """Finish what an agent killed mid-turn left behind; ``None`` if there was nothing.
+    """Finish what an agent killed mid-turn (or mid-undo) left behind; ``None`` if there was
+    nothing to apply.
 
     A turn whose state was saved is complete: only its journal is removed.  Otherwise its files
-    are restored from their pre-images, its unfinished history is set aside (kept in
-    ``aborted/``), and its reply is applied afresh. ``options`` are :func:`apply_reply`'s.
+    are restored from their pre-images (what cannot be restored, such as a path that now leads
+    out of the workspace, is named in the report), the journal is marked rolled back, and the
+    reply is applied afresh (its unfinished history copied into ``aborted/``).  Each step can be
+    run again: a kill anywhere in recovery leaves a journal the next recovery completes.
+    ``options`` are :func:`apply_reply`'s.
     """
     journal_path = store.journal_path(session_id)
     journal = Journal.read(journal_path)
     if journal is None:
+        return None
+    if journal.get("kind") == "undo":
+        finish_undo(store, session_id, journal)
         return None
     sequence = journal["sequence"]
     state = store.load(session_id)
@@ -339,16 +439,36 @@ def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport 
         journal_path.unlink()
         return None
     record = turn_record(store, session_id, sequence)
-    restored = record.restore(open_workspace(store, state))
-    store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
-    data = record.reply_path.read_bytes()
     source = journal["replyFile"]
-    store.set_aside(session_id, record.folder, "aborted")
-    journal_path.unlink()
-    report = apply_reply(store, session_id, data, source=source, force=True, **options)
-    report.notes.insert(
-        0,
+    reply = record.reply_path
+    if not reply.is_file():  # an older agent restored the files, set the folder aside, died
+        kept = store.sessions / session_id / "aborted"
+        copies = sorted(kept.glob(f"{sequence:04d}-*/{TurnRecord.REPLY}"), key=_mtime)
+        if not copies:
+            journal_path.unlink()
+            raise SessionError(
+                f"Turn {sequence} of session {session_id} was interrupted and its history is "
+                f"gone; nothing was applied. Save the reply ({source}) again to apply it"
+            )
+        reply, journal["rolledBack"] = copies[-1], True
+    restored = Restored(journal.get("restored", []), journal.get("problems", []))
+    if not journal.get("rolledBack"):
+        restored = record.restore(open_workspace(store, state))
+        store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
+        marked = {**journal, "rolledBack": True, **asdict(restored)}
+        atomic_write(journal_path, json.dumps(marked))
+        crash_point("rolled-back")
+    data = reply.read_bytes()
+    report = _apply(store, state, data, source=source, **options)
+    note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
-        f"{len(restored)} file(s) and applied {source} again",
+        f"{len(restored.paths)} file(s) and applied {source} again"
     )
+    if restored.problems:
+        note += f"; could not put back {'; '.join(restored.problems)}"
+    report.notes.insert(0, note)
     return report
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns
