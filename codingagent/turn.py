@@ -390,7 +390,9 @@ def _refuse_stale(
     digest: str,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
-    prompt than the current one (SPEC 2.4); the reply is kept in ``refused/``, in a folder
+    prompt than the current one (SPEC 2.4), or is the last reply applied with more written
+    after it (a reply file appended to after it was read); the reply is kept in ``refused/``,
+    in a folder
     named by the prompt it came to and its content (the same reply twice is kept once)."""
     session, sequence = echo
     current = state.sequence_number
@@ -398,6 +400,11 @@ def _refuse_stale(
         why = f"it names session {session}, but it was given to session {state.session_id}"
     elif sequence is not None and sequence < current:
         why = f"it answers prompt {sequence}, but the session is at prompt {current}"
+    elif (grown := _grown_from(store, state, data)) is not None:
+        why = (
+            f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
+            "written to again after it was read. Send the rest as a reply of its own"
+        )
     else:
         return None
     folder = store.sessions / state.session_id / "refused" / f"{current:04d}-{digest[:12]}"
@@ -410,6 +417,21 @@ def _refuse_stale(
     )
     outbox = None if state.is_complete else ensure_outbox(store, state)
     return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
+
+
+def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | None:
+    """The sequence of the last turn, if ``data`` is its reply with more after it."""
+    last = state.sequence_number - 1
+    if last < 1:
+        return None
+    try:
+        with open(turn_record(store, state.session_id, last).reply_path, "rb") as f:
+            applied = f.read(len(data))
+    except FileNotFoundError:  # undone, or never committed
+        return None
+    return (
+        last if applied.strip() and len(applied) < len(data) and data.startswith(applied) else None
+    )
 
 
 # --- recovery ---------------------------------------------------------------------------------
