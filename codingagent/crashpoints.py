@@ -10,6 +10,7 @@ turn's points as it applies the reply again; undo passes ``undo`` (its journal w
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from collections import Counter
@@ -24,9 +25,15 @@ OnResult = Callable[[CommandResult], None]
 _passed: Counter[str] = Counter()
 
 
+@functools.cache
+def _wanted() -> str | None:
+    """The kill point asked for: read once (a turn passes points thousands of times)."""
+    return os.environ.get(CRASH_ENV)
+
+
 def crash_point(name: str) -> None:
     """Kill this process here if ``CODINGAGENT_CRASH_AT`` names this pass of ``name``."""
-    wanted = os.environ.get(CRASH_ENV)
+    wanted = _wanted()
     if not wanted:
         return
     point, _, count = wanted.partition(":")

@@ -80,9 +80,13 @@ class TurnRecord:
         self._write({self.META: meta})
 
     def _write(self, files: dict[str, Any]) -> None:
-        """``bytes``/``str`` values verbatim, others as JSON."""
+        """``bytes``/``str`` values verbatim, lists as JSON one item a line (the fast encoder:
+        a turn of many commands must not stall), others as indented JSON."""
         for name, value in files.items():
-            if not isinstance(value, bytes | str):
+            if isinstance(value, list):
+                items = (json.dumps(item, ensure_ascii=False, default=str) for item in value)
+                value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
+            elif not isinstance(value, bytes | str):
                 value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
             atomic_write(self.folder / name, value)
 

@@ -53,6 +53,9 @@ class OutboxContext:
     files: Sequence[tuple[str, int]] = ()
     omitted: int = 0
     file_views: Sequence[FileView] = ()
+    # Results and search results left out to keep the prompt within its size limit.
+    results_omitted: int = 0
+    searches_omitted: int = 0
 
 
 def render_outbox(state: SessionState, context: OutboxContext) -> str:
@@ -93,14 +96,24 @@ def _context(state: SessionState, context: OutboxContext) -> str:
     parts = ["## Workspace Files\n" + _listing(context)]
     if state.sequence_number > 1:
         results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
+        results += _omitted(context.results_omitted, "result")
         parts.append("## Previous Command Results\n" + "\n".join(results))
     if context.file_views:
         parts.append(
             "## Requested File Contents\n" + "\n".join(map(_file_view, context.file_views))
         )
-    if state.search_results:
-        parts.append("## Search Results\n" + "\n\n".join(state.search_results))
+    if state.search_results or context.searches_omitted:
+        searches = [*state.search_results, *_omitted(context.searches_omitted, "search result")]
+        parts.append("## Search Results\n" + "\n\n".join(searches))
     return "\n\n".join(parts)
+
+
+def _omitted(count: int, what: str) -> list[str]:
+    if not count:
+        return []
+    return [
+        f"({count:,} more {what}{'s' if count > 1 else ''} not shown: over the prompt's size limit)"
+    ]
 
 
 def _listing(context: OutboxContext) -> str:

@@ -50,6 +50,7 @@ from .shell import Shell
 from .workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
+MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
 
 
@@ -177,10 +178,20 @@ def _apply(
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
             text, problem = decode_reply(data, max_reply_bytes, size)
-            if problem and on_result:
-                on_result(problem)
+            problems = [problem] if problem else []
             commands = parse(text) if text is not None else []
-            outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
+            if len(commands) > MAX_COMMANDS:
+                problems.append(
+                    _problem(
+                        f"Your reply had {len(commands):,} commands; only the first "
+                        f"{MAX_COMMANDS:,} were run. Send fewer commands a reply"
+                    )
+                )
+                commands = commands[:MAX_COMMANDS]
+            if on_result is not None:
+                for each in problems:
+                    on_result(each)
+            outcome = _execute(commands, ws, shell, journal, state, problems, on_result)
             _advance(state, outcome)
             record.write_outcome(
                 [c.model_dump() for c in commands],
@@ -209,7 +220,7 @@ def _apply(
         raise
     crash_point("state")
     journal.close()
-    notes = [problem.summary] if problem else []
+    notes = [each.summary for each in problems]
     return TurnReport(state, outcome, outbox, record.folder, notes=notes)
 
 
@@ -289,15 +300,14 @@ def _execute(
     shell: Shell,
     journal: Journal,
     state: SessionState,
-    problem: CommandResult | None,
+    problems: list[CommandResult],
     on_result: OnResult | None,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes."""
     ws.before_change = journal.record
     try:
-        preceding = [problem] if problem else []
         return execute(
-            commands, ws, shell, after_each_result(on_result), preceding, shown=state.shown_files
+            commands, ws, shell, after_each_result(on_result), problems, shown=state.shown_files
         )
     finally:
         ws.before_change = None
@@ -324,25 +334,27 @@ def decode_reply(
     Bad replies never stop the session: the problem becomes a result the LLM sees next turn.
     """
 
-    def problem(summary: str) -> CommandResult:
-        return CommandResult(command="REPLY", success=False, summary=summary)
-
     if len(data) > max_bytes:
-        return None, problem(
+        return None, _problem(
             f"Your reply was {size or len(data):,} bytes, over the {max_bytes:,}-byte limit; "
             "nothing in it was run. Send smaller replies."
         )
     if not data.strip():
-        return None, problem("Your reply was empty; nothing was run")
+        return None, _problem("Your reply was empty; nothing was run")
     if b"\0" in data:
-        return None, problem("Your reply contained NUL bytes (binary data); nothing in it was run")
+        return None, _problem("Your reply contained NUL bytes (binary data); nothing in it was run")
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as e:
-        return data.decode("utf-8", errors="replace"), problem(
+        return data.decode("utf-8", errors="replace"), _problem(
             f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
             "it was read with replacement characters"
         )
+
+
+def _problem(summary: str) -> CommandResult:
+    """A problem with the reply itself, as the result the LLM sees first."""
+    return CommandResult(command="REPLY", success=False, summary=summary)
 
 
 def reply_digest(data: bytes) -> str:

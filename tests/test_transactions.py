@@ -350,3 +350,36 @@ def test_preimages_beyond_the_cap_are_refused_and_sparse_files_cost_what_they_ho
     assert restored.stat().st_blocks * 512 < 1024 * 1024
     with open(restored, "rb") as f:
         assert f.read(4) == b"head"
+
+
+# --- 6. replies that cannot stall the agent -----------------------------------------------------
+
+
+def test_a_flood_of_commands_runs_the_first_ten_thousand_and_the_prompt_stays_in_budget(store, sid):
+    report = step(store, sid, "[DONE]\n" * 12_000, token_budget=3000)
+    assert report.notes == [
+        "Your reply had 12,000 commands; only the first 10,000 were run. Send fewer commands "
+        "a reply"
+    ]
+    assert len(report.outcome.results) == 10_001
+    assert report.outbox is not None
+    text = report.outbox.read_text()
+    assert len(text) <= 3000 * 4
+    assert "[FAILED] REPLY: Your reply had 12,000 commands" in text
+    shown = text.count("[FAILED] DONE")
+    assert 0 < shown < 10_000
+    assert f"({10_000 - shown:,} more results not shown: over the prompt's size limit)" in text
+
+
+def test_many_views_of_one_file_are_windowed_to_fit(store, sid):
+    (store.workspace / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 5001)))
+    reply = "".join(
+        f'[READ_FILE path="big.txt" start_line="{i * 12 + 1}" end_line="{i * 12 + 400}"]\n'
+        for i in range(400)
+    )
+    report = step(store, sid, reply, token_budget=100_000)
+    assert report.outbox is not None
+    text = report.outbox.read_text()
+    assert text.count("--- end big.txt ---") == 400
+    assert len(text) <= 100_000 * 4
+    assert "--- big.txt ---\n4789 | line 4789\n" in text  # the last view, from line 4789
