@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from executing import headlines, put, run
 from test_crash import (
     REPLIES,
     apply,
@@ -25,7 +26,9 @@ from test_crash import (
 )
 from turns import apply_file
 
+from codingagent.commands import Replace, ReplaceBlock, Search
 from codingagent.crashpoints import CRASH_ENV
+from codingagent.execute import search as searching
 from codingagent.journal import TurnRecord, undo
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
@@ -383,3 +386,33 @@ def test_many_views_of_one_file_are_windowed_to_fit(store, sid):
     assert text.count("--- end big.txt ---") == 400
     assert len(text) <= 100_000 * 4
     assert "--- big.txt ---\n4789 | line 4789\n" in text  # the last view, from line 4789
+
+
+needs_fork = pytest.mark.skipif(not searching._CAN_FORK, reason="regex searches run in a fork")
+
+
+@needs_fork
+def test_the_searches_of_one_reply_share_a_time_limit(ws, monkeypatch):
+    """Five regex bombs: each is stopped at its own limit, and once the reply's SEARCH time is
+    spent, the rest are not run at all."""
+    monkeypatch.setattr(searching, "SEARCH_REGEX_SECONDS", 1.0)
+    monkeypatch.setattr(searching, "SEARCH_REPLY_SECONDS", 1.5)
+    put(ws, "a.txt", "a" * 40 + "b\n")
+    bombs = [Search(line=n, query="(a+)+$", regex=True) for n in range(1, 6)]
+    reached = (
+        "the SEARCH commands of this reply reached their 1.5 s; search again in the next reply"
+    )
+    assert headlines(run(ws, *bombs)) == [
+        "[FAILED] SEARCH: The regular expression '(a+)+$' took longer than 1 s; simplify it",
+        f"[FAILED] SEARCH: The regular expression '(a+)+$' was stopped: {reached}",
+        *[f"[FAILED] SEARCH: Not run: {reached}"] * 3,
+    ]
+
+
+def test_replace_matching_is_linear_in_the_lines(ws):
+    """60,000 identical SEARCH lines against a 200,000-line file of the same line: the places
+    are found (and refused as ambiguous) by one linear pass, not a slice compare at each."""
+    put(ws, "f.txt", "x\n" * 200_000)
+    block = ReplaceBlock(line=2, search="x\n" * 60_000, replace="y\n")
+    (result,) = headlines(run(ws, Replace(line=1, path="f.txt", blocks=[block])))
+    assert "matches 140001 places" in result
