@@ -2,9 +2,15 @@
 
 Every committed turn keeps ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`, the one place
 that knows its file names).  The journal (``sessions/{id}/journal.json``) exists exactly while a
-turn is in flight; before any workspace file is written or deleted, its pre-image (bytes and
-mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced, so a turn
-can always be put back: by recovery after a crash, or later by :func:`undo`.
+turn (or an undo) is in flight; before any workspace file is written or deleted, its pre-image
+(bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
+so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.
+
+``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
+that fails half-way (a full disk) is cut back before the next one, so a torn record can never
+swallow a later one, and a damaged record is always reported by name, never skipped silently.
+Undo is a transaction too: its journal names the turns it undoes, and every step of
+:func:`finish_undo` can be run again after a kill.
 """
 
 from __future__ import annotations

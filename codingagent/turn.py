@@ -9,9 +9,16 @@ fsynced.  The reply, the state before the turn and the journal are durable befor
 command runs; every other file the turn writes has its data fsynced as it is written and each
 folder it wrote in fsynced once, before the commit point.  If the agent dies mid-turn,
 :func:`recover` finds the journal: if the state was already saved the turn is complete and only
-the journal goes; otherwise every file is put back from its pre-image and the reply is applied
-afresh.  So after any crash the workspace and session equal "turn not applied" or "turn fully
-applied".
+the journal goes; otherwise every file is put back from its pre-image (what cannot be, such as a
+path now leading out of the workspace, is reported, never fatal), the journal is marked rolled
+back and the reply is applied afresh.  Recovery is idempotent at every kill point.  So after any
+crash the workspace and session equal "turn not applied" or "turn fully applied".  A Ctrl-C
+rolls the turn back at once, and its reply is not applied again unless forced.
+
+A reply is applied once: its content (BOM, line endings, trailing blanks aside) is compared with
+every reply the session applied, whatever Sequence it names.  At most ``MAX_COMMANDS`` commands
+of a reply run, and a turn's pre-images are capped (``preimage_cap``), so no reply stalls the
+agent or fills its disk.
 
 Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back.
 """
