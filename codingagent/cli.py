@@ -203,7 +203,15 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
             given: Reply = Reply(sys.stdin.buffer.read(), source="<stdin>")
         else:
             given = read_reply_file(Path(reply), loop.settings.max_reply_bytes)
-        report = loop.step(given, force)
+        try:
+            report = loop.step(given, force)
+        except KeyboardInterrupt:
+            say(
+                "Stopped (Ctrl-C): the turn was rolled back; its reply is applied again only "
+                "with --force",
+                "yellow",
+            )
+            sys.exit(130)
         if isinstance(given, FileReply):
             hand_off(given, report, loop.store.inbox)
 

@@ -5,7 +5,7 @@ The points a turn passes, in order: ``journal`` (journal written), ``preimage`` 
 recorded), ``result`` (each command run), ``history``, ``outbox``, ``state`` (the commit point).
 Recovery passes ``restored`` (each file put back) and ``rolled-back`` (journal marked), then the
 turn's points as it applies the reply again; undo passes ``undo`` (its journal written),
-``restored`` and ``rewound`` (the state saved).
+``restored``, ``rewound`` (the state saved) and ``undone`` (each turn set aside).
 """
 
 from __future__ import annotations

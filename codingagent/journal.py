@@ -424,6 +424,7 @@ def finish_undo(store: SessionStore, session_id: str, journal: dict[str, Any]) -
         crash_point("rewound")
     for record in present:
         store.set_aside(session_id, record.folder, "undone")
+        crash_point("undone")
     store.journal_path(session_id).unlink()
     numbers = [int(record.folder.name) for record in reversed(undoing)]
     outbox = ensure_outbox(store, rewound)

@@ -253,7 +253,7 @@ def test_copies_differing_in_trailing_whitespace_are_duplicates(store, sid, copy
 
 # --- 4. undo as a transaction ----------------------------------------------------------------
 
-UNDO_KILLS = ["undo:1", "restored:1", "restored:2", "restored:4", "rewound:1"]
+UNDO_KILLS = ["undo:1", "restored:1", "restored:2", "restored:4", "rewound:1", "undone:1"]
 
 
 @pytest.mark.slow
@@ -313,7 +313,8 @@ def test_ctrl_c_during_a_turn_rolls_it_back_and_it_is_not_applied_again(store, s
     while not (store.workspace / "started").exists():
         assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and b"Traceback" not in stderr, stderr.decode()
     assert (store.workspace / "keep.txt").read_text() == "original\n"
     assert not store.journal_path(sid).exists()
     assert store.load(sid).sequence_number == 1
