@@ -8,14 +8,19 @@ Processes are real ``codingagent`` runs killed with SIGKILL at named points
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from executing import headlines, put, run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_crash import (
+    BIG_TURN,
     REPLIES,
     apply,
     check_recovery_and_finish,
@@ -29,7 +34,7 @@ from turns import apply_file
 from codingagent.commands import Replace, ReplaceBlock, Search
 from codingagent.crashpoints import CRASH_ENV
 from codingagent.execute import search as searching
-from codingagent.journal import TurnRecord, undo
+from codingagent.journal import TurnRecord, append_frame, frame, read_frames, undo
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
 from codingagent.turn import apply_reply, recover, start_session
@@ -111,6 +116,31 @@ def test_a_preimage_torn_by_a_full_disk_never_swallows_a_later_one(tiny_disk):
     done = undo(store, state.session_id)
     assert done.problems == [] and done.restored == ["b.txt"]
     assert snapshot(store.workspace) == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(max_size=30), st.integers(min_value=0, max_value=80), st.booleans()),
+        max_size=12,
+    )
+)
+def test_torn_appends_never_swallow_a_record(tmp_path_factory, appends):
+    """Each append either lands whole or leaves a torn tail (the first ``cut`` bytes of its
+    frame, as a full disk leaves them); whatever the order, the records read back are exactly
+    the appends that landed."""
+    path = tmp_path_factory.mktemp("frames") / "preimages.jsonl"
+    landed = []
+    for text, cut, torn in appends:
+        entry = {"path": text, "mode": None}
+        if torn:
+            with open(path, "ab") as f:
+                f.write(frame(entry)[: min(cut, len(frame(entry)) - 1)])
+        else:
+            append_frame(path, entry)
+            landed.append(entry)
+    records = read_frames(path.read_bytes() if path.exists() else b"")
+    assert records.entries == landed and records.damaged == []
 
 
 def damage_line(record: TurnRecord, number: int) -> None:
@@ -417,3 +447,28 @@ def test_replace_matching_is_linear_in_the_lines(ws):
     block = ReplaceBlock(line=2, search="x\n" * 60_000, replace="y\n")
     (result,) = headlines(run(ws, Replace(line=1, path="f.txt", blocks=[block])))
     assert "matches 140001 places" in result
+
+
+@pytest.mark.slow
+def test_undo_killed_at_random_instants_is_finished_by_the_next(tmp_path):
+    """Undo of a turn of 150 file writes, killed at random instants (kill -9); the next undo
+    finishes it: the workspace is the one before the turn, never a mix."""
+    rng = random.Random(19)
+    mid_undo = 0
+    for attempt in range(12):
+        store, sid = new_session(tmp_path / f"run{attempt}")
+        before = snapshot(store.workspace)
+        apply_reply(store, sid, BIG_TURN.encode(), source="big.txt", shell=Shell())
+        process = agent(store, "undo", sid)
+        deadline = time.monotonic() + 20
+        while not store.journal_path(sid).exists() and process.poll() is None:
+            assert time.monotonic() < deadline
+        time.sleep(rng.uniform(0, 0.05))
+        process.kill()
+        process.communicate()
+        mid_undo += store.journal_path(sid).exists()
+        if store.journal_path(sid).exists():
+            assert undo(store, sid).turns == [1]
+        assert snapshot(store.workspace) == before
+        assert store.load(sid).sequence_number == 1 and not store.journal_path(sid).exists()
+    assert mid_undo >= 3, f"only {mid_undo} of 12 kills landed inside the undo"
