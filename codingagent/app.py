@@ -32,7 +32,7 @@ from .render import estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import TurnReport, apply_reply, follow_up_session, recover
+from .turn import TurnInterrupted, TurnReport, apply_reply, follow_up_session, recover
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -192,10 +192,11 @@ class SessionLoop:
                 if stop is not None:
                     return stop
                 prompt = self.deliver(report) or prompt
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            rolled_back = f" ({interrupted_turn(e)})" if isinstance(e, TurnInterrupted) else ""
             return self._stopped(
                 StopReason.INTERRUPTED,
-                f"Stopped. Continue later with: codingagent resume {self.session_id}",
+                f"Stopped{rolled_back}. Continue later with: codingagent resume {self.session_id}",
             )
 
     def prepare(self, follow_up: str | None = None) -> Prompt | None:
@@ -317,6 +318,16 @@ class SessionLoop:
             "token_budget": self.settings.token_budget,
             "preimage_cap": self.settings.max_preimage_bytes,
         }
+
+
+def interrupted_turn(error: KeyboardInterrupt) -> str:
+    """What a Ctrl-C did to the turn it interrupted, for the console."""
+    if not isinstance(error, TurnInterrupted):
+        return "nothing was applied"
+    said = "the turn was rolled back; its reply is applied again only with --force"
+    if error.problems:
+        said += f"; could not put back {'; '.join(error.problems)}"
+    return said
 
 
 def approval_policy(settings: Settings, shell: Shell, interactive: bool) -> str:

@@ -195,7 +195,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 @tuning_options
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
-    from .app import Reply
+    from .app import Reply, interrupted_turn
     from .sources.inbox import FileReply, hand_off, read_reply_file
 
     with _loop(root, session, flags) as loop:
@@ -205,12 +205,8 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
             given = read_reply_file(Path(reply), loop.settings.max_reply_bytes)
         try:
             report = loop.step(given, force)
-        except KeyboardInterrupt:
-            say(
-                "Stopped (Ctrl-C): the turn was rolled back; its reply is applied again only "
-                "with --force",
-                "yellow",
-            )
+        except KeyboardInterrupt as e:
+            say(f"Stopped (Ctrl-C): {interrupted_turn(e)}", "yellow")
             sys.exit(130)
         if isinstance(given, FileReply):
             hand_off(given, report, loop.store.inbox)

@@ -222,9 +222,9 @@ def _apply(
             crash_point("outbox")
         store.save(state)  # the commit point
     except KeyboardInterrupt:
-        if store.load(session_id).sequence_number == answered:  # not committed
-            _roll_back(store, session_id, record, ws, answered)
-        raise
+        if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
+            raise
+        raise TurnInterrupted(_roll_back(store, session_id, record, ws, answered)) from None
     crash_point("state")
     journal.close()
     notes = [each.summary for each in problems]
@@ -275,18 +275,28 @@ def _open_turn(
     return record, journal
 
 
+class TurnInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a turn, which was rolled back; ``problems`` names what could not be put
+    back (say, a path that now leads out of the workspace)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
 def _roll_back(
     store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
-) -> None:
+) -> list[str]:
     """Undo an interrupted (Ctrl-C) turn at once: its files put back, its journal removed and
     its history kept in ``interrupted/``, where the duplicate check finds its reply, so it is
     not applied again unless asked (``--force``).  Ctrl-C is ignored meanwhile; a kill leaves
-    the journal, and recovery finishes the job."""
+    the journal, and recovery finishes the job.  What could not be put back, by name."""
     with _sigint_ignored():
-        record.restore(ws)
+        restored = record.restore(ws)
         store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
         store.journal_path(session_id).unlink()
         store.set_aside(session_id, record.folder, "interrupted")
+    return restored.problems
 
 
 @contextlib.contextmanager

@@ -356,6 +356,25 @@ def test_ctrl_c_during_a_turn_rolls_it_back_and_it_is_not_applied_again(store, s
     assert not forced.skipped and (store.workspace / "keep.txt").read_text() == "changed\n"
 
 
+def test_ctrl_c_after_a_folder_became_a_symlink_out_says_what_it_could_not_put_back(store, sid):
+    reply = write(
+        store,
+        '[CREATE_FILE path="src/f.txt"]\nf\n[/CREATE_FILE]\n'
+        "[RUN_COMMAND]\nrm -rf src; ln -s /etc src; touch started; sleep 30\n[/RUN_COMMAND]\n",
+    )
+    process = agent(store, "step", sid, str(reply))
+    while not (store.workspace / "started").exists():
+        assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    said = " ".join(stderr.decode().split())
+    assert process.returncode == 130, said
+    assert "Stopped (Ctrl-C): the turn was rolled back" in said
+    assert "could not put back 'src/f.txt' (" in said
+    assert not store.journal_path(sid).exists() and store.load(sid).sequence_number == 1
+    assert not step(store, sid, "[MESSAGE]\nnext\n[/MESSAGE]\n").skipped
+
+
 # --- 7. pre-images are capped; sparse files stay sparse ------------------------------------------
 
 
