@@ -309,6 +309,11 @@ def bench_parser(scale: Scale) -> list[Row]:
         "one long line": lambda n: '[CREATE_FILE path="' + "a" * n,
         "nested fences": lambda n: "```\n" * (n // 8) + "[DONE]\nx\n" + "```\n" * (n // 8),
         "unclosed DONEs": lambda n: "[DONE]\n" * (n // 7),
+        "curly attributes on one line": lambda n: (
+            "[READ_FILE path=\u201ca\u201d "
+            + " ".join(f"x{i}=\u201cv\u201d" for i in range(n // 12))
+            + "]\n"
+        ),
     }
     for name, make in adversarial.items():
         small, big = make(mb), make(10 * mb)
@@ -539,6 +544,46 @@ def bench_replace_blocks(scale: Scale) -> list[Row]:
     ]
 
 
+def bench_floods(scale: Scale) -> list[Row]:
+    """Whole turns (apply_reply) of replies built to stall the agent: a flood of bare [DONE]
+    lines, and 400 READ_FILEs of distinct ranges of one 5,000-line file. The turn stays within
+    seconds and the next prompt within the token budget."""
+    with scratch() as tmp:
+        store = SessionStore(tmp)
+        store.ensure_dirs()
+        lines = max(50, scale.lines // 20)
+        (store.workspace / "big.txt").write_text(numbered_lines(lines))
+        shell = Shell()
+        floods = {
+            f"bare [DONE] lines, {size_of(5 * scale.mb)}": "[DONE]\n" * (5 * scale.mb // 7),
+            f"400 READ_FILE ranges of a {count(lines)}-line file": "".join(
+                f'[READ_FILE path="big.txt" start_line="{i * lines // 400 + 1}" '
+                f'end_line="{i * lines // 400 + 400}"]\n'
+                for i in range(400)
+            ),
+        }
+        rows = []
+        for name, text in floods.items():
+            state, _ = start_session(store, "benchmark")
+            seconds = timed(
+                lambda text=text, sid=state.session_id: apply_reply(
+                    store, sid, text.encode(), source="r", shell=shell, max_reply_bytes=10**8
+                )
+            )
+            outbox = store.outbox_path(state.session_id, 2).stat().st_size
+            rows.append(
+                Row(
+                    f"turn of a flood: {name}",
+                    ms(seconds),
+                    f"outbox {outbox:,} bytes",
+                    "",
+                    "< 10 s, outbox < 500 kB",
+                    verdict(seconds < 10 and outbox < 500_000),
+                )
+            )
+    return rows
+
+
 BENCHMARKS = {
     "latency": bench_turn_latency,
     "parser": bench_parser,
@@ -547,6 +592,7 @@ BENCHMARKS = {
     "memory": bench_memory,
     "edits": bench_edits,
     "replace": bench_replace_blocks,
+    "floods": bench_floods,
 }
 
 

@@ -48,7 +48,14 @@ from .render import PromptOptions, estimate_tokens
 from .session import SessionError, SessionState, SessionStore
 from .settings import Settings, SettingsError
 from .shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import TurnReport, answer_question, apply_reply, follow_up_session, recover
+from .turn import (
+    TurnInterrupted,
+    TurnReport,
+    answer_question,
+    apply_reply,
+    follow_up_session,
+    recover,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -165,6 +172,7 @@ class TurnOptions(TypedDict):
     on_result: Callable[[CommandResult], None]
     max_reply_bytes: int
     prompt: PromptOptions
+    preimage_cap: int
 
 
 class SessionLoop:
@@ -242,11 +250,13 @@ class SessionLoop:
                 stop = self.should_stop(report)
                 if stop is not None:
                     return self._stopped(stop)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            rolled_back = f" ({interrupted_turn(e)})" if isinstance(e, TurnInterrupted) else ""
             return self._stopped(
                 Stop(
                     StopReason.INTERRUPTED,
-                    f"Stopped. Continue later with: codingagent resume {self.session_id}",
+                    f"Stopped{rolled_back}. Continue later with: codingagent resume "
+                    f"{self.session_id}",
                 )
             )
 
@@ -467,7 +477,18 @@ class SessionLoop:
             "on_result": self._listener.result,
             "max_reply_bytes": self.settings.max_reply_bytes,
             "prompt": self.prompt_options,
+            "preimage_cap": self.settings.max_preimage_bytes,
         }
+
+
+def interrupted_turn(error: KeyboardInterrupt) -> str:
+    """What a Ctrl-C did to the turn it interrupted, for the console."""
+    if not isinstance(error, TurnInterrupted):
+        return "nothing was applied"
+    said = "the turn was rolled back; its reply is applied again only with --force"
+    if error.problems:
+        said += f"; could not put back {'; '.join(error.problems)}"
+    return said
 
 
 def approval_policy(

@@ -286,7 +286,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 @tuning_options
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
-    from .app import Reply
+    from .app import Reply, interrupted_turn
     from .sources.inbox import InboxSource
 
     with _loop(root, session, flags) as loop:
@@ -295,7 +295,11 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
             given = Reply(sys.stdin.buffer.read(), source="<stdin>")
         else:
             given = inbox.read(Path(reply))
-        loop.step(given, force, done_with=inbox.done_with)
+        try:
+            loop.step(given, force, done_with=inbox.done_with)
+        except KeyboardInterrupt as e:
+            say(f"Stopped (Ctrl-C): {interrupted_turn(e)}", "yellow")
+            sys.exit(130)
 
 
 @main.command()

@@ -172,6 +172,8 @@ class ConsoleListener:
         numbers = ", ".join(map(str, report.turns))
         files = ", ".join(report.restored) or "no files"
         say(f"Undid turn {numbers} of session {report.state.session_id}: restored {files}")
+        for problem in report.problems:
+            say(f"Could not restore {problem}", "yellow")
 
     def watching(self, source: ReplySource) -> None:
         say(f"{source.description}. Ctrl-C stops.")

@@ -3,10 +3,14 @@ SIGKILL the n-th time (default: the first) it passes the point ``name`` of a tur
 
 The points a turn passes, in order: ``journal`` (journal written), ``preimage`` (each pre-image
 recorded), ``result`` (each command run), ``history``, ``outbox``, ``state`` (the commit point).
+Recovery passes ``restored`` (each file put back) and ``rolled-back`` (journal marked), then the
+turn's points as it applies the reply again; undo passes ``undo`` (its journal written),
+``restored``, ``rewound`` (the state saved) and ``undone`` (each turn set aside).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from collections import Counter
@@ -21,9 +25,15 @@ OnResult = Callable[[CommandResult], None]
 _passed: Counter[str] = Counter()
 
 
+@functools.cache
+def _wanted() -> str | None:
+    """The kill point asked for: read once (a turn passes points thousands of times)."""
+    return os.environ.get(CRASH_ENV)
+
+
 def crash_point(name: str) -> None:
     """Kill this process here if ``CODINGAGENT_CRASH_AT`` names this pass of ``name``."""
-    wanted = os.environ.get(CRASH_ENV)
+    wanted = _wanted()
     if not wanted:
         return
     point, _, count = wanted.partition(":")

@@ -13,6 +13,7 @@ swapped in meanwhile can redirect the write).  Where the OS has no directory des
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -85,7 +86,8 @@ def atomic_write_at(
 ) -> None:
     """:func:`atomic_write` of the file ``name`` in the open ``folder``.
 
-    ``data`` may be an open binary file: it is copied in chunks, so its size never matters.
+    ``data`` may be an open binary file: it is copied in chunks, so its size never matters,
+    and the holes of a sparse file stay holes.
 
     The temp file is created with ``O_EXCL | O_NOFOLLOW`` and renamed over ``name`` within the
     same folder, so neither step can follow a symlink; a hard link at ``name`` is replaced,
@@ -101,7 +103,7 @@ def atomic_write_at(
             if isinstance(data, bytes):
                 f.write(data)
             else:
-                shutil.copyfileobj(data, f, 1024 * 1024)
+                _copy_keeping_holes(data, f)
             f.flush()
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)
@@ -115,6 +117,41 @@ def atomic_write_at(
             os.unlink(path, dir_fd=dir_fd)
         raise
     _fsync_folder(folder)
+
+
+def _copy_keeping_holes(source: BinaryIO, target: BinaryIO) -> None:
+    """Copy ``source`` from its start into ``target``; only its data segments are written, so
+    a 500 MB sparse file holding a few bytes costs a few bytes (where the OS says where its
+    holes are: ``SEEK_DATA``/``SEEK_HOLE``)."""
+    try:
+        fd = source.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd < 0 or not hasattr(os, "SEEK_DATA") or source.tell() != 0:
+        shutil.copyfileobj(source, target, _CHUNK)
+        return
+    size = os.fstat(fd).st_size
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno != errno.ENXIO:  # ENXIO: only a hole is left
+                raise
+            break
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        target.seek(start)
+        while start < end:
+            chunk = os.pread(fd, min(_CHUNK, end - start), start)
+            if not chunk:
+                break
+            target.write(chunk)
+            start += len(chunk)
+        offset = end
+    target.truncate(size)
+
+
+_CHUNK = 1024 * 1024
 
 
 def _current_mode(folder: Folder, name: str) -> int:

@@ -2,9 +2,15 @@
 
 Every committed turn keeps ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`, the one place
 that knows its file names).  The journal (``sessions/{id}/journal.json``) exists exactly while a
-turn is in flight; before any workspace file is written or deleted, its pre-image (bytes and
-mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced, so a turn
-can always be put back: by recovery after a crash, or later by :func:`undo`.
+turn (or an undo) is in flight; before any workspace file is written or deleted, its pre-image
+(bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
+so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.
+
+``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
+that fails half-way (a full disk) is cut back before the next one, so a torn record can never
+swallow a later one, and a damaged record is always reported by name, never skipped silently.
+Undo is a transaction too: its journal names the turns it undoes, and every step of
+:func:`finish_undo` can be run again after a kill.
 """
 
 from __future__ import annotations
@@ -15,18 +21,22 @@ import hashlib
 import io
 import json
 import os
-from dataclasses import dataclass
+import shutil
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .crashpoints import crash_point
-from .fsio import atomic_write, folder_syncs_grouped, fsync_folder
+from .execute.context import CommandFailed
+from .fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder
 from .outbox import ensure_outbox, open_workspace
 from .render import DEFAULT_PROMPT, PromptOptions
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .workspace import PathRejected, PreImage, Workspace
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
+PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)
 
 
 class TurnRecord:
@@ -60,6 +70,16 @@ class TurnRecord:
             self._write({self.REPLY: reply, self.STATE_BEFORE: state_before.to_json()})
             (self.folder / self.PREIMAGES).touch()
 
+    def clear_outcome(self) -> None:
+        """Remove all but the reply, for the reply to be applied again in this folder."""
+        for entry in self.folder.iterdir():
+            if entry.name == self.REPLY:
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
     def write_outcome(self, commands: list[Any], results: list[Any], post: dict) -> None:
         self._write({self.COMMANDS: commands, self.RESULTS: results, self.POSTIMAGES: post})
 
@@ -67,14 +87,23 @@ class TurnRecord:
         self._write({self.META: meta})
 
     def _write(self, files: dict[str, Any]) -> None:
-        """``bytes``/``str`` values verbatim, others as JSON."""
+        """``bytes``/``str`` values verbatim, lists as JSON one item a line (the fast encoder:
+        a turn of many commands must not stall), others as indented JSON."""
         for name, value in files.items():
-            if not isinstance(value, bytes | str):
+            if isinstance(value, list):
+                items = (json.dumps(item, ensure_ascii=False, default=str) for item in value)
+                value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
+            elif not isinstance(value, bytes | str):
                 value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
             atomic_write(self.folder / name, value)
 
     def add_preimage(self, pre: PreImage, index: int) -> None:
-        """Append ``pre`` to ``preimages.jsonl`` durably, before its file is first changed."""
+        """Append ``pre`` to ``preimages.jsonl`` durably, before its file is first changed.
+
+        Each record is one framed line (see :func:`frame`).  A torn tail left by an append
+        that failed (a full disk) is cut off before the next append, and a failing append
+        takes its own bytes back, so a later record is never glued onto a broken one.
+        """
         entry: dict[str, Any] = {
             "path": pre.path,
             "mode": pre.mode,
@@ -92,10 +121,7 @@ class TurnRecord:
             content = pre.data if pre.data is not None else pre.stream
             atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
             fsync_folder(blobs)  # durable now, also inside a turn's grouped folder syncs
-        with open(self.folder / self.PREIMAGES, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_frame(self.folder / self.PREIMAGES, entry)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -117,33 +143,48 @@ class TurnRecord:
     def _read(self, name: str) -> Any:
         return json.loads((self.folder / name).read_text(encoding="utf-8"))
 
-    def preimage_entries(self) -> list[dict[str, Any]]:
-        """The pre-images recorded, in order; a torn last line (crash mid-append) is skipped:
-        its file had not been touched yet."""
+    def preimages(self) -> Records:
+        """The pre-images recorded, in order, and the damaged records (see :func:`read_frames`)."""
         try:
-            lines = (self.folder / self.PREIMAGES).read_text(encoding="utf-8").splitlines()
+            data = (self.folder / self.PREIMAGES).read_bytes()
         except FileNotFoundError:
-            return []
-        entries = []
-        for line in lines:
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-        return entries
+            return Records([], [])
+        return read_frames(data)
 
-    def restore(self, ws: Workspace) -> list[str]:
-        """Put back every file the turn changed, last change first; the paths, in that order.
+    def unrestorable(self) -> list[str]:
+        """What :meth:`restore` could not put back for sure, read before changing anything:
+        damaged records and saved contents that are missing."""
+        records = self.preimages()
+        problems = [self._damaged(line) for line in records.damaged]
+        for entry in records.entries:
+            if entry["blob"] and not (self.folder / entry["blob"]).is_file():
+                problems.append(f"'{entry['path']}' (its saved content {entry['blob']} is gone)")
+        return problems
 
-        Saved contents are streamed back from the history, never read whole into memory.
+    def restore(self, ws: Workspace) -> Restored:
+        """Put back every file the turn changed, last change first.
+
+        What cannot be put back (a damaged record, a path that now leads outside the
+        workspace, a saved content that is gone) is skipped and named in ``problems``; the
+        rest is restored.  Saved contents are streamed back, never read whole into memory.
         """
-        restored = []
-        for entry in reversed(self.preimage_entries()):
+        records = self.preimages()
+        done = Restored([], [self._damaged(line) for line in records.damaged])
+        for entry in reversed(records.entries):
             dirs = tuple(entry["createdDirs"])
-            with self.saved_content(entry) as stream:
-                ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
-            restored.append(entry["path"])
-        return restored
+            try:
+                with self.saved_content(entry) as stream:
+                    ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
+            except (OSError, PathRejected) as e:
+                reason = getattr(e, "strerror", None) or str(e)
+                done.problems.append(f"'{entry['path']}' ({reason})")
+                continue
+            done.paths.append(entry["path"])
+            crash_point("restored")
+        return done
+
+    def _damaged(self, line: int) -> str:
+        return f"the file saved in record {line} of {self.folder.name}/{self.PREIMAGES} (damaged)"
 
     def saved_content(self, entry: dict[str, Any]) -> contextlib.AbstractContextManager:
         """The saved content of a pre-image entry as an open binary stream (None: no file)."""
@@ -152,6 +193,82 @@ class TurnRecord:
         if entry["blob"]:
             return open(self.folder / entry["blob"], "rb")
         return contextlib.nullcontext()
+
+
+@dataclass
+class Records:
+    entries: list[dict[str, Any]]
+    damaged: list[int]  # line numbers (from 1) of complete records that failed their check
+
+
+@dataclass
+class Restored:
+    paths: list[str]  # put back, in the order restored
+    problems: list[str]  # what could not be put back, and why
+
+
+def frame(entry: dict[str, Any]) -> bytes:
+    """One record as a line: the CRC-32 of its JSON in 8 hex digits, a space, the JSON."""
+    body = json.dumps(entry).encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def read_frames(data: bytes) -> Records:
+    """The records of a framed file.
+
+    A last line without its newline is a torn append: its file had not been changed yet
+    (the change waits for the append), so it is no record.  A complete line that fails its
+    checksum is damage, reported, never skipped silently.
+    """
+    lines = data.split(b"\n")[:-1]  # the piece after the last newline is a torn tail
+    records = Records([], [])
+    for number, line in enumerate(lines, 1):
+        crc, _, body = line.partition(b" ")
+        try:
+            if int(crc, 16) != zlib.crc32(body) or len(crc) != 8:
+                raise ValueError
+            records.entries.append(json.loads(body))
+        except ValueError:
+            records.damaged.append(number)
+    return records
+
+
+def append_frame(path: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the framed file ``path`` and fsync it.
+
+    A torn tail (bytes after the last newline) is cut off first; if this append fails, the
+    file is cut back to where it was, so the next append starts on a clean line.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | O_CLOEXEC, 0o666)
+    try:
+        end = _whole_lines_end(fd)
+        os.ftruncate(fd, end)
+        data = frame(entry)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], end + written)
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _whole_lines_end(fd: int) -> int:
+    """The offset just past the last newline of the file ``fd`` (0 if it has none)."""
+    end = os.fstat(fd).st_size
+    chunk = 64 * 1024
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
 
 
 def turn_record(store: SessionStore, session_id: str, sequence: int) -> TurnRecord:
@@ -169,20 +286,31 @@ class Journal:
     """The write-ahead record of one turn in flight.
 
     ``journal.json`` marks the turn as open; :meth:`record` is the workspace's
-    ``before_change`` hook: it saves each file's first pre-image before the file is changed.
+    ``before_change`` hook: it saves each file's first pre-image before the file is changed,
+    refusing the change when the turn's pre-images would pass ``preimage_cap`` bytes (sparse
+    files count by the bytes they really hold, and their holes are kept).
     """
 
-    def __init__(self, path: Path, record: TurnRecord, sequence: int, source: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        record: TurnRecord,
+        sequence: int,
+        source: str,
+        preimage_cap: int = PREIMAGE_CAP,
+    ) -> None:
         self.path = path
         self.turn = record
         self.paths: list[str] = []
+        self.preimage_cap = preimage_cap
+        self.saved = 0  # bytes of pre-images kept so far
         # The reply's name is all recovery needs besides reply.txt; meta.json comes at the end.
         opened = {"sequence": sequence, "turn": record.folder.name, "replyFile": source}
         atomic_write(self.path, json.dumps(opened))
 
     @staticmethod
     def read(path: Path) -> dict[str, Any] | None:
-        """The open journal at ``path``, or ``None`` when no turn is in flight."""
+        """The open journal at ``path``, or ``None`` when no turn (or undo) is in flight."""
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -191,12 +319,33 @@ class Journal:
     def record(self, pre: PreImage) -> None:
         if pre.path in self.paths:
             return  # the first pre-image is the one that matters
+        size = _stored_size(pre)
+        if self.saved + size > self.preimage_cap:
+            raise CommandFailed(
+                f"Not changed: keeping '{pre.path}' ({size:,} bytes) so that this turn can be "
+                f"undone would pass the {self.preimage_cap:,} bytes a turn may keep "
+                "(setting max_preimage_bytes)"
+            )
         self.turn.add_preimage(pre, len(self.paths))
+        self.saved += size
         self.paths.append(pre.path)
         crash_point("preimage")
 
     def close(self) -> None:
         self.path.unlink()
+
+
+def _stored_size(pre: PreImage) -> int:
+    """The bytes keeping ``pre`` costs: a sparse file's holes cost nothing."""
+    if pre.data is not None:
+        return len(pre.data)
+    if pre.stream is None:
+        return 0
+    info = os.fstat(pre.stream.fileno())
+    return min(info.st_size, info.st_blocks * 512) if hasattr(info, "st_blocks") else info.st_size
+
+
+# --- undo --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -205,6 +354,7 @@ class UndoReport:
     restored: list[str]  # files put back
     state: SessionState
     outbox: Path
+    problems: list[str] = field(default_factory=list)  # what could not be put back
 
 
 def undo(
@@ -216,11 +366,17 @@ def undo(
 ) -> UndoReport:
     """Restore the files of the last ``turns`` turns exactly and rewind the session.
 
-    Refuses, changing nothing, if a file those turns wrote was changed since (unless ``force``).
-    Undone turns' history is kept in ``undone/``.
+    Refuses, changing nothing, if a file those turns wrote was changed since, or if what
+    they saved cannot all be put back (unless ``force``).  Undone turns' history is kept in
+    ``undone/``.  Undo is a transaction like a turn: its journal names the turns; an undo
+    killed midway is finished by :func:`finish_undo` (a second ``undo`` or ``resume``).
     """
     state = store.load(session_id)
-    if store.journal_path(session_id).exists():
+    journal_path = store.journal_path(session_id)
+    pending = Journal.read(journal_path)
+    if pending is not None and pending.get("kind") == "undo":
+        return finish_undo(store, session_id, pending)
+    if pending is not None:
         raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
     history = store.turns(session_id, state.sequence_number)
     if not 1 <= turns <= len(history):
@@ -236,17 +392,58 @@ def undo(
             f"Nothing undone: {', '.join(changed)} changed since the agent wrote "
             f"{'it' if len(changed) == 1 else 'them'}; use --force to overwrite those changes"
         )
-    restored = [path for record in reversed(undoing) for path in record.restore(ws)]
-    rewound = undoing[0].state_before()
-    rewound.updated_at = utc_now()
-    for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
-        store.outbox_path(session_id, sequence).unlink(missing_ok=True)
-    outbox = ensure_outbox(store, rewound, prompt)
-    store.save(rewound)
-    for record in undoing:
+    lost = [problem for record in undoing for problem in record.unrestorable()]
+    if lost and not force:
+        raise SessionError(
+            f"Nothing undone: cannot restore {'; '.join(lost)}; use --force to restore the rest"
+        )
+    opened = {
+        "kind": "undo",
+        "from": state.sequence_number,
+        "turns": [r.folder.name for r in undoing],
+    }
+    atomic_write(journal_path, json.dumps(opened))
+    crash_point("undo")
+    return finish_undo(store, session_id, opened, prompt)
+
+
+def finish_undo(
+    store: SessionStore,
+    session_id: str,
+    journal: dict[str, Any],
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> UndoReport:
+    """Carry out (or finish, after a crash) the undo ``journal`` describes.
+
+    Every step can be run again: files are put back from their pre-images (the same bytes
+    again), the state is rewound once, and the turns still in ``turns/`` are set aside.
+    """
+    state = store.load(session_id)
+    folders = store.sessions / session_id / "turns"
+    undoing = [TurnRecord(folders / name) for name in journal["turns"]]
+    present = [record for record in undoing if record.folder.is_dir()]
+    done = Restored([], [])
+    rewound = state
+    if state.sequence_number == journal["from"]:  # not rewound yet
+        ws = open_workspace(store, state)
+        for record in reversed(present):
+            restored = record.restore(ws)
+            done.paths += restored.paths
+            done.problems += restored.problems
+        rewound = undoing[0].state_before()
+        rewound.updated_at = utc_now()
+        for sequence in range(rewound.sequence_number + 1, state.sequence_number + 1):
+            store.outbox_path(session_id, sequence).unlink(missing_ok=True)
+        ensure_outbox(store, rewound, prompt)
+        store.save(rewound)
+        crash_point("rewound")
+    for record in present:
         store.set_aside(session_id, record.folder, "undone")
+        crash_point("undone")
+    store.journal_path(session_id).unlink()
     numbers = [int(record.folder.name) for record in reversed(undoing)]
-    return UndoReport(numbers, list(dict.fromkeys(restored)), rewound, outbox)
+    outbox = ensure_outbox(store, rewound)
+    return UndoReport(numbers, list(dict.fromkeys(done.paths)), rewound, outbox, done.problems)
 
 
 def digest_of(ws: Workspace, path: str) -> str | None:

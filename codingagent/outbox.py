@@ -139,19 +139,62 @@ def ensure_outbox(
 
 
 def _fit(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
-    """The outbox text, with the largest file views windowed down until it fits the budget
-    (or every view is down to ``MIN_WINDOW`` lines: the console then warns)."""
+    """The outbox text within the token budget, as far as it can be brought there.
+
+    First the largest file views are windowed down, all views of the largest window at once
+    (so a few renders, however many views), to ``MIN_WINDOW`` lines; then the results and
+    search results that do not fit are left out, with a line saying how many.  Only the
+    fixed parts (protocol, listing, the shortest views) can leave a prompt over budget.
+    """
     text = render_outbox(state, context, prompt)
     views = list(context.file_views)
     while estimate_tokens(text) > prompt.token_budget:
         shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
         if not shrinkable:
             break
-        largest = max(shrinkable, key=lambda i: len(views[i].text or "") * views[i].window)
-        view = views[largest]
-        views[largest] = replace(view, window=max(MIN_WINDOW, view.window // 2))
-        text = render_outbox(state, replace(context, file_views=views), prompt)
-    return text
+        widest = max(views[i].window for i in shrinkable)
+        for i in shrinkable:
+            if views[i].window == widest:
+                views[i] = replace(views[i], window=max(MIN_WINDOW, widest // 2))
+        context = replace(context, file_views=views)
+        text = render_outbox(state, context, prompt)
+    if estimate_tokens(text) <= prompt.token_budget:
+        return text
+    return _cut_results(state, context, prompt)
+
+
+def _cut_results(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
+    """The outbox with as many results, then search results, as fit in the budget."""
+    bare = state.model_copy(update={"last_results": [], "search_results": []})
+    room = (
+        prompt.token_budget * 4 - len(render_outbox(bare, context, prompt)) - 200
+    )  # 200: the two notes
+    results = _fitting([len("\n".join(r.lines())) + 1 for r in state.last_results], room)
+    room -= sum(len("\n".join(r.lines())) + 1 for r in state.last_results[:results])
+    searches = _fitting([len(s) + 2 for s in state.search_results], room)
+    shown = state.model_copy(
+        update={
+            "last_results": state.last_results[:results],
+            "search_results": state.search_results[:searches],
+        }
+    )
+    omitted = replace(
+        context,
+        results_omitted=len(state.last_results) - results,
+        searches_omitted=len(state.search_results) - searches,
+    )
+    return render_outbox(shown, omitted, prompt)
+
+
+def _fitting(sizes: list[int], room: int) -> int:
+    """How many of the first ``sizes`` fit in ``room``."""
+    count = 0
+    for size in sizes:
+        if size > room:
+            break
+        room -= size
+        count += 1
+    return count
 
 
 def _file_view(

@@ -74,6 +74,7 @@ _QUOTES = {
     "\u201a": "\u2019\u2018",  # ‚ ... ‘
 }
 _DIFF_INFO = frozenset({"diff", "patch", "udiff"})
+_CLOSING_QUOTE = {opening: re.compile(f"[{closers}]") for opening, closers in _QUOTES.items()}
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off"})
 _UNCLOSED = "no closing [/{name}] tag; this command and the rest of the reply were ignored"
@@ -374,12 +375,14 @@ def _scan_attribute(tag: str, start: int) -> tuple[str, str, int]:
     if pos == len(tag) or tag[pos] != "=":
         raise _malformed(tag, start)
     pos = _skip_spaces(tag, pos + 1)
-    closers = _QUOTES.get(tag[pos]) if pos < len(tag) else None
+    closers = _CLOSING_QUOTE.get(tag[pos]) if pos < len(tag) else None
     if closers is not None:
-        ends = [at for at in (tag.find(c, pos + 1) for c in closers) if at >= 0]
-        if not ends:
+        # The first closer of any kind, found in one pass: one find per kind would each run
+        # to the end of the line when that kind is absent (quadratic on many attributes).
+        found = closers.search(tag, pos + 1)
+        if found is None:
             raise _malformed(tag, start)
-        close = min(ends)
+        close = found.start()
         return name.group().lower(), tag[pos + 1 : close], close + 1
     value = _UNQUOTED_VALUE.match(tag, pos)
     if value is None:

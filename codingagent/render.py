@@ -97,6 +97,9 @@ class OutboxContext:
     file_views: Sequence[FileView] = ()
     # The size of a file the walk did not stat (only files the listing shows are asked for).
     size_of: Callable[[str], int] | None = None
+    # Results and search results left out to keep the prompt within its size limit.
+    results_omitted: int = 0
+    searches_omitted: int = 0
 
 
 def render_outbox(
@@ -213,6 +216,7 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
     parts.append("## Workspace Files\n" + _listing(context, options.listing_chars))
     if state.sequence_number > 1:
         results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
+        results += _omitted(context.results_omitted, "result")
         parts.append("## Previous Command Results\n" + "\n".join(results))
     if state.answers:
         answers = (f"You asked: {a.question}\nThe user answered: {a.answer}" for a in state.answers)
@@ -220,9 +224,18 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
     if context.file_views:
         views = [_file_view(view, options.listing_chars, context) for view in context.file_views]
         parts.append("## Requested File Contents\n" + "\n".join(views))
-    if state.search_results:
-        parts.append("## Search Results\n" + "\n\n".join(state.search_results))
+    if state.search_results or context.searches_omitted:
+        searches = [*state.search_results, *_omitted(context.searches_omitted, "search result")]
+        parts.append("## Search Results\n" + "\n\n".join(searches))
     return "\n\n".join(parts)
+
+
+def _omitted(count: int, what: str) -> list[str]:
+    if not count:
+        return []
+    return [
+        f"({count:,} more {what}{'s' if count > 1 else ''} not shown: over the prompt's size limit)"
+    ]
 
 
 def _listing(context: OutboxContext, budget: int) -> str:

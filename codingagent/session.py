@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -197,9 +198,9 @@ class SessionStore:
         found = [p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()]
         return sorted(p for p in found if int(p.name) < current)
 
-    def set_aside(self, session_id: str, folder: Path, kind: str) -> Path:
-        """Move a turn's history out of ``turns/`` into ``{kind}/`` (``undone``, ``aborted``),
-        keeping it: nothing a turn recorded is ever deleted."""
+    def set_aside(self, session_id: str, folder: Path, kind: str, copy: bool = False) -> Path:
+        """Move (or ``copy``) a turn's history out of ``turns/`` into ``{kind}/`` (``undone``,
+        ``aborted``, ``interrupted``), keeping it: nothing a turn recorded is ever deleted."""
         stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
         target = self.sessions / session_id / kind / f"{folder.name}-{stamp}"
         n = 1
@@ -207,7 +208,10 @@ class SessionStore:
             n += 1
             target = target.with_name(f"{folder.name}-{stamp}-{n}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        folder.rename(target)
+        if copy:
+            shutil.copytree(folder, target)
+        else:
+            folder.rename(target)
         return target
 
     # --- journal: the turn in progress ----------------------------------------------------

@@ -58,6 +58,9 @@ class Settings(BaseModel):
     max_output: int = Field(4000, ge=100, description="RUN_COMMAND output kept, characters")
     max_reply_bytes: int = Field(5 * 1024 * 1024, ge=1, description="larger replies are not run")
     token_budget: int = Field(100_000, ge=1000, description="warn when a prompt is larger")
+    max_preimage_bytes: int = Field(
+        50 * 1024 * 1024, ge=0, description="bytes of old file contents one turn keeps for undo"
+    )
     max_turns: int | None = Field(None, ge=1, description="stop a session after this many turns")
     commands: Literal["allow", "ask", "deny"] | None = Field(
         None, description="RUN_COMMAND approval; default: ask without an OS sandbox on a terminal"

@@ -9,20 +9,32 @@ fsynced.  The reply, the state before the turn and the journal are durable befor
 command runs; every other file the turn writes has its data fsynced as it is written and each
 folder it wrote in fsynced once, before the commit point.  If the agent dies mid-turn,
 :func:`recover` finds the journal: if the state was already saved the turn is complete and only
-the journal goes; otherwise every file is put back from its pre-image and the reply is applied
-afresh.  So after any crash the workspace and session equal "turn not applied" or "turn fully
-applied".
+the journal goes; otherwise every file is put back from its pre-image (what cannot be, such as a
+path now leading out of the workspace, is reported, never fatal), the journal is marked rolled
+back and the reply is applied afresh.  Recovery is idempotent at every kill point.  So after any
+crash the workspace and session equal "turn not applied" or "turn fully applied".  A Ctrl-C
+rolls the turn back at once, and its reply is not applied again unless forced.
+
+A reply is applied once: its content (BOM, line endings, trailing blanks aside) is compared with
+every reply the session applied, whatever Sequence it names.  At most ``MAX_COMMANDS`` commands
+of a reply run, and a turn's pre-images are capped (``preimage_cap``), so no reply stalls the
+agent or fills its disk.
 
 Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import re
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -32,7 +44,15 @@ from .crashpoints import OnResult, after_each_result, crash_point
 from .environment import Environment
 from .execute import TurnOutcome, execute
 from .fsio import atomic_write, folder_syncs_grouped
-from .journal import Journal, TurnRecord, digest_of, turn_record
+from .journal import (
+    PREIMAGE_CAP,
+    Journal,
+    Restored,
+    TurnRecord,
+    digest_of,
+    finish_undo,
+    turn_record,
+)
 from .outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo, unwrapped_diff
 from .render import DEFAULT_PROMPT, PromptOptions
@@ -42,6 +62,7 @@ from .workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
+MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
 
 
 @dataclass
@@ -152,6 +173,7 @@ def apply_reply(
     size: int | None = None,
     prompt: PromptOptions = DEFAULT_PROMPT,
     extra_meta: Mapping[str, object] | None = None,
+    preimage_cap: int = PREIMAGE_CAP,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
@@ -160,13 +182,14 @@ def apply_reply(
     (a model's name, tokens and seconds).
 
     While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
-    kept in ``refused/``. A reply whose content was already applied in this session is
-    skipped, unless it names the current sequence (``Sequence: N``) or ``force`` is set. So
-    is, unless ``force`` is set, a reply that says (``Session: <id> Sequence: <n>``) it
-    answers another session or an older prompt: it is kept in ``sessions/{id}/refused/``.
+    kept in ``refused/``. A reply whose content (trailing whitespace aside) was already applied
+    in this session, or was rolled back by a Ctrl-C, is skipped unless ``force`` is set,
+    whatever its echo says. So is, unless ``force`` is set, a reply that says
+    (``Session: <id> Sequence: <n>``) it answers another session or an older prompt: it is
+    kept in ``sessions/{id}/refused/``.
+
+    A Ctrl-C (KeyboardInterrupt) before the commit point rolls the turn back and propagates.
     """
-    started = time.perf_counter()
-    received = utc_now()
     state = store.load(session_id)
     _refuse_if_interrupted(store, session_id)
     if state.question is not None:
@@ -177,56 +200,111 @@ def apply_reply(
             return skipped
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
+    return _apply(
+        store,
+        state,
+        data,
+        source=source,
+        shell=shell,
+        on_result=on_result,
+        max_reply_bytes=max_reply_bytes,
+        size=size,
+        prompt=prompt,
+        extra_meta=extra_meta,
+        preimage_cap=preimage_cap,
+    )
+
+
+def _apply(
+    store: SessionStore,
+    state: SessionState,
+    data: bytes,
+    *,
+    source: str,
+    shell: Shell,
+    on_result: OnResult | None = None,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
+    size: int | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    extra_meta: Mapping[str, object] | None = None,
+    preimage_cap: int = PREIMAGE_CAP,
+) -> TurnReport:
+    """:func:`apply_reply` after its checks (also recovery's way to apply a reply again)."""
+    started = time.perf_counter()
+    received = utc_now()
+    session_id = state.session_id
     ws = open_workspace(store, state)
     answered = state.sequence_number
-    record, journal = _open_turn(store, state, data, source)
-    with folder_syncs_grouped():  # every folder this block writes in is durable after it
-        text, problem = decode_reply(data, max_reply_bytes, size)
-        if problem and on_result:
-            on_result(problem)
-        commands = parse(text) if text is not None else []
-        if not commands and problem is None and text is not None:
-            problem = _unwrapped_diff(text)
-            if problem and on_result:
-                on_result(problem)
-        began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
-        outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
-        auto_run = _auto_run(ws, commands, outcome, began_ns)
-        _advance(state, outcome)
-        state.parse_failed = _unreadable(commands)
-        record.write_outcome(
-            [c.model_dump() for c in commands],
-            [r.model_dump(by_alias=True) for r in outcome.results],
-            {path: digest_of(ws, path) for path in journal.paths},
-        )
-        crash_point("history")
-        waiting = state.is_complete or state.question is not None
-        written = None if waiting else next_outbox(store, state, prompt)
-        outbox = written.path if written else None
-        masked = written.masked if written else 0
-        record.write_meta(
-            {
-                "sequence": answered,
-                "replyFile": source,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "normalizedSha256": reply_digest(data),
-                "receivedAt": received.isoformat(),
-                "appliedAt": state.updated_at.isoformat(),
-                "durationMs": round((time.perf_counter() - started) * 1000, 1),
-                "nextOutbox": outbox.name if outbox else None,
-                "masked": masked,
-                "autoRun": auto_run,
-                **(extra_meta or {}),
-            }
-        )
-        crash_point("outbox")
-    store.save(state)  # the commit point
+    record, journal = _open_turn(store, state, data, source, preimage_cap)
+    try:
+        with folder_syncs_grouped():  # every folder this block writes in is durable after it
+            commands, problems = _read_reply(data, max_reply_bytes, size)
+            if on_result is not None:
+                for each in problems:
+                    on_result(each)
+            began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
+            outcome = _execute(commands, ws, shell, journal, state, problems, on_result)
+            auto_run = _auto_run(ws, commands, outcome, began_ns)
+            _advance(state, outcome)
+            state.parse_failed = _unreadable(commands)
+            record.write_outcome(
+                [c.model_dump() for c in commands],
+                [r.model_dump(by_alias=True) for r in outcome.results],
+                {path: digest_of(ws, path) for path in journal.paths},
+            )
+            crash_point("history")
+            waiting = state.is_complete or state.question is not None
+            written = None if waiting else next_outbox(store, state, prompt)
+            outbox = written.path if written else None
+            masked = written.masked if written else 0
+            record.write_meta(
+                {
+                    "sequence": answered,
+                    "replyFile": source,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "normalizedSha256": reply_digest(data),
+                    "receivedAt": received.isoformat(),
+                    "appliedAt": state.updated_at.isoformat(),
+                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                    "nextOutbox": outbox.name if outbox else None,
+                    "masked": masked,
+                    "autoRun": auto_run,
+                    **(extra_meta or {}),
+                }
+            )
+            crash_point("outbox")
+        store.save(state)  # the commit point
+    except KeyboardInterrupt:
+        if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
+            raise
+        raise TurnInterrupted(_roll_back(store, session_id, record, ws, answered)) from None
     crash_point("state")
     journal.close()
-    notes = [problem.summary] if problem else []
+    notes = [each.summary for each in problems]
     return TurnReport(
         state, outcome, outbox, record.folder, notes=notes, masked=masked, auto_run=auto_run
     )
+
+
+def _read_reply(
+    data: bytes, max_reply_bytes: int, size: int | None
+) -> tuple[list[Command], list[CommandResult]]:
+    """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
+    itself, which the LLM sees first."""
+    text, problem = decode_reply(data, max_reply_bytes, size)
+    problems = [problem] if problem else []
+    commands = parse(text) if text is not None else []
+    if len(commands) > MAX_COMMANDS:
+        problems.append(
+            _problem(
+                f"Your reply had {len(commands):,} commands; only the first "
+                f"{MAX_COMMANDS:,} were run. Send fewer commands a reply"
+            )
+        )
+        commands = commands[:MAX_COMMANDS]
+    if not commands and not problems and text is not None:
+        problems += filter(None, [_unwrapped_diff(text)])
+    return commands, problems
 
 
 def _auto_run(
@@ -257,25 +335,71 @@ def _skip(
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it is a duplicate or a stale reply."""
     digest = reply_digest(data)
-    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    duplicate = _skip_duplicate(store, state, echo[1], digest, prompt)
+    duplicate = _skip_duplicate(store, state, digest, prompt)
     if duplicate is not None or len(data) > max_reply_bytes:
         return duplicate
+    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
     return _refuse_stale(store, state, echo, data, source, digest, prompt)
 
 
 def _open_turn(
-    store: SessionStore, state: SessionState, data: bytes, source: str
+    store: SessionStore, state: SessionState, data: bytes, source: str, preimage_cap: int
 ) -> tuple[TurnRecord, Journal]:
     """The turn's history folder with the reply and the state before, then the journal: both
-    durable before anything in the workspace changes."""
+    durable before anything in the workspace changes.
+
+    A folder already there was left by a crash: before its journal was written (it never
+    committed: set aside), or by a turn recovery rolled back to apply again: then it names the
+    reply, and is copied aside and emptied of all but the reply, so a kill at any instant
+    leaves a journal whose folder holds the reply.
+    """
     record = turn_record(store, state.session_id, state.sequence_number)
-    if record.folder.exists():  # left by a crash before the journal was written: never committed
+    journal_path = store.journal_path(state.session_id)
+    if record.folder.exists() and journal_path.exists():  # recovery applies it again
+        store.set_aside(state.session_id, record.folder, "aborted", copy=True)
+        record.clear_outcome()
+    elif record.folder.exists():
         store.set_aside(state.session_id, record.folder, "aborted")
     record.write_opening(data, state)
-    journal = Journal(store.journal_path(state.session_id), record, state.sequence_number, source)
+    journal = Journal(journal_path, record, state.sequence_number, source, preimage_cap)
     crash_point("journal")
     return record, journal
+
+
+class TurnInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a turn, which was rolled back; ``problems`` names what could not be put
+    back (say, a path that now leads out of the workspace)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _roll_back(
+    store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
+) -> list[str]:
+    """Undo an interrupted (Ctrl-C) turn at once: its files put back, its journal removed and
+    its history kept in ``interrupted/``, where the duplicate check finds its reply, so it is
+    not applied again unless asked (``--force``).  Ctrl-C is ignored meanwhile; a kill leaves
+    the journal, and recovery finishes the job.  What could not be put back, by name."""
+    with _sigint_ignored():
+        restored = record.restore(ws)
+        store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
+        store.journal_path(session_id).unlink()
+        store.set_aside(session_id, record.folder, "interrupted")
+    return restored.problems
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _execute(
@@ -284,15 +408,14 @@ def _execute(
     shell: Shell,
     journal: Journal,
     state: SessionState,
-    problem: CommandResult | None,
+    problems: list[CommandResult],
     on_result: OnResult | None,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes."""
     ws.before_change = journal.record
     try:
-        preceding = [problem] if problem else []
         return execute(
-            commands, ws, shell, after_each_result(on_result), preceding, shown=state.shown_files
+            commands, ws, shell, after_each_result(on_result), problems, shown=state.shown_files
         )
     finally:
         ws.before_change = None
@@ -321,25 +444,27 @@ def decode_reply(
     Bad replies never stop the session: the problem becomes a result the LLM sees next turn.
     """
 
-    def problem(summary: str) -> CommandResult:
-        return CommandResult(command="REPLY", success=False, summary=summary)
-
     if len(data) > max_bytes:
-        return None, problem(
+        return None, _problem(
             f"Your reply was {size or len(data):,} bytes, over the {max_bytes:,}-byte limit; "
             "nothing in it was run. Send smaller replies."
         )
     if not data.strip():
-        return None, problem("Your reply was empty; nothing was run")
+        return None, _problem("Your reply was empty; nothing was run")
     if b"\0" in data:
-        return None, problem("Your reply contained NUL bytes (binary data); nothing in it was run")
+        return None, _problem("Your reply contained NUL bytes (binary data); nothing in it was run")
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as e:
-        return data.decode("utf-8", errors="replace"), problem(
+        return data.decode("utf-8", errors="replace"), _problem(
             f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
             "it was read with replacement characters"
         )
+
+
+def _problem(summary: str) -> CommandResult:
+    """A problem with the reply itself, as the result the LLM sees first."""
+    return CommandResult(command="REPLY", success=False, summary=summary)
 
 
 def _unwrapped_diff(text: str) -> CommandResult | None:
@@ -348,11 +473,9 @@ def _unwrapped_diff(text: str) -> CommandResult | None:
     line = unwrapped_diff(text)
     if line is None:
         return None
-    return CommandResult(
-        command="REPLY",
-        success=False,
-        summary=f"Your reply has a diff (reply line {line}) but no commands, so nothing was "
-        "applied; to apply a diff, put it between a [PATCH] line and a [/PATCH] line",
+    return _problem(
+        f"Your reply has a diff (reply line {line}) but no commands, so nothing was applied; "
+        "to apply a diff, put it between a [PATCH] line and a [/PATCH] line"
     )
 
 
@@ -363,37 +486,43 @@ def _unreadable(commands: Iterable[object]) -> bool:
 
 
 def reply_digest(data: bytes) -> str:
-    """sha256 of the reply without BOM and line-ending differences: a re-saved copy matches."""
+    """sha256 of the reply without BOM, line-ending differences, trailing spaces and tabs at
+    line ends and final blank lines: a re-saved or re-pasted copy matches."""
     normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    normal = _TRAILING_BLANKS.sub(b"\n", normal).rstrip(b" \t\n")
     return hashlib.sha256(normal).hexdigest()
 
 
-def _skip_duplicate(
-    store: SessionStore,
-    state: SessionState,
-    named_sequence: int | None,
-    digest: str,
-    prompt: PromptOptions,
-) -> TurnReport | None:
-    """A report saying the reply was skipped, if this content was applied before.
+_TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
 
-    ``named_sequence`` is the sequence the reply's echo names (see ``parser.reply_echo``).
-    """
+
+def _skip_duplicate(
+    store: SessionStore, state: SessionState, digest: str, prompt: PromptOptions
+) -> TurnReport | None:
+    """A report saying the reply was skipped, if this content was applied before in the
+    session (whatever its echo says), or rolled back by a Ctrl-C."""
     for folder in store.turns(state.session_id, state.sequence_number):
         meta = TurnRecord(folder).meta()
-        if meta.get("normalizedSha256") != digest:
-            continue
-        if named_sequence == state.sequence_number:
-            return None  # the LLM resent it on purpose, for the current turn
-        note = (
-            f"This reply is identical to the one applied in turn {meta['sequence']} "
-            f"({meta['replyFile']}); it was skipped. To apply it again, use "
-            f"'codingagent step --force', or let the reply start with "
-            f"'Sequence: {state.sequence_number}'."
-        )
-        outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
-        return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
+        if meta.get("normalizedSha256") == digest:
+            why = f"identical to the one applied in turn {meta['sequence']} ({meta['replyFile']})"
+            return _skipped(store, state, folder, why, prompt)
+    for folder in sorted((store.sessions / state.session_id / "interrupted").glob("*")):
+        reply = TurnRecord(folder).reply_path
+        if reply.is_file() and reply_digest(reply.read_bytes()) == digest:
+            why = f"the one interrupted by Ctrl-C in turn {int(folder.name[:4])} and rolled back"
+            return _skipped(store, state, folder, why, prompt)
     return None
+
+
+def _skipped(
+    store: SessionStore, state: SessionState, folder: Path, why: str, prompt: PromptOptions
+) -> TurnReport:
+    note = (
+        f"This reply is {why}; it was skipped. To apply it again, use 'codingagent step "
+        f"--force', or let the reply start with 'Sequence: {state.sequence_number}'."
+    )
+    outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
+    return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
 
 
 def _refuse_stale(
@@ -406,13 +535,20 @@ def _refuse_stale(
     prompt: PromptOptions,
 ) -> TurnReport | None:
     """A report saying the reply was not applied, if it names another session or an older
-    prompt than the current one (SPEC 2.4); the reply is kept (see :func:`_keep_refused`)."""
+    prompt than the current one (SPEC 2.4), or is the last reply applied with more written
+    after it (a reply file appended to after it was read); the reply is kept (see
+    :func:`_keep_refused`)."""
     session, sequence = echo
     current = state.sequence_number
     if session is not None and session != state.session_id:
         why = f"it names session {session}, but it was given to session {state.session_id}"
     elif sequence is not None and sequence < current:
         why = f"it answers prompt {sequence}, but the session is at prompt {current}"
+    elif (grown := _grown_from(store, state, data)) is not None:
+        why = (
+            f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
+            "written to again after it was read. Send the rest as a reply of its own"
+        )
     else:
         return None
     kept = _keep_refused(store, state, data, digest)
@@ -422,6 +558,21 @@ def _refuse_stale(
     )
     outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
     return TurnReport(state, TurnOutcome(), outbox, kept.parent, notes=[note], skipped=True)
+
+
+def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | None:
+    """The sequence of the last turn, if ``data`` is its reply with more after it."""
+    last = state.sequence_number - 1
+    if last < 1:
+        return None
+    try:
+        with open(turn_record(store, state.session_id, last).reply_path, "rb") as f:
+            applied = f.read(len(data))
+    except FileNotFoundError:  # undone, or never committed
+        return None
+    return (
+        last if applied.strip() and len(applied) < len(data) and data.startswith(applied) else None
+    )
 
 
 def _refuse_while_asking(
@@ -453,15 +604,22 @@ def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest:
 
 
 def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:
-    """Finish what an agent killed mid-turn left behind; ``None`` if there was nothing.
+    """Finish what an agent killed mid-turn (or mid-undo) left behind; ``None`` if there was
+    nothing to apply.
 
     A turn whose state was saved is complete: only its journal is removed.  Otherwise its files
-    are restored from their pre-images, its unfinished history is set aside (kept in
-    ``aborted/``), and its reply is applied afresh. ``options`` are :func:`apply_reply`'s.
+    are restored from their pre-images (what cannot be restored, such as a path that now leads
+    out of the workspace, is named in the report), the journal is marked rolled back, and the
+    reply is applied afresh (its unfinished history copied into ``aborted/``).  Each step can be
+    run again: a kill anywhere in recovery leaves a journal the next recovery completes.
+    ``options`` are :func:`apply_reply`'s.
     """
     journal_path = store.journal_path(session_id)
     journal = Journal.read(journal_path)
     if journal is None:
+        return None
+    if journal.get("kind") == "undo":
+        finish_undo(store, session_id, journal)
         return None
     sequence = journal["sequence"]
     state = store.load(session_id)
@@ -469,16 +627,36 @@ def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport 
         journal_path.unlink()
         return None
     record = turn_record(store, session_id, sequence)
-    restored = record.restore(open_workspace(store, state))
-    store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
-    data = record.reply_path.read_bytes()
     source = journal["replyFile"]
-    store.set_aside(session_id, record.folder, "aborted")
-    journal_path.unlink()
-    report = apply_reply(store, session_id, data, source=source, force=True, **options)
-    report.notes.insert(
-        0,
+    reply = record.reply_path
+    if not reply.is_file():  # an older agent restored the files, set the folder aside, died
+        kept = store.sessions / session_id / "aborted"
+        copies = sorted(kept.glob(f"{sequence:04d}-*/{TurnRecord.REPLY}"), key=_mtime)
+        if not copies:
+            journal_path.unlink()
+            raise SessionError(
+                f"Turn {sequence} of session {session_id} was interrupted and its history is "
+                f"gone; nothing was applied. Save the reply ({source}) again to apply it"
+            )
+        reply, journal["rolledBack"] = copies[-1], True
+    restored = Restored(journal.get("restored", []), journal.get("problems", []))
+    if not journal.get("rolledBack"):
+        restored = record.restore(open_workspace(store, state))
+        store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
+        marked = {**journal, "rolledBack": True, **asdict(restored)}
+        atomic_write(journal_path, json.dumps(marked))
+        crash_point("rolled-back")
+    data = reply.read_bytes()
+    report = _apply(store, state, data, source=source, **options)
+    note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
-        f"{len(restored)} file(s) and applied {source} again",
+        f"{len(restored.paths)} file(s) and applied {source} again"
     )
+    if restored.problems:
+        note += f"; could not put back {'; '.join(restored.problems)}"
+    report.notes.insert(0, note)
     return report
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns

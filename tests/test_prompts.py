@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codingagent.environment import Environment, parse_probe, probe
+from codingagent.outbox import ensure_outbox, prompt_text
 from codingagent.overview import overview
 from codingagent.protocol import REMINDER, protocol_text
 from codingagent.render import OutboxContext, PromptOptions, estimate_tokens, render_outbox
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell, sandbox_status
-from codingagent.outbox import ensure_outbox, prompt_text
 from codingagent.turn import apply_reply, start_session
 from codingagent.workspace.listing import UNSIZED
 from tests.invoking import run

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import stat
+import zlib
 
 import pytest
 from click.testing import CliRunner
@@ -67,7 +68,9 @@ def test_history_keeps_reply_commands_results_and_preimages(store, sid):
     results = json.loads((folder / "results.json").read_text())
     assert [r["summary"] for r in results] == ["Overwrote 'old.txt'", "Created 'n/new.txt'"]
     assert all(r["durationMs"] >= 0 for r in results)
-    pre = [json.loads(line) for line in (folder / "preimages.jsonl").read_text().splitlines()]
+    lines = (folder / "preimages.jsonl").read_bytes().splitlines()
+    assert all(int(line[:8], 16) == zlib.crc32(line[9:]) for line in lines)  # framed
+    pre = [json.loads(line[9:]) for line in lines]
     assert pre[0] == {
         "path": "old.txt",
         "mode": 0o640,

@@ -55,6 +55,7 @@ class Turn:
     remaining: int = 0  # commands after the one running now
     runs: dict[str, EditRun] = field(default_factory=dict)
     reads: set[ReadKey] = field(default_factory=set)  # READ_FILE requests, by real path
+    search_seconds: float = 0.0  # time the reply's SEARCH commands have taken so far
 
     def mark_changed(self, path: str) -> str:
         rel = self.workspace.relpath(path)

@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import multiprocessing
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ SEARCH_FILES = 5000  # files looked at per SEARCH
 SEARCH_FILE_BYTES = 1024 * 1024  # larger files are not searched
 SEARCH_LINE_CHARS = 200  # a hit's line is clipped to this many characters
 SEARCH_REGEX_SECONDS = 10.0  # a regex SEARCH taking longer is killed (re has no timeout)
+SEARCH_REPLY_SECONDS = 20.0  # all SEARCH commands of one reply together; later ones are not run
 
 
 def search(cmd: Search, turn: Turn) -> Success:
@@ -31,12 +33,27 @@ def search(cmd: Search, turn: Turn) -> Success:
     except re.error as e:
         raise CommandFailed(f"Invalid regular expression '{clip(cmd.query)}': {e}") from None
     globs = _expand_braces(cmd.glob) if cmd.glob else []
-    found = _grep(turn.workspace, pattern, globs, guarded=cmd.regex)
     query = clip(cmd.query)
+    left = SEARCH_REPLY_SECONDS - turn.search_seconds
+    if left <= 0:
+        raise CommandFailed(
+            f"Not run: the SEARCH commands of this reply reached their {SEARCH_REPLY_SECONDS:g} s; "
+            "search again in the next reply"
+        )
+    seconds = min(SEARCH_REGEX_SECONDS, left)
+    started = time.monotonic()
+    try:
+        found = _grep(turn.workspace, pattern, globs, guarded=cmd.regex, seconds=seconds)
+    finally:
+        turn.search_seconds += time.monotonic() - started
+    if found is None and seconds < SEARCH_REGEX_SECONDS:
+        raise CommandFailed(
+            f"The regular expression '{query}' was stopped: the SEARCH commands of this reply "
+            f"reached their {SEARCH_REPLY_SECONDS:g} s; search again in the next reply"
+        )
     if found is None:
         raise CommandFailed(
-            f"The regular expression '{query}' took longer than {SEARCH_REGEX_SECONDS:g} s; "
-            "simplify it",
+            f"The regular expression '{query}' took longer than {seconds:g} s; simplify it",
         )
     where = f" in files matching '{cmd.glob}'" if cmd.glob else ""
     files = plural(len(found.files), "file")
@@ -78,13 +95,17 @@ class _Grep:
 
 
 def _grep(
-    workspace: Workspace, pattern: re.Pattern[str], globs: list[str], guarded: bool
+    workspace: Workspace,
+    pattern: re.Pattern[str],
+    globs: list[str],
+    guarded: bool,
+    seconds: float = SEARCH_REGEX_SECONDS,
 ) -> _Grep | None:
     """Search the files the LLM sees in the listing (no .git, agent or heavy folders) line by
     line, numbering lines as EDIT_FILE does; binary files are skipped.
 
     A ``guarded`` search (the LLM's own regex, which may backtrack for ever: ``(a+)+$``) runs
-    in a child process and is None if it takes longer than SEARCH_REGEX_SECONDS. A plain-text
+    in a child process and is None if it takes longer than ``seconds``. A plain-text
     search is an escaped literal, linear in the text, and runs here.
     """
     listing = workspace.list_files(limit=SEARCH_FILES)
@@ -98,7 +119,7 @@ def _grep(
             continue
         paths.append(path)
     scan = functools.partial(_scan, workspace, pattern, paths, found)
-    return within(SEARCH_REGEX_SECONDS, scan) if guarded else scan()
+    return within(seconds, scan) if guarded else scan()
 
 
 def _scan(workspace: Workspace, pattern: re.Pattern[str], paths: list[str], found: _Grep) -> _Grep:

@@ -27,9 +27,20 @@ A reply is read only when it is complete (SPEC §3 "Partial files"). Two kinds o
 * the fallback, for platforms or mounts without such events and for files that were there before
   the start: ``(size, mtime_ns)`` unchanged for ``settle`` seconds across successive scans. Any
   write moves ``mtime``, so an unchanged signature after ``settle`` means nothing was written in
-  that time. A writer that pauses longer than ``settle`` defeats this, which is why downloads are
-  best written under a temporary name (``.part``, ``.crdownload``) that :func:`is_reply_name`
-  rejects, then renamed.
+  that time. Where close-writes are reported (inotify), a file seen being written waits for its
+  close instead (or, should the close event be lost, ``_UNCLOSED_SETTLE`` seconds unchanged).
+
+Whatever the evidence, a file some process still has open for writing (:func:`open_for_writing`,
+Linux ``/proc``) is never handed over, deleted or moved: a writer that pauses with the file open
+is waited for.  Downloads are still best written under a temporary name (``.part``,
+``.crdownload``) that :func:`is_reply_name` rejects, then renamed.
+
+A reply is one close: a writer that closes the file and opens it again later to append has
+written two replies as far as the inbox can tell.  If the first was already applied and the file
+has grown meanwhile (it still begins with that reply), the grown file is refused by the turn
+(see ``turn.apply_reply``), never applied again; once the first was applied and removed, the
+appended rest arrives as a new file and is a reply of its own.  Write a reply in one go, or under
+a temporary name and rename it.
 
 Latency
 -------
@@ -61,6 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from watchdog.events import (
+    DirCreatedEvent,
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
@@ -108,6 +120,10 @@ _EVENTS: list[type[FileSystemEvent]] = [
 # Seconds a completion hint must stand without a write event before the loop trusts it.
 _CONFIRM = 0.010
 
+# Seconds a file written while watched, whose close-write never came (an overflowed event
+# queue), must stay unchanged before the settle rule takes it anyway.
+_UNCLOSED_SETTLE = 5.0
+
 # Seconds a set stop Event may go unnoticed while the loop waits.
 _STOP_CHECK = 0.1
 
@@ -138,6 +154,40 @@ def _signature(path: str | Path) -> _Signature | None:
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
+def open_for_writing(path: Path) -> bool:
+    """Whether a process this one can see has the file ``path`` open for writing.
+
+    Linux only (``/proc/*/fd`` and their ``fdinfo`` flags; without root, other users'
+    processes are not seen); elsewhere False.  A reply is never taken, deleted or moved while
+    it is open for writing.
+    """
+    try:
+        wanted = os.stat(path, follow_symlinks=False)
+        real = os.path.realpath(path)
+        pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
+                    continue
+                info = os.stat(f"/proc/{pid}/fd/{fd}")
+                if (info.st_dev, info.st_ino) != (wanted.st_dev, wanted.st_ino):
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
+                    flags = next(int(line.split()[1], 8) for line in f if line.startswith("flags"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
+                return True
+    return False
+
+
 def backend_name(poll: bool = False) -> str:
     """The file-event backend a watcher would use here ("inotify", "polling", ...)."""
     return _backend_name(PollingObserver if poll else Observer)
@@ -166,16 +216,25 @@ class _HintRecorder(FileSystemEventHandler):
     monotonic time of that; a later write event for the file withdraws it.
     """
 
-    def __init__(self, inbox: str, wake: threading.Event) -> None:
+    def __init__(self, inbox: str, wake: threading.Event, closes: bool = False) -> None:
+        """``closes``: the backend reports close-writes (inotify), so a write not yet followed
+        by one means the file may still be open."""
         self._inbox = inbox
         self._wake = wake
+        self._closes = closes
         self._lock = threading.Lock()
         self._hints: dict[str, tuple[_Signature, float]] = {}
+        self._unclosed: set[str] = set()  # written (created, modified) and not closed since
 
     def hint(self, name: str) -> tuple[_Signature, float] | None:
         """``(signature, when)`` of the last close-write or move-in of ``name`` not yet undone."""
         with self._lock:
             return self._hints.get(name)
+
+    def unclosed(self, name: str) -> bool:
+        """Whether ``name`` was written since its last close-write or move-in."""
+        with self._lock:
+            return name in self._unclosed
 
     def dispatch(self, event: FileSystemEvent) -> None:
         # Wake the loop only after the hint is stored, or it could scan without it and sleep.
@@ -196,8 +255,11 @@ class _HintRecorder(FileSystemEventHandler):
     def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
         self._forget(event.src_path)
 
+    def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
+        self._forget(event.src_path, written=True)
+
     def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
-        self._forget(event.src_path)
+        self._forget(event.src_path, written=True)
 
     def _name(self, raw: bytes | str) -> str | None:
         """The file name of an event path that lies directly in the inbox, else None."""
@@ -212,16 +274,21 @@ class _HintRecorder(FileSystemEventHandler):
             return
         signature = _signature(os.path.join(self._inbox, name))
         with self._lock:
+            self._unclosed.discard(name)
             if signature is None:
                 self._hints.pop(name, None)
             else:
                 self._hints[name] = (signature, time.monotonic())
 
-    def _forget(self, raw: bytes | str) -> None:
+    def _forget(self, raw: bytes | str, written: bool = False) -> None:
         name = self._name(raw)
         if name is not None:
             with self._lock:
                 self._hints.pop(name, None)
+                if written and self._closes:
+                    self._unclosed.add(name)
+                else:
+                    self._unclosed.discard(name)
 
 
 class InboxWatcher:
@@ -248,9 +315,12 @@ class InboxWatcher:
         self._new_observer = _observer_factory(poll)
         self._observer: BaseObserver | None = None
         self._wake = threading.Event()
-        self._hints = _HintRecorder(str(self.inbox), self._wake)
+        self._hints = _HintRecorder(str(self.inbox), self._wake, self.backend == "inotify")
         self._first_seen: dict[str, tuple[_Signature, float]] = {}
         self._handed: dict[str, _Signature] = {}
+        # Versions found open for writing, and when: looked at again on the writer's next
+        # close (a new hint) or after ``rescan_interval``.
+        self._busy: dict[str, tuple[_Signature, float]] = {}
 
     def __enter__(self) -> InboxWatcher:
         observer = self._new_observer()
@@ -283,9 +353,13 @@ class InboxWatcher:
                 self._sleep(stop)
                 continue
             name, signature = ready[0]
-            if _signature(self.inbox / name) == signature:  # unchanged since the scan
-                self._handed[name] = signature
-                return self.inbox / name
+            if _signature(self.inbox / name) != signature:  # changed since the scan
+                continue
+            if open_for_writing(self.inbox / name):  # a writer that paused: not complete
+                self._busy[name] = (signature, time.monotonic())
+                continue
+            self._handed[name] = signature
+            return self.inbox / name
         return None
 
     def pending(self) -> list[Path]:
@@ -331,6 +405,7 @@ class InboxWatcher:
         # the turn engine recognises a re-dropped reply by its content and says so.
         self._first_seen = {n: s for n, s in self._first_seen.items() if n in present}
         self._handed = {n: s for n, s in self._handed.items() if n in present}
+        self._busy = {n: b for n, b in self._busy.items() if present.get(n) == b[0]}
         return present
 
     def _ready_in(self, name: str, signature: _Signature, now: float) -> float:
@@ -338,11 +413,18 @@ class InboxWatcher:
         it is complete now); infinite for a version already handed over."""
         if self._handed.get(name) == signature:
             return math.inf
-        waits = [self._first_seen[name][1] + self._settle - now]
+        settled = self._first_seen[name][1] + self._settle
+        if self._hints.unclosed(name):  # written while watched: its close is the evidence
+            settled = self._first_seen[name][1] + max(self._settle, _UNCLOSED_SETTLE)
+        waits = [settled - now]
         hint = self._hints.hint(name)
         if hint is not None and hint[0] == signature:
             waits.append(hint[1] + _CONFIRM - now)
-        return min(waits)
+        ready_in = min(waits)
+        busy = self._busy.get(name)
+        if busy is not None and (hint is None or hint[1] <= busy[1]):
+            ready_in = max(ready_in, busy[1] + self._rescan_interval - now)
+        return ready_in
 
     def _wait_timeout(self) -> float:
         """Seconds until the next file could become complete, or the periodic rescan is due."""
@@ -402,6 +484,8 @@ def hand_off(reply: FileReply, report: TurnReport, inbox: Path) -> None:
     meanwhile: then the new version is the next reply. Files elsewhere are left alone."""
     path = reply.path
     if path.resolve().parent != inbox.resolve() or _identity_of(path) != reply.identity:
+        return
+    if open_for_writing(path):  # someone writes it again: the next version is theirs
         return
     if reply.oversized and not report.skipped:
         shutil.move(path, TurnRecord(report.history).reply_path)

@@ -96,7 +96,7 @@ def session_diffs(ws: Workspace, folders: list[Path]) -> list[list[FileDiff]]:
         record = TurnRecord(folder)
         posts = _postimages(record)
         diffs = []
-        for entry in record.preimage_entries():
+        for entry in record.preimages().entries:
             path = entry["path"]
             later = path in found
             after = found[path] if later else _current(ws, path)
