@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from . import clipboard
 from .commands import CommandResult
+from .faults import Fault, describe, remedy
 from .journal import UndoReport, undo
 from .outbox import ensure_outbox
 from .render import estimate_tokens
@@ -183,11 +184,18 @@ class SessionLoop:
         self._listener.watching(source)
         try:
             while True:
-                reply = source.next_reply(prompt, self._stop)
+                try:
+                    reply = source.next_reply(prompt, self._stop)
+                except Fault as fault:
+                    self._passing(fault)
+                    continue
                 if reply is None:
                     return self._stopped(StopReason.SOURCE_ENDED, "")
                 report = self.apply(reply)
-                source.done_with(reply, report)
+                try:
+                    source.done_with(reply, report)
+                except Fault as fault:
+                    self._passing(fault)
                 stop = self.should_stop(report)
                 if stop is not None:
                     return stop
@@ -225,7 +233,14 @@ class SessionLoop:
 
     def recover(self) -> TurnReport | None:
         """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
-        report = recover(self.store, self.session_id, **self._turn_options())
+        try:
+            report = recover(self.store, self.session_id, **self._turn_options())
+        except OSError as e:
+            raise Fault(
+                f"The interrupted turn of session {self.session_id} could not be finished: "
+                f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+                f"{self.session_id}' again: nothing is lost"
+            ) from e
         if report is not None:
             self._listener.turn_applied(report)
         return report
@@ -272,6 +287,12 @@ class SessionLoop:
         self._stop.set()
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _passing(self, fault: Fault) -> None:
+        """A fault the loop can wait out (``inbox/`` deleted) is shown; any other ends it."""
+        if not fault.passing:
+            raise fault
+        self._listener.note(f"warning: {fault}")
 
     def _observed_shell(self) -> Shell:
         """The shell for this loop's turns, made once; says which sandbox and approval hold."""

@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 
 
 class _Group(click.Group):
-    """Turns user errors into one red line and exit code 1."""
+    """Turns user errors, and faults of the machine (a full disk, no permission: see
+    :mod:`codingagent.faults`), into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
+        from .faults import message
         from .session import SessionError
         from .settings import SettingsError
 
@@ -39,6 +41,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (SessionError, SettingsError) as e:
             error(str(e))
+            ctx.exit(1)
+        except OSError as e:
+            error(message(e))
             ctx.exit(1)
 
 
@@ -196,6 +201,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
     from .app import Reply
+    from .faults import Fault, TurnNotApplied
     from .sources.inbox import FileReply, hand_off, read_reply_file
 
     with _loop(root, session, flags) as loop:
@@ -203,9 +209,17 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
             given: Reply = Reply(sys.stdin.buffer.read(), source="<stdin>")
         else:
             given = read_reply_file(Path(reply), loop.settings.max_reply_bytes)
-        report = loop.step(given, force)
+        try:
+            report = loop.step(given, force)
+        except TurnNotApplied as fault:
+            if isinstance(given, FileReply) and fault.source == given.source:
+                fault.retry = f"run 'codingagent step {loop.session_id} {reply}' again"
+            raise
         if isinstance(given, FileReply):
-            hand_off(given, report, loop.store.inbox)
+            try:
+                hand_off(given, report, loop.store.inbox)
+            except Fault as fault:  # the turn was applied: a warning, not a failure
+                say(f"warning: {fault}", "yellow")
 
 
 @main.command()
@@ -332,13 +346,20 @@ def show(session: str, root: Path, copy: bool) -> None:
 
 
 @main.command()
+@click.argument("session", required=False, shell_complete=_complete_session)
 @root_option
-def doctor(root: Path) -> None:
-    """Say what works on this machine: sandbox, file events, clipboard, settings, versions."""
+def doctor(session: str | None, root: Path) -> None:
+    """Say what works on this machine: sandbox, file events, clipboard, settings, versions,
+    free space; with SESSION, check that every file of that session can be read back.
+
+    Exits 1 when a session file is damaged or unreadable (each one is named).
+    """
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
+    from .checkup import folder_problems, free_space, session_problems, state_problems
     from .clipboard import problem as clipboard_problem
+    from .session import SessionStore
     from .settings import load_settings
     from .shell import default_approval, protections, sandbox_status
     from .sources.inbox import backend_name
@@ -365,9 +386,25 @@ def doctor(root: Path) -> None:
             rows.append((package, version(package)))
         except PackageNotFoundError:
             rows.append((package, "not installed"))
+    store = SessionStore(root)
+    rows.append(("free space", free_space(store.root)))
+    rows += [("run folder", problem) for problem in folder_problems(store)]
+    damaged: list[str] = []
+    if session is not None:
+        session_id = store.resolve(session)
+        damaged = session_problems(store, session_id)
+        rows.append((f"session {session_id}", "damaged" if damaged else "every file reads back"))
+    else:  # the state file of each session; SESSION checks one in full
+        ids = store.ids()
+        damaged = [problem for session_id in ids for problem in state_problems(store, session_id)]
+        rows.append(("sessions", "damaged" if damaged else f"{len(ids)} readable"))
+    rows += [("  damaged", problem) for problem in damaged]
     width = max(len(key) for key, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
+    if damaged:
+        error(f"{len(damaged)} damaged or unreadable file(s) listed above")
+        sys.exit(1)
 
 
 # --- watching --------------------------------------------------------------------------
@@ -377,6 +414,7 @@ def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) 
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ until the
     session stops (exit 130 after Ctrl-C)."""
     from .app import StopReason
+    from .faults import TurnNotApplied
     from .sources.inbox import InboxSource
 
     with loop:
@@ -385,6 +423,14 @@ def _watch(loop: SessionLoop, follow_up: str | None = None, watch: bool = True) 
             return
         settings = loop.settings
         with InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll) as inbox:
-            stop = loop.run(inbox, follow_up)
+            try:
+                stop = loop.run(inbox, follow_up)
+            except TurnNotApplied as fault:  # the watcher stops: the user must act first
+                if (loop.store.inbox / fault.source).is_file():
+                    fault.retry = (
+                        f"run 'codingagent resume {loop.session_id}': the reply waits in "
+                        f"{loop.store.inbox}"
+                    )
+                raise
     if stop.reason is StopReason.INTERRUPTED:
         sys.exit(130)

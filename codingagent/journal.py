@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .crashpoints import crash_point
-from .fsio import atomic_write, folder_syncs_grouped, fsync_folder
+from .fsio import atomic_write, folder_syncs_grouped, fsync_folder, naming
 from .outbox import ensure_outbox, open_workspace
-from .session import SessionError, SessionState, SessionStore, utc_now
+from .session import SessionError, SessionState, SessionStore, damaged, utc_now
 from .workspace import PathRejected, PreImage, Workspace
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
@@ -91,10 +93,14 @@ class TurnRecord:
             content = pre.data if pre.data is not None else pre.stream
             atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
             fsync_folder(blobs)  # durable now, also inside a turn's grouped folder syncs
-        with open(self.folder / self.PREIMAGES, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.folder / self.PREIMAGES, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:  # a full disk names no file
+            naming(e, self.folder / self.PREIMAGES)
+            raise
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -108,10 +114,18 @@ class TurnRecord:
         return self._read(self.POSTIMAGES)
 
     def state_before(self) -> SessionState:
-        return SessionState.model_validate_json((self.folder / self.STATE_BEFORE).read_bytes())
+        path = self.folder / self.STATE_BEFORE
+        try:
+            return SessionState.model_validate_json(path.read_bytes())
+        except ValidationError as e:
+            raise damaged(path, e) from None
 
     def _read(self, name: str) -> Any:
-        return json.loads((self.folder / name).read_text(encoding="utf-8"))
+        path = self.folder / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, FileNotFoundError) as e:  # JSON and UTF-8 errors are ValueErrors
+            raise damaged(path, e) from None
 
     def preimage_entries(self) -> list[dict[str, Any]]:
         """The pre-images recorded, in order; a torn last line (crash mid-append) is skipped:
@@ -131,10 +145,13 @@ class TurnRecord:
     def restore(self, ws: Workspace) -> list[str]:
         """Put back every file the turn changed, last change first; the paths, in that order.
 
-        Saved contents are streamed back from the history, never read whole into memory.
+        Files that did not exist are removed before any is written back: that frees space
+        first, for a rollback on a full disk.  Saved contents are streamed back from the
+        history, never read whole into memory.
         """
         restored = []
-        for entry in reversed(self.preimage_entries()):
+        entries = reversed(self.preimage_entries())
+        for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
             dirs = tuple(entry["createdDirs"])
             with self._saved_content(entry) as stream:
                 ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))

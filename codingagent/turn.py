@@ -18,6 +18,7 @@ Side effects of RUN_COMMAND outside the files the file commands touched cannot b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -27,13 +28,14 @@ from typing import Any
 from .commands import Command, CommandResult
 from .crashpoints import OnResult, after_each_result, crash_point
 from .execute import TurnOutcome, execute
+from .faults import TurnNotApplied, describe
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import Journal, TurnRecord, digest_of, turn_record
 from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
 from .parser import parse, reply_echo
 from .session import SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
-from .workspace import Workspace
+from .workspace import PathRejected, Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
@@ -127,39 +129,89 @@ def apply_reply(
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
     ws = open_workspace(store, state)
     answered = state.sequence_number
-    record, journal = _open_turn(store, state, data, source)
-    with folder_syncs_grouped():  # every folder this block writes in is durable after it
-        text, problem = decode_reply(data, max_reply_bytes, size)
-        if problem and on_result:
-            on_result(problem)
-        commands = parse(text) if text is not None else []
-        outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
-        _advance(state, outcome)
-        record.write_outcome(
-            [c.model_dump() for c in commands],
-            [r.model_dump(by_alias=True) for r in outcome.results],
-            {path: digest_of(ws, path) for path in journal.paths},
-        )
-        crash_point("history")
-        outbox = None if state.is_complete else next_outbox(store, state, token_budget)
-        record.write_meta(
-            {
-                "sequence": answered,
-                "replyFile": source,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "normalizedSha256": reply_digest(data),
-                "receivedAt": received.isoformat(),
-                "appliedAt": state.updated_at.isoformat(),
-                "durationMs": round((time.perf_counter() - started) * 1000, 1),
-                "nextOutbox": outbox.name if outbox else None,
-            }
-        )
-        crash_point("outbox")
-    store.save(state)  # the commit point
+    try:
+        record, journal = _open_turn(store, state, data, source)
+    except OSError as error:  # no journal yet: nothing was changed
+        raise TurnNotApplied(session_id, answered, source, error) from error
+    try:
+        with folder_syncs_grouped():  # every folder this block writes in is durable after it
+            text, problem = decode_reply(data, max_reply_bytes, size)
+            if problem and on_result:
+                on_result(problem)
+            commands = parse(text) if text is not None else []
+            outcome = _execute(commands, ws, shell, journal, state, problem, on_result)
+            _advance(state, outcome)
+            record.write_outcome(
+                [c.model_dump() for c in commands],
+                [r.model_dump(by_alias=True) for r in outcome.results],
+                {path: digest_of(ws, path) for path in journal.paths},
+            )
+            crash_point("history")
+            outbox = None if state.is_complete else next_outbox(store, state, token_budget)
+            record.write_meta(
+                {
+                    "sequence": answered,
+                    "replyFile": source,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "normalizedSha256": reply_digest(data),
+                    "receivedAt": received.isoformat(),
+                    "appliedAt": state.updated_at.isoformat(),
+                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                    "nextOutbox": outbox.name if outbox else None,
+                }
+            )
+            crash_point("outbox")
+        store.save(state)  # the commit point
+    except Exception as error:
+        if store.load(session_id).sequence_number != answered:
+            raise  # the state was saved: committed after all; recovery removes the journal
+        left, kept = _roll_back(store, session_id, record, journal, ws, answered)
+        if not isinstance(error, OSError | SessionError):
+            raise  # a bug: rolled back, and shown as one
+        raise TurnNotApplied(session_id, answered, source, error, left, kept) from error
     crash_point("state")
     journal.close()
     notes = [problem.summary] if problem else []
     return TurnReport(state, outcome, outbox, record.folder, notes=notes)
+
+
+def _roll_back(
+    store: SessionStore,
+    session_id: str,
+    record: TurnRecord,
+    journal: Journal,
+    ws: Workspace,
+    answered: int,
+) -> tuple[str, Path | None]:
+    """Undo a turn an error stopped before its commit point, at once: its next outbox removed
+    (that frees space first), its files put back from their pre-images, its journal removed and
+    its history set aside in ``aborted/``, so the reply can be applied afresh.
+
+    Returns what is left ("" when nothing: else the journal stays and recovery, ``resume``,
+    finishes the job) and where the reply's copy is kept in ``aborted/``.
+    """
+    with contextlib.suppress(OSError):
+        store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
+    try:
+        record.restore(ws)
+    except (OSError, PathRejected) as e:
+        files = ", ".join(journal.paths) or "none"
+        return (
+            f"Rolling it back failed too ({describe(e)}): the files it changed ({files}) may "
+            f"still be as it left them, and its journal {journal.path} stays"
+        ), None
+    try:
+        journal.close()
+    except OSError as e:
+        return (
+            f"Its files were put back, but its journal could not be removed ({describe(e)})",
+            None,
+        )
+    try:
+        kept = store.set_aside(session_id, record.folder, "aborted")
+    except OSError:  # left in place: the next turn sets it aside
+        return "", None
+    return "", TurnRecord(kept).reply_path
 
 
 def _refuse_if_interrupted(store: SessionStore, session_id: str) -> None:

@@ -17,6 +17,7 @@ from ..fsio import Folder, at, atomic_write_at, temp_names_of
 from .guard import Guard, PathRejected, Spot, is_a_directory, lstat, open_file
 
 PREIMAGE_IN_MEMORY = 1024 * 1024  # bytes of a file's pre-image held in memory; more: a stream
+_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def restore(guard: Guard, pre: PreImage) -> None:
 
     Also removes a temp file an interrupted atomic write may have left beside it, and the
     folders the change created, when they are empty again.  A hard link now in its place is
-    replaced, not written through.
+    replaced, not written through.  A file already as ``pre`` says is not written again, so
+    rolling back a turn on a full or read-only disk does not fail on a file it never changed.
     """
     with guard.locate(pre.path, for_write=True, recorded=True) as spot:
         if not spot.tail:
@@ -82,9 +84,10 @@ def restore(guard: Guard, pre: PreImage) -> None:
         if len(spot.tail) == 1:
             _remove_temp_files(spot.folder, spot.tail[0])
         if pre.existed:
-            folder, name = spot.make_parents()
-            content = pre.data if pre.data is not None else pre.stream
-            atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
+            if len(spot.tail) > 1 or not _holds(spot.folder, spot.tail[0], pre):
+                folder, name = spot.make_parents()
+                content = pre.data if pre.data is not None else pre.stream
+                atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
         elif len(spot.tail) == 1:
             info = lstat(spot.folder, spot.tail[0])
             if info is not None and stat.S_ISREG(info.st_mode):
@@ -93,6 +96,30 @@ def restore(guard: Guard, pre: PreImage) -> None:
     for folder in reversed(pre.created_dirs):
         with contextlib.suppress(OSError, PathRejected):  # not empty, or gone: leave it
             _rmdir(guard, folder)
+
+
+def _holds(folder: Folder, name: str, pre: PreImage) -> bool:
+    """Whether the file ``name`` is already as ``pre`` says: a regular file, not hard-linked,
+    with its mode and bytes.  A stream is compared in chunks and left at its start."""
+    try:
+        fd = open_file(folder, name, name)
+    except (OSError, PathRejected):
+        return False
+    with os.fdopen(fd, "rb") as f:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != pre.mode:
+            return False
+        if pre.data is not None:
+            return f.read(len(pre.data) + 1) == pre.data
+        stream = pre.stream
+        assert stream is not None
+        start = stream.tell()
+        try:
+            while chunk := stream.read(_CHUNK):
+                if f.read(len(chunk)) != chunk:
+                    return False
+            return not f.read(1)
+        finally:
+            stream.seek(start)
 
 
 def _rmdir(guard: Guard, rel: str) -> None:
