@@ -11,6 +11,10 @@
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
 :class:`Listener` shows what happens (the console, or a page) and answers RUN_COMMAND approval.
+
+Faults of the machine (:mod:`codingagent.faults`): a turn one stops is rolled back and the
+:class:`~codingagent.faults.TurnNotApplied` ends the loop (the user must act); a ``passing``
+fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes on.
 """
 
 from __future__ import annotations

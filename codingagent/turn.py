@@ -28,7 +28,7 @@ from typing import Any
 from .commands import Command, CommandResult
 from .crashpoints import OnResult, after_each_result, crash_point
 from .execute import TurnOutcome, execute
-from .faults import TurnNotApplied, describe
+from .faults import Fault, TurnNotApplied, describe, remedy
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import Journal, TurnRecord, digest_of, turn_record
 from .outbox import TOKEN_BUDGET, ensure_outbox, next_outbox, open_workspace, write_outbox
@@ -68,7 +68,14 @@ def start_session(
         raise SessionError(f"Workspace folder does not exist: {folder}")
     state = SessionState(session_id=store.new_id(), task=task.strip(), workspace=str(folder))
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
-    return state, write_outbox(store, state).path
+    try:
+        return state, write_outbox(store, state).path
+    except OSError as e:
+        raise Fault(
+            f"Session {state.session_id} was created, but its first prompt was not written: "
+            f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+            f"{state.session_id}'"
+        ) from e
 
 
 def follow_up_session(store: SessionStore, session_id: str, instruction: str) -> Path:

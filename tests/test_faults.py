@@ -531,3 +531,25 @@ def test_faults_are_named_with_the_file_and_what_to_do() -> None:
         "Nothing was changed: the turn was rolled back. Give your user access to it (see: "
         "ls -ld), then apply the reply again"
     )
+
+
+@pytest.mark.slow
+def test_start_on_a_full_disk_says_what_exists(disk: Path) -> None:
+    """Out of space at each point of `start`: nothing, or a session whose first prompt
+    `resume` writes."""
+    created = 0
+    for leave in range(0, 24 * 1024, 4 * 1024):
+        root = disk / "run"
+        (root / "workspace").mkdir(parents=True)
+        filler = fill(disk, leave)
+        result = cli(root, "start", "t", "--no-watch")
+        filler.unlink()
+        if result.returncode != 0:
+            line = failed_cleanly(result, "the disk is full")
+            if "was created" in line:
+                created += 1
+                sid = line.split("Session ")[1].split()[0]
+                assert cli(root, "resume", sid, "--no-watch").returncode == 0
+                assert (root / "outbox" / f"{sid}_seq0001.txt").exists()
+        shutil.rmtree(root)
+    assert created

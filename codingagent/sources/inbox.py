@@ -40,6 +40,12 @@ watchdog looks for the matching half of the move, and later events queue behind 
 engine therefore deletes a reply it has archived (its bytes are already in the history) rather
 than moving it; only an oversized reply is moved whole, and only a user's ``mv`` pays the delay.
 
+When the inbox goes
+-------------------
+The folder deleted or moved away under a running watcher is said once (a passing
+:class:`~codingagent.faults.Fault`), then waited for; when it is back, or another folder took
+its place, a new observer watches it (each scan checks the folder's device and inode).
+
 The signature is checked once more right before the hand-over, and every version handed over is
 remembered by ``(name, size, mtime_ns)`` so a reply the callback leaves in place is not handed
 twice, while the same name saved again with new content is.
