@@ -349,6 +349,22 @@ def test_agent_folders_without_write_permission(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("unprivileged_ok")
+def test_an_inbox_without_write_permission_warns_after_the_turn(tmp_path: Path) -> None:
+    sid = new_session(tmp_path)
+    reply = tmp_path / "inbox" / "r.txt"
+    (tmp_path / "inbox").chmod(0o555)
+    try:
+        result = cli(tmp_path, "step", sid, str(reply), unprivileged=True)
+    finally:
+        (tmp_path / "inbox").chmod(0o755)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert f"warning: The reply {reply} was applied, but it could not be taken out" in (
+        result.stderr
+    )
+    assert sequence(tmp_path, sid) == 2 and reply.exists()
+
+
+@pytest.mark.usefixtures("unprivileged_ok")
 def test_where_even_the_rollback_cannot_write_resume_finishes_it(tmp_path: Path) -> None:
     """A command takes the write permission away mid-turn: the next write fails, and putting
     back the file written before it fails too. The journal stays; resume finishes the job."""
@@ -524,6 +540,8 @@ def test_faults_are_named_with_the_file_and_what_to_do() -> None:
     assert message(full) == (
         "The disk is full (/run/sessions/x.json): free some space on it, then run the command again"
     )
+    quota = OSError(errno.EDQUOT, "Disk quota exceeded")
+    assert is_fault(quota) and message(quota).startswith("The disk quota is used up: free")
     denied = PermissionError(errno.EACCES, "Permission denied", "/w/a.txt")
     fault = TurnNotApplied("abcd1234", 3, "r.txt", denied)
     assert str(fault) == (
