@@ -3,6 +3,7 @@ whether a session's files can all be read back (each damaged or unreadable one i
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -52,18 +53,15 @@ def state_problems(store: SessionStore, session_id: str) -> list[str]:
 def session_problems(store: SessionStore, session_id: str) -> list[str]:
     """Every file of the session that cannot be read back, and why; [] when all are fine."""
     problems: list[str] = []
-
-    def check(read: Callable[[], Any]) -> Any:
-        return _check(read, problems)
-
+    check = functools.partial(_check, problems=problems)
     state = check(lambda: store.load(session_id))
     if state is not None and not Path(state.workspace).is_dir():
         problems.append(f"{state.workspace}: the session's workspace is gone")
     journal = store.journal_path(session_id)
     if journal.exists():
         check(lambda: _read_journal(journal))
-    current = state.sequence_number if state is not None else None
-    for folder in store.turns(session_id, current if current is not None else 1 << 30):
+    # Without a state, every history folder is checked.
+    for folder in store.turns(session_id, state.sequence_number if state else 1 << 30):
         record = TurnRecord(folder)
         for read in (record.meta, record.results, record.postimages, record.state_before):
             check(read)
