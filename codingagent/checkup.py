@@ -59,7 +59,7 @@ def session_problems(store: SessionStore, session_id: str) -> list[str]:
         problems.append(f"{state.workspace}: the session's workspace is gone")
     journal = store.journal_path(session_id)
     if journal.exists():
-        check(lambda: _read_journal(journal))
+        check(lambda: Journal.read(journal))
     # Without a state, every history folder is checked.
     for folder in store.turns(session_id, state.sequence_number if state else 1 << 30):
         record = TurnRecord(folder)
@@ -81,10 +81,3 @@ def _check(read: Callable[[], Any], problems: list[str]) -> Any:
     except OSError as e:
         problems.append(describe(e))
     return None
-
-
-def _read_journal(path: Path) -> None:
-    try:
-        Journal.read(path)
-    except ValueError as e:
-        raise Damaged(path, str(e), "a valid journal") from None

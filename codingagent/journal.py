@@ -200,6 +200,8 @@ class Journal:
             return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
+        except ValueError as e:  # cut short or edited by hand
+            raise damaged(path, e, "a valid journal") from None
 
     def record(self, pre: PreImage) -> None:
         if pre.path in self.paths:

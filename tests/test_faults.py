@@ -530,6 +530,19 @@ def test_a_damaged_history_file_is_named_and_doctor_checks_a_session(tmp_path: P
     assert snapshot(tmp_path) == before
 
 
+def test_a_damaged_journal_is_named(tmp_path: Path) -> None:
+    sid = new_session(tmp_path)
+    journal = tmp_path / "sessions" / sid / "journal.json"
+    journal.parent.mkdir()
+    journal.write_text('{"sequence": 1, "tu')
+    before = snapshot(tmp_path)
+    failed_cleanly(cli(tmp_path, "resume", sid, "--no-watch"), str(journal), "valid journal")
+    doctor = cli(tmp_path, "doctor", sid)
+    failed_cleanly(doctor, "1 damaged")
+    assert f"{journal}: " in doctor.stdout
+    assert snapshot(tmp_path) == before
+
+
 # --- the one mapping -------------------------------------------------------------------------
 
 
