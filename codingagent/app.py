@@ -25,6 +25,10 @@ after ``model_max_turns`` replies, and after two replies in a row that ran no co
 that answers in prose, or repeats a reply, which is skipped as a duplicate). Without an OS
 sandbox and without a terminal to ask, it runs no RUN_COMMAND unless ``commands`` is set
 explicitly (``--commands allow`` or ``deny``): nobody would see what runs.
+
+Faults of the machine (:mod:`codingagent.faults`): a turn one stops is rolled back and the
+:class:`~codingagent.faults.TurnNotApplied` ends the loop (the user must act); a ``passing``
+fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes on.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 from . import clipboard
 from ._bwrap import hidden_paths
 from .commands import CommandResult
-from .environment import probe
+from .environment import Environment, probe
+from .faults import Fault, describe, remedy
 from .journal import UndoReport, undo
 from .outbox import ensure_outbox
 from .render import PromptOptions, estimate_tokens
@@ -173,6 +178,7 @@ class TurnOptions(TypedDict):
     max_reply_bytes: int
     prompt: PromptOptions
     preimage_cap: int
+    environment: Environment
 
 
 class SessionLoop:
@@ -204,7 +210,7 @@ class SessionLoop:
         self._given_shell = shell
         self._raw_shell: Shell | None = None
         self._shell: Shell | None = None
-        self._probed = False
+        self._probed: Environment | None = None
         self._stop = threading.Event()
         self._lock: FileLock | None = None
 
@@ -238,12 +244,19 @@ class SessionLoop:
                 return self._stopped(Stop(StopReason.COMPLETE, ""))
             self._listener.watching(source)
             while True:
-                reply = source.next_reply(prompt, self._stop)
+                try:
+                    reply = source.next_reply(prompt, self._stop)
+                except Fault as fault:
+                    self._passing(fault)
+                    continue
                 if reply is None:
                     return self._stopped(Stop(StopReason.SOURCE_ENDED, ""))
                 self._listener.reply_received(reply)
                 report = self.apply(reply)
-                source.done_with(reply, report)
+                try:
+                    source.done_with(reply, report)
+                except Fault as fault:
+                    self._passing(fault)
                 report = self.ask_user(report)
                 self._count(report)
                 prompt = self.deliver(report) or prompt
@@ -264,6 +277,7 @@ class SessionLoop:
         """Make the session ready for a reply; its current prompt, or None when a recovered
         turn completed it. A complete session, or one at its turn limit, is a SessionError."""
         recovered = self.recover()
+        self._keep_environment()
         question = self.store.load(self.session_id).question
         if question is not None:
             self._listener.note(f"The LLM asked: {question}")
@@ -272,7 +286,6 @@ class SessionLoop:
                 raise SessionError(self._waiting_message())
             answer_question(self.store, self.session_id, answer, self.prompt_options)
         if follow_up is not None:
-            self._probe_environment()
             follow_up_session(self.store, self.session_id, follow_up, self.prompt_options)
         state = self.store.load(self.session_id)
         if state.is_complete:
@@ -283,8 +296,6 @@ class SessionLoop:
                 'follow-up with: codingagent resume --task "...")'
             )
         self._refuse_over_limit(state)
-        if self._probe_environment():
-            state = self.store.load(self.session_id)
         outbox = ensure_outbox(self.store, state, self.prompt_options)
         return self._offer(outbox, state.sequence_number)
 
@@ -301,7 +312,10 @@ class SessionLoop:
         self._refuse_over_limit(self.store.load(self.session_id))
         report = self.apply(reply, force)
         if done_with is not None:
-            done_with(reply, report)
+            try:
+                done_with(reply, report)
+            except Fault as fault:
+                self._passing(fault)
         self.deliver(report)
         stop = self.should_stop(report)
         if stop is not None:
@@ -312,14 +326,20 @@ class SessionLoop:
         """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
         if not self.store.journal_path(self.session_id).exists():
             return None  # nothing to do: no shell needed either
-        report = recover(self.store, self.session_id, **self._turn_options())
+        try:
+            report = recover(self.store, self.session_id, **self._turn_options())
+        except OSError as e:
+            raise Fault(
+                f"The interrupted turn of session {self.session_id} could not be finished: "
+                f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+                f"{self.session_id}' again: nothing is lost"
+            ) from e
         if report is not None:
             self._listener.turn_applied(report)
         return report
 
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
         """One turn: the reply applied as a transaction; the listener sees every result."""
-        self._probe_environment()
         report = apply_reply(
             self.store,
             self.session_id,
@@ -399,21 +419,30 @@ class SessionLoop:
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _probe_environment(self) -> bool:
-        """Find what commands run in (once a loop) and keep it in the state, so that the next
-        prompt shows the Environment section when it changed; whether the state changed."""
-        if self._probed:
-            return False
-        self._probed = True
-        self._observed_shell()
-        assert self._raw_shell is not None
+    def _environment(self) -> Environment:
+        """What commands run in, probed once a loop inside the command sandbox; each turn
+        keeps it in the state (committed with the turn), so the next prompt shows the
+        Environment section when it changed."""
+        if self._probed is None:
+            self._observed_shell()
+            assert self._raw_shell is not None
+            workspace = Path(self.store.load(self.session_id).workspace)
+            self._probed = probe(self._raw_shell, workspace)
+        return self._probed
+
+    def _keep_environment(self) -> None:
+        """Outside a turn (``prepare``): keep a changed environment in the state now."""
         state = self.store.load(self.session_id)
-        environment = probe(self._raw_shell, Path(state.workspace))
-        if state.environment == environment:
-            return False
-        state.environment = environment
-        self.store.save(state)
-        return True
+        environment = self._environment()
+        if state.environment != environment:
+            state.environment = environment
+            self.store.save(state)
+
+    def _passing(self, fault: Fault) -> None:
+        """A fault the loop can wait out (``inbox/`` deleted) is shown; any other ends it."""
+        if not fault.passing:
+            raise fault
+        self._listener.note(f"warning: {fault}")
 
     def _observed_shell(self) -> Shell:
         """The shell for this loop's turns, made once; says which sandbox and approval hold."""
@@ -478,6 +507,7 @@ class SessionLoop:
             "max_reply_bytes": self.settings.max_reply_bytes,
             "prompt": self.prompt_options,
             "preimage_cap": self.settings.max_preimage_bytes,
+            "environment": self._environment(),
         }
 
 

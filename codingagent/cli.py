@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 
 
 class _Group(click.Group):
-    """Turns user errors into one red line and exit code 1."""
+    """Turns user errors, and faults of the machine (a full disk, no permission: see
+    :mod:`codingagent.faults`), into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
         from .app import SourceError
+        from .faults import message
         from .session import SessionError
         from .settings import SettingsError
 
@@ -43,6 +45,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (SessionError, SettingsError, SourceError) as e:
             error(str(e))
+            ctx.exit(1)
+        except OSError as e:
+            error(message(e))
             ctx.exit(1)
 
 
@@ -287,6 +292,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
     from .app import Reply, interrupted_turn
+    from .faults import TurnNotApplied
     from .sources.inbox import InboxSource
 
     with _loop(root, session, flags) as loop:
@@ -297,6 +303,10 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
             given = inbox.read(Path(reply))
         try:
             loop.step(given, force, done_with=inbox.done_with)
+        except TurnNotApplied as fault:
+            if reply != "-" and fault.source == given.source:
+                fault.retry = f"run 'codingagent step {loop.session_id} {reply}' again"
+            raise
         except KeyboardInterrupt as e:
             say(f"Stopped (Ctrl-C): {interrupted_turn(e)}", "yellow")
             sys.exit(130)
@@ -501,14 +511,21 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
 
 
 @main.command()
+@click.argument("session", required=False, shell_complete=_complete_session)
 @root_option
-def doctor(root: Path) -> None:
-    """Say what works on this machine: sandbox, file events, clipboard, settings, versions."""
+def doctor(session: str | None, root: Path) -> None:
+    """Say what works on this machine: sandbox, file events, clipboard, settings, versions,
+    free space; with SESSION, check that every file of that session can be read back.
+
+    Exits 1 when a session file is damaged or unreadable (each one is named).
+    """
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
     from ._bwrap import hidden_paths
+    from .checkup import folder_problems, free_space, session_problems, state_problems
     from .clipboard import describe as describe_clipboard
+    from .session import SessionStore
     from .settings import load_settings
     from .shell import default_approval, protections, sandbox_status
     from .sources.inbox import backend_name
@@ -550,9 +567,25 @@ def doctor(root: Path) -> None:
             rows.append((package, version(package)))
         except PackageNotFoundError:
             rows.append((package, "not installed"))
+    store = SessionStore(root)
+    rows.append(("free space", free_space(store.root)))
+    rows += [("run folder", problem) for problem in folder_problems(store)]
+    damaged: list[str] = []
+    if session is not None:
+        session_id = store.resolve(session)
+        damaged = session_problems(store, session_id)
+        rows.append((f"session {session_id}", "damaged" if damaged else "every file reads back"))
+    else:  # the state file of each session; SESSION checks one in full
+        ids = store.ids()
+        damaged = [problem for session_id in ids for problem in state_problems(store, session_id)]
+        rows.append(("sessions", "damaged" if damaged else f"{len(ids)} readable"))
+    rows += [("  damaged", problem) for problem in damaged]
     width = max(len(key) for key, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
+    if damaged:
+        error(f"{len(damaged)} damaged or unreadable file(s) listed above")
+        sys.exit(1)
 
 
 # --- watching --------------------------------------------------------------------------
@@ -568,13 +601,22 @@ def _watch(
     ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
     after Ctrl-C)."""
     from .app import StopReason
+    from .faults import TurnNotApplied
 
     with loop:
         if not watch:
             loop.prepare(follow_up)
             return
         with _source(loop, model) as source:
-            stop = loop.run(source, follow_up)
+            try:
+                stop = loop.run(source, follow_up)
+            except TurnNotApplied as fault:  # the watcher stops: the user must act first
+                if (loop.store.inbox / fault.source).is_file():
+                    fault.retry = (
+                        f"run 'codingagent resume {loop.session_id}': the reply waits in "
+                        f"{loop.store.inbox}"
+                    )
+                raise
     if stop.reason is StopReason.INTERRUPTED:
         sys.exit(130)
 

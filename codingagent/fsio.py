@@ -74,11 +74,24 @@ def atomic_write(path: Path, data: bytes | str | BinaryIO, mode: int | None = No
     new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``.
     """
     path = Path(path)
-    folder = open_folder(path.parent)
     try:
-        atomic_write_at(folder, path.name, data, mode)
-    finally:
-        close_folder(folder)
+        folder = open_folder(path.parent)
+        try:
+            atomic_write_at(folder, path.name, data, mode)
+        finally:
+            close_folder(folder)
+    except OSError as e:
+        naming(e, path)
+        raise
+
+
+def naming(error: OSError, path: str | Path) -> OSError:
+    """``error`` with ``path`` as its file, unless it already names an absolute path: a write
+    through a folder descriptor names only a bare or a temp name, a failed write() nothing.
+    So a fault's message can say which file (see :mod:`codingagent.faults`)."""
+    if not (isinstance(error.filename, str) and os.path.isabs(error.filename)):
+        error.filename = str(path)
+    return error
 
 
 def atomic_write_at(

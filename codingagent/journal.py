@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .crashpoints import crash_point
 from .execute.context import CommandFailed
-from .fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder
+from .fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
 from .outbox import ensure_outbox, open_workspace
 from .render import DEFAULT_PROMPT, PromptOptions
-from .session import SessionError, SessionState, SessionStore, utc_now
+from .session import SessionError, SessionState, SessionStore, damaged, utc_now
 from .workspace import PathRejected, PreImage, Workspace
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
@@ -121,7 +123,11 @@ class TurnRecord:
             content = pre.data if pre.data is not None else pre.stream
             atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
             fsync_folder(blobs)  # durable now, also inside a turn's grouped folder syncs
-        append_frame(self.folder / self.PREIMAGES, entry)
+        try:
+            append_frame(self.folder / self.PREIMAGES, entry)
+        except OSError as e:  # a full disk names no file
+            naming(e, self.folder / self.PREIMAGES)
+            raise
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -138,10 +144,18 @@ class TurnRecord:
         return self._read(self.POSTIMAGES)
 
     def state_before(self) -> SessionState:
-        return SessionState.model_validate_json((self.folder / self.STATE_BEFORE).read_bytes())
+        path = self.folder / self.STATE_BEFORE
+        try:
+            return SessionState.model_validate_json(path.read_bytes())
+        except ValidationError as e:
+            raise damaged(path, e) from None
 
     def _read(self, name: str) -> Any:
-        return json.loads((self.folder / name).read_text(encoding="utf-8"))
+        path = self.folder / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, FileNotFoundError) as e:  # JSON and UTF-8 errors are ValueErrors
+            raise damaged(path, e) from None
 
     def preimages(self) -> Records:
         """The pre-images recorded, in order, and the damaged records (see :func:`read_frames`)."""
@@ -166,11 +180,14 @@ class TurnRecord:
 
         What cannot be put back (a damaged record, a path that now leads outside the
         workspace, a saved content that is gone) is skipped and named in ``problems``; the
-        rest is restored.  Saved contents are streamed back, never read whole into memory.
+        rest is restored.  Files that did not exist are removed before any is written back:
+        that frees space first, for a rollback on a full disk.  Saved contents are streamed
+        back, never read whole into memory.
         """
         records = self.preimages()
         done = Restored([], [self._damaged(line) for line in records.damaged])
-        for entry in reversed(records.entries):
+        entries = reversed(records.entries)
+        for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
             dirs = tuple(entry["createdDirs"])
             try:
                 with self.saved_content(entry) as stream:
@@ -315,6 +332,8 @@ class Journal:
             return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
+        except ValueError as e:  # cut short or edited by hand
+            raise damaged(path, e, "a valid journal") from None
 
     def record(self, pre: PreImage) -> None:
         if pre.path in self.paths:

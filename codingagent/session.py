@@ -34,6 +34,31 @@ class SessionError(Exception):
     """A problem the user must fix (unknown session, ambiguous prefix, session busy...)."""
 
 
+class Damaged(SessionError):
+    """An agent file that cannot be read back: cut short or edited by hand."""
+
+    def __init__(self, path: Path, reason: str, what: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{path} is not {what} ({reason}): cut short or edited by hand? Put back a good "
+            "copy; 'codingagent doctor SESSION' checks all of a session's files"
+        )
+
+
+def damaged(path: Path, error: Exception, what: str = "a valid history file") -> Damaged:
+    """The error for the agent file ``path`` that ``error`` says cannot be read back."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        reason = f"{where}: {first['msg']}" if where else first["msg"]
+    elif isinstance(error, FileNotFoundError):
+        reason = "it is missing"
+    else:
+        reason = str(error)
+    return Damaged(path, reason, what)
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
@@ -143,7 +168,7 @@ class SessionStore:
         except FileNotFoundError:
             raise SessionError(f"No session '{session_id}' in {self.sessions}") from None
         except ValidationError as e:
-            raise SessionError(f"{path} is not a valid session file: {e}") from None
+            raise damaged(path, e, "a valid session file") from None
 
     def ids(self) -> list[str]:
         """Every session id, most recently updated first."""

@@ -43,6 +43,7 @@ from .commands import Command, CommandResult, ParseError, RunCommand
 from .crashpoints import OnResult, after_each_result, crash_point
 from .environment import Environment
 from .execute import TurnOutcome, execute
+from .faults import Fault, TurnNotApplied, describe, remedy
 from .fsio import atomic_write, folder_syncs_grouped
 from .journal import (
     PREIMAGE_CAP,
@@ -105,8 +106,15 @@ def start_session(
         environment=environment(folder) if environment else None,
     )
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
-    outbox = write_outbox(store, state, prompt).path
-    store.save(state)  # what the outbox showed
+    try:
+        outbox = write_outbox(store, state, prompt).path
+        store.save(state)  # what the outbox showed
+    except OSError as e:
+        raise Fault(
+            f"Session {state.session_id} was created, but its first prompt was not written: "
+            f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+            f"{state.session_id}'"
+        ) from e
     return state, outbox
 
 
@@ -174,12 +182,14 @@ def apply_reply(
     prompt: PromptOptions = DEFAULT_PROMPT,
     extra_meta: Mapping[str, object] | None = None,
     preimage_cap: int = PREIMAGE_CAP,
+    environment: Environment | None = None,
 ) -> TurnReport:
     """Apply the reply ``data`` to the session as one all-or-nothing turn.
 
     ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
     ``max_reply_bytes`` is read no further). ``extra_meta`` goes into the turn's ``meta.json``
-    (a model's name, tokens and seconds).
+    (a model's name, tokens and seconds). ``environment``, what commands run in as probed
+    now, is kept in the state with the turn (the next prompt shows it when it changed).
 
     While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
     kept in ``refused/``. A reply whose content (trailing whitespace aside) was already applied
@@ -212,6 +222,7 @@ def apply_reply(
         prompt=prompt,
         extra_meta=extra_meta,
         preimage_cap=preimage_cap,
+        environment=environment,
     )
 
 
@@ -228,6 +239,7 @@ def _apply(
     prompt: PromptOptions = DEFAULT_PROMPT,
     extra_meta: Mapping[str, object] | None = None,
     preimage_cap: int = PREIMAGE_CAP,
+    environment: Environment | None = None,
 ) -> TurnReport:
     """:func:`apply_reply` after its checks (also recovery's way to apply a reply again)."""
     started = time.perf_counter()
@@ -235,7 +247,10 @@ def _apply(
     session_id = state.session_id
     ws = open_workspace(store, state)
     answered = state.sequence_number
-    record, journal = _open_turn(store, state, data, source, preimage_cap)
+    try:
+        record, journal = _open_turn(store, state, data, source, preimage_cap)
+    except OSError as error:  # no journal yet: nothing was changed
+        raise TurnNotApplied(session_id, answered, source, error) from error
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
             commands, problems = _read_reply(data, max_reply_bytes, size)
@@ -247,6 +262,8 @@ def _apply(
             auto_run = _auto_run(ws, commands, outcome, began_ns)
             _advance(state, outcome)
             state.parse_failed = _unreadable(commands)
+            if environment is not None:
+                state.environment = environment
             record.write_outcome(
                 [c.model_dump() for c in commands],
                 [r.model_dump(by_alias=True) for r in outcome.results],
@@ -277,7 +294,16 @@ def _apply(
     except KeyboardInterrupt:
         if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
             raise
-        raise TurnInterrupted(_roll_back(store, session_id, record, ws, answered)) from None
+        raise TurnInterrupted(
+            _roll_back_interrupted(store, session_id, record, ws, answered)
+        ) from None
+    except Exception as error:
+        if store.load(session_id).sequence_number != answered:
+            raise  # the state was saved: committed after all; recovery removes the journal
+        left, kept = _roll_back_failed(store, session_id, record, journal, ws, answered)
+        if not isinstance(error, OSError | SessionError):
+            raise  # a bug: rolled back, and shown as one
+        raise TurnNotApplied(session_id, answered, source, error, left, kept) from error
     crash_point("state")
     journal.close()
     notes = [each.summary for each in problems]
@@ -375,7 +401,17 @@ class TurnInterrupted(KeyboardInterrupt):
         self.problems = problems
 
 
-def _roll_back(
+def _put_back(
+    store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
+) -> list[str]:
+    """A turn stopped before its commit point undone: its next prompt removed (that frees
+    space first) and its files put back from their pre-images; what could not be, by name."""
+    with contextlib.suppress(OSError):
+        store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
+    return record.restore(ws).problems
+
+
+def _roll_back_interrupted(
     store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
 ) -> list[str]:
     """Undo an interrupted (Ctrl-C) turn at once: its files put back, its journal removed and
@@ -383,11 +419,46 @@ def _roll_back(
     not applied again unless asked (``--force``).  Ctrl-C is ignored meanwhile; a kill leaves
     the journal, and recovery finishes the job.  What could not be put back, by name."""
     with _sigint_ignored():
-        restored = record.restore(ws)
-        store.outbox_path(session_id, answered + 1).unlink(missing_ok=True)
+        problems = _put_back(store, session_id, record, ws, answered)
         store.journal_path(session_id).unlink()
         store.set_aside(session_id, record.folder, "interrupted")
-    return restored.problems
+    return problems
+
+
+def _roll_back_failed(
+    store: SessionStore,
+    session_id: str,
+    record: TurnRecord,
+    journal: Journal,
+    ws: Workspace,
+    answered: int,
+) -> tuple[str, Path | None]:
+    """Undo a turn a fault of the machine stopped (a full disk, no permission), at once: its
+    files put back, its journal removed and its history set aside in ``aborted/``, so the
+    reply can be applied afresh.
+
+    Returns what is left ("" when nothing: else the journal stays and recovery, ``resume``,
+    finishes the job) and where the reply's copy is kept in ``aborted/``.
+    """
+    with _sigint_ignored():
+        problems = _put_back(store, session_id, record, ws, answered)
+        if problems:
+            return (
+                f"Rolling it back failed too: could not put back {'; '.join(problems)}; its "
+                f"journal {journal.path} stays"
+            ), None
+        try:
+            journal.close()
+        except OSError as e:
+            return (
+                f"Its files were put back, but its journal could not be removed ({describe(e)})",
+                None,
+            )
+        try:
+            kept = store.set_aside(session_id, record.folder, "aborted")
+        except OSError:  # left in place: the next turn sets it aside
+            return "", None
+    return "", TurnRecord(kept).reply_path
 
 
 @contextlib.contextmanager

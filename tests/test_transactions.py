@@ -34,6 +34,7 @@ from turns import apply_file
 from codingagent.commands import Replace, ReplaceBlock, Search
 from codingagent.crashpoints import CRASH_ENV
 from codingagent.execute import search as searching
+from codingagent.faults import TurnNotApplied
 from codingagent.journal import TurnRecord, append_frame, frame, read_frames, undo
 from codingagent.render import PromptOptions
 from codingagent.session import SessionError, SessionStore
@@ -91,32 +92,28 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", "-l", str(disk)], check=True)
 
 
-def test_a_preimage_torn_by_a_full_disk_never_swallows_a_later_one(tiny_disk):
-    """ENOSPC tears a pre-image record; the disk frees up in the same turn; the next record
-    stays readable, so undo restores every file the turn changed."""
+def test_a_preimage_torn_by_a_full_disk_rolls_the_turn_back_whole(tiny_disk):
+    """ENOSPC while a pre-image is recorded stops the turn (issue 17: a fault of the machine is
+    never a result the LLM sees) and the rollback reads every record, the torn tail aside:
+    each file the turn changed is back, and the journal is gone."""
     store = SessionStore(tiny_disk)
     store.ensure_dirs()
     a_text = "".join(f"line {i} of a file big enough to tear\n" for i in range(1200))  # 48 KB
     (store.workspace / "a.txt").write_text(a_text)
     (store.workspace / "b.txt").write_text("b as it was\n")
     state, _ = start_session(store, "task")
-    before = snapshot(store.workspace)
     reply = (
+        '[CREATE_FILE path="b.txt"]\nnew b\n[/CREATE_FILE]\n'
         "[RUN_COMMAND]\nhead -c 16384 /dev/zero > spare; cat /dev/zero > fill 2>/dev/null; "
         "rm spare; true\n[/RUN_COMMAND]\n"
         '[CREATE_FILE path="a.txt"]\nnew a\n[/CREATE_FILE]\n'
-        "[RUN_COMMAND]\nrm fill\n[/RUN_COMMAND]\n"
-        '[CREATE_FILE path="b.txt"]\nnew b\n[/CREATE_FILE]\n'
     )
-    report = step(store, state.session_id, reply)
-    results = report.outcome.results
-    assert not results[1].success and "No space left" in results[1].summary
-    assert results[3].success
-    assert (store.workspace / "b.txt").read_text() == "new b\n"
-    assert TurnRecord(report.history).preimages().damaged == []
-    done = undo(store, state.session_id)
-    assert done.problems == [] and done.restored == ["b.txt"]
-    assert snapshot(store.workspace) == before
+    with pytest.raises(TurnNotApplied, match="disk is full"):
+        step(store, state.session_id, reply)
+    assert (store.workspace / "a.txt").read_text() == a_text
+    assert (store.workspace / "b.txt").read_text() == "b as it was\n"
+    assert not store.journal_path(state.session_id).exists()
+    assert store.load(state.session_id).sequence_number == 1
 
 
 @settings(max_examples=200, deadline=None)

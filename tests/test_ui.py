@@ -490,18 +490,18 @@ def test_errors_are_messages_for_the_page(serve, tmp_path):
     assert untouched(page, session_id, tmp_path / "run")
 
 
-def test_a_bug_is_a_message_on_the_page_not_a_traceback(serve, tab, tmp_path):
+def test_a_damaged_history_file_is_a_message_on_the_page_not_a_traceback(serve, tab, tmp_path):
     page = serve()
     session_id = start_on(page, tmp_path / "run")
     httpx.post(f"{page.url}api/sessions/{session_id}/apply", json={"reply": EDIT_REPLY})
     [turn] = page.store.turns(session_id)
-    (turn / "results.json").write_text("{not json")  # what no code path writes
+    (turn / "results.json").write_text("{not json")  # damaged by hand
     answer = httpx.get(f"{page.url}api/sessions/{session_id}")
-    assert answer.status_code == 500
-    assert answer.json()["error"].startswith("Unexpected error (JSONDecodeError: ")
+    assert answer.status_code == 400
+    assert "results.json" in answer.json()["error"]
     tab.goto(page.url)
     tab.locator("#error:not([hidden])").wait_for()
-    assert tab.inner_text("#error-text").startswith("Unexpected error (JSONDecodeError: ")
+    assert "results.json" in tab.inner_text("#error-text")
     assert "Traceback" not in tab.content()
 
 

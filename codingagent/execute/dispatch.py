@@ -4,7 +4,9 @@ Each command goes to its handler through one exhaustive ``match``: a command cla
 handler is a type error.  A handler returns a :class:`Success` or raises
 :class:`CommandFailed` (an error the LLM can fix); the one ``try`` in :func:`_run_one` turns
 either, a forbidden path (``REJECTED: ...``) and an OS error into the command's result.
-Anything else is a bug and propagates.
+A fault of the machine (a full disk, no permission: :mod:`codingagent.faults`) is no result
+the LLM could act on: it propagates, naming the file, and stops the turn.  Anything else is a
+bug and propagates.
 
 An ``[ASK]`` ends the turn: the commands after it are not run, each with a result saying so.
 
@@ -34,6 +36,8 @@ from ..commands import (
     RunCommand,
     Search,
 )
+from ..faults import is_fault
+from ..fsio import naming
 from ..shell import Shell
 from ..workspace import PathRejected, Workspace
 from .context import CommandFailed, Success, Turn, TurnOutcome, noted
@@ -123,6 +127,9 @@ def _run_one(command: Command, turn: Turn) -> tuple[bool, str, str | None]:
     except PathRejected as e:
         return False, f"REJECTED: {e}", None
     except OSError as e:
+        if is_fault(e):
+            naming(e, turn.workspace.root / (command.target or ""))
+            raise
         path = command.target or e.filename
         reason = e.strerror or str(e)
         return False, f"{reason} ('{path}')" if path else reason, None

@@ -52,6 +52,12 @@ watchdog looks for the matching half of the move, and later events queue behind 
 the history) rather than moving it; only an oversized reply is moved whole, and only a user's
 ``mv`` pays the delay.
 
+When the inbox goes
+-------------------
+The folder deleted or moved away under a running watcher is said once (a passing
+:class:`~codingagent.faults.Fault`), then waited for; when it is back, or another folder took
+its place, a new observer watches it (each scan checks the folder's device and inode).
+
 The signature is checked once more right before the hand-over, and every version handed over is
 remembered by ``(name, size, mtime_ns)`` so a reply left in place is not handed out twice,
 while the same name saved again with new content is.
@@ -89,6 +95,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from ..app import Prompt, Reply
+from ..faults import Fault, describe
 from ..fsio import atomic_write
 from ..journal import TurnRecord
 from ..session import SessionError, utc_now
@@ -314,6 +321,8 @@ class InboxWatcher:
         self._rescan_interval = rescan_interval
         self._new_observer = _observer_factory(poll)
         self._observer: BaseObserver | None = None
+        self._folder: tuple[int, int] | None = None  # the folder the observer watches
+        self._entered = False
         self._wake = threading.Event()
         self._hints = _HintRecorder(str(self.inbox), self._wake, self.backend == "inotify")
         self._first_seen: dict[str, tuple[_Signature, float]] = {}
@@ -323,6 +332,18 @@ class InboxWatcher:
         self._busy: dict[str, tuple[_Signature, float]] = {}
 
     def __enter__(self) -> InboxWatcher:
+        self._watch()
+        self._entered = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stops the observer on every way out, KeyboardInterrupt included."""
+        self._entered = False
+        self._unwatch()
+
+    def _watch(self) -> None:
+        """Start an observer on the inbox folder as it is now."""
+        self._folder = _folder_identity(self.inbox)  # first: a swap meanwhile is noticed
         observer = self._new_observer()
         try:
             observer.schedule(self._hints, str(self.inbox), recursive=False, event_filter=_EVENTS)
@@ -331,10 +352,28 @@ class InboxWatcher:
             _stop_observer(observer)
             raise
         self._observer = observer
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        """Stops the observer on every way out, KeyboardInterrupt included."""
+    def _watching_the_folder(self) -> bool:
+        """Whether the observer watches the inbox folder that is there now: one that came back
+        or was replaced is watched afresh; a folder gone raises a passing :class:`Fault`, once,
+        then False until it is back."""
+        folder = _folder_identity(self.inbox)
+        if folder is None:
+            self._unwatch()
+            if self._folder is not None:
+                self._folder = None
+                raise Fault(
+                    f"{self.inbox} is gone (deleted or moved away); waiting for it to come "
+                    "back: make the folder again, or move it back",
+                    passing=True,
+                )
+            return False
+        if folder != self._folder:
+            self._unwatch()
+            self._watch()
+        return True
+
+    def _unwatch(self) -> None:
         if self._observer is not None:
             _stop_observer(self._observer)
             self._observer = None
@@ -344,11 +383,23 @@ class InboxWatcher:
 
         A version of a file is handed out once: the same name saved again with new content is
         handed out again.
+
+        The inbox folder deleted (or moved away) raises a passing :class:`Fault` once; the next
+        call waits for the folder to come back.  A folder that comes back, or is replaced by
+        another, is watched afresh.
         """
         while not stop.is_set():
             # Clear before scanning: an event arriving during the scan makes the wait return.
             self._wake.clear()
-            ready = self._ready()
+            if self._entered and not self._watching_the_folder():
+                self._sleep(stop)
+                continue
+            try:
+                ready = self._ready()
+            except (FileNotFoundError, NotADirectoryError):
+                if not self._entered:
+                    raise
+                continue  # gone since it was looked at: the next pass says so
             if not ready:
                 self._sleep(stop)
                 continue
@@ -433,6 +484,15 @@ class InboxWatcher:
         return max(0.0, min([self._rescan_interval, *waits]))
 
 
+def _folder_identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the folder ``path``; None when it is gone or no folder."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 def _stop_observer(observer: BaseObserver) -> None:
     """Stop the observer and wait for it, but never longer than ``_JOIN_TIMEOUT``.
 
@@ -487,10 +547,17 @@ def hand_off(reply: FileReply, report: TurnReport, inbox: Path) -> None:
         return
     if open_for_writing(path):  # someone writes it again: the next version is theirs
         return
-    if reply.oversized and not report.skipped:
-        shutil.move(path, TurnRecord(report.history).reply_path)
-    else:
-        path.unlink(missing_ok=True)
+    try:
+        if reply.oversized and not report.skipped:
+            shutil.move(path, TurnRecord(report.history).reply_path)
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as e:
+        raise Fault(
+            f"The reply {path} was applied, but it could not be taken out of the inbox: "
+            f"{describe(e)}. Remove it by hand (given again, it is skipped as a duplicate)",
+            passing=True,
+        ) from e
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int]:
@@ -534,6 +601,7 @@ class InboxSource:
         )
 
     def __enter__(self) -> InboxSource:
+        self.inbox.mkdir(exist_ok=True)  # the agent's own folder: the user may have removed it
         self._watcher.__enter__()
         return self
 

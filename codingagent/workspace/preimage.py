@@ -7,16 +7,19 @@ The turn journal receives the pre-image of every file a write or delete is about
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..fsio import Folder, at, atomic_write_at, temp_names_of
+from ..fsio import O_CLOEXEC, O_NOFOLLOW, Folder, at, atomic_write_at, temp_names_of
 from .guard import Guard, PathRejected, Spot, is_a_directory, lstat, open_file
 
 PREIMAGE_IN_MEMORY = 1024 * 1024  # bytes of a file's pre-image held in memory; more: a stream
+_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ def restore(guard: Guard, pre: PreImage) -> None:
 
     Also removes a temp file an interrupted atomic write may have left beside it, and the
     folders the change created, when they are empty again.  A hard link now in its place is
-    replaced, not written through.
+    replaced, not written through.  A file already as ``pre`` says is not written again, so
+    rolling back a turn on a full or read-only disk does not fail on a file it never changed.
     """
     with guard.locate(pre.path, for_write=True, recorded=True) as spot:
         if not spot.tail:
@@ -82,9 +86,8 @@ def restore(guard: Guard, pre: PreImage) -> None:
         if len(spot.tail) == 1:
             _remove_temp_files(spot.folder, spot.tail[0])
         if pre.existed:
-            folder, name = spot.make_parents()
-            content = pre.data if pre.data is not None else pre.stream
-            atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
+            if len(spot.tail) > 1 or not _holds(spot.folder, spot.tail[0], pre):
+                _write_back(*spot.make_parents(), pre)
         elif len(spot.tail) == 1:
             info = lstat(spot.folder, spot.tail[0])
             if info is not None and stat.S_ISREG(info.st_mode):
@@ -93,6 +96,70 @@ def restore(guard: Guard, pre: PreImage) -> None:
     for folder in reversed(pre.created_dirs):
         with contextlib.suppress(OSError, PathRejected):  # not empty, or gone: leave it
             _rmdir(guard, folder)
+
+
+def _write_back(folder: Folder, name: str, pre: PreImage) -> None:
+    """Write the saved content back atomically; on a full disk, over the file in place.
+
+    In place needs no room for a second copy, and it is safe here: the pre-image stays in the
+    journal until every file is back, so a crash midway is finished by recovery.
+    """
+    content = pre.data if pre.data is not None else pre.stream
+    try:
+        atomic_write_at(folder, name, content, mode=pre.mode)  # type: ignore[arg-type]
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not _rewrite(folder, name, pre):
+            raise
+
+
+def _rewrite(folder: Folder, name: str, pre: PreImage) -> bool:
+    """Overwrite the regular, singly linked file ``name`` with ``pre``'s content; False when
+    ``name`` is no such file (nothing was written)."""
+    path, dir_fd = at(folder, name)
+    try:
+        fd = os.open(path, os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return False
+    with os.fdopen(fd, "r+b") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return False
+        f.truncate(0)
+        if pre.data is not None:
+            f.write(pre.data)
+        else:
+            assert pre.stream is not None
+            pre.stream.seek(0)
+            shutil.copyfileobj(pre.stream, f, _CHUNK)
+        f.flush()
+        if pre.mode is not None:
+            os.fchmod(fd, pre.mode)
+        os.fsync(fd)
+    return True
+
+
+def _holds(folder: Folder, name: str, pre: PreImage) -> bool:
+    """Whether the file ``name`` is already as ``pre`` says: a regular file, not hard-linked,
+    with its mode and bytes.  A stream is compared in chunks and left at its start."""
+    try:
+        fd = open_file(folder, name, name)
+    except (OSError, PathRejected):
+        return False
+    with os.fdopen(fd, "rb") as f:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != pre.mode:
+            return False
+        if pre.data is not None:
+            return f.read(len(pre.data) + 1) == pre.data
+        stream = pre.stream
+        assert stream is not None
+        start = stream.tell()
+        try:
+            while chunk := stream.read(_CHUNK):
+                if f.read(len(chunk)) != chunk:
+                    return False
+            return not f.read(1)
+        finally:
+            stream.seek(start)
 
 
 def _rmdir(guard: Guard, rel: str) -> None:
