@@ -288,6 +288,15 @@ def _whole_lines_end(fd: int) -> int:
     return 0
 
 
+def refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
+    """A SessionError while an interrupted turn waits for recovery (its journal is there)."""
+    if store.journal_path(session_id).exists():
+        raise SessionError(
+            f"Session {session_id} has an interrupted turn; run 'codingagent resume "
+            f"{session_id}' to recover it first"
+        )
+
+
 def turn_record(store: SessionStore, session_id: str, sequence: int) -> TurnRecord:
     """The record of the turn that answered outbox ``sequence``."""
     return TurnRecord(store.turn_dir(session_id, sequence))
@@ -396,7 +405,7 @@ def undo(
     if pending is not None and pending.get("kind") == "undo":
         return finish_undo(store, session_id, pending)
     if pending is not None:
-        raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
+        refuse_if_interrupted(store, session_id)
     history = store.turns(session_id, state.sequence_number)
     if not 1 <= turns <= len(history):
         raise SessionError(f"Session {session_id} has {len(history)} turn(s) to undo, not {turns}")

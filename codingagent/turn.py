@@ -52,6 +52,7 @@ from .journal import (
     TurnRecord,
     digest_of,
     finish_undo,
+    refuse_if_interrupted,
     turn_record,
 )
 from .outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
@@ -63,6 +64,7 @@ from .workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
+REFUSED = "refused"  # the session's folder of replies not applied (stale, while asking)
 MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
 
 
@@ -132,8 +134,7 @@ def follow_up_session(
     if not instruction.strip():
         raise SessionError("The follow-up task is empty; say what the LLM should do next")
     state = store.load(session_id)
-    if store.journal_path(session_id).exists():
-        raise SessionError(f"Session {session_id} has an interrupted turn; resume it first")
+    refuse_if_interrupted(store, session_id)
     state.follow_ups.append(instruction.strip())
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
@@ -201,7 +202,7 @@ def apply_reply(
     A Ctrl-C (KeyboardInterrupt) before the commit point rolls the turn back and propagates.
     """
     state = store.load(session_id)
-    _refuse_if_interrupted(store, session_id)
+    refuse_if_interrupted(store, session_id)
     if state.question is not None:
         return _refuse_while_asking(store, state, data, source)
     if not force:
@@ -341,14 +342,6 @@ def _auto_run(
     ran = any(isinstance(command, RunCommand) for command in commands)
     wrote = any(PurePosixPath(path).name in autorun.WATCHED for path in outcome.changed)
     return autorun.scan(ws.root, began_ns) if ran or wrote else []
-
-
-def _refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
-    if store.journal_path(session_id).exists():
-        raise SessionError(
-            f"Session {session_id} has an interrupted turn; run 'codingagent resume "
-            f"{session_id}' to recover it first"
-        )
 
 
 def _skip(
@@ -663,10 +656,10 @@ def _refuse_while_asking(
 def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest: str) -> Path:
     """Keep a refused reply in ``refused/``, in a folder named by the prompt it came to and
     its content (the same reply twice is kept once); its path."""
-    current = state.sequence_number
-    folder = store.sessions / state.session_id / "refused" / f"{current:04d}-{digest[:12]}"
+    name = f"{state.sequence_number:04d}-{digest[:12]}"
+    folder = store.sessions / state.session_id / REFUSED / name
     folder.mkdir(parents=True, exist_ok=True)
-    kept = folder / "reply.txt"
+    kept = TurnRecord(folder).reply_path
     atomic_write(kept, data)
     return kept
 

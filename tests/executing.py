@@ -11,6 +11,7 @@ import pytest
 
 from codingagent.commands import Command, CommandResult, EditFile, Replace, ReplaceBlock
 from codingagent.execute import TurnOutcome, execute
+from codingagent.parser import parse
 from codingagent.shell import Shell
 from codingagent.workspace import Workspace
 
@@ -31,6 +32,11 @@ def run(
     shown: dict[str, str] | None = None,
 ) -> TurnOutcome:
     return execute(commands, ws, shell or Shell(timeout=10), shown=shown)
+
+
+def run_reply(ws: Workspace, reply: str) -> TurnOutcome:
+    """Parse ``reply`` and run its commands, as one turn's execution does."""
+    return run(ws, *parse(reply))
 
 
 def headlines(outcome: TurnOutcome) -> list[str]:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from turns import step
 
 from codingagent.app import make_shell
 from codingagent.crashpoints import CRASH_ENV
@@ -27,7 +28,7 @@ from codingagent.fsio import atomic_write, folder_syncs_grouped
 from codingagent.session import SessionStore
 from codingagent.settings import load_settings
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, recover, start_session
+from codingagent.turn import recover, start_session
 
 REPLIES = [
     '[CREATE_FILE path="a.txt"]\none\n[/CREATE_FILE]\n'
@@ -74,7 +75,7 @@ def new_session(root: Path) -> tuple[SessionStore, str]:
 
 
 def apply(store: SessionStore, sid: str, turn: int):
-    return apply_reply(store, sid, REPLIES[turn].encode(), source=f"r{turn}.txt", shell=Shell())
+    return step(store, sid, REPLIES[turn], source=f"r{turn}.txt", shell=Shell())
 
 
 def final_view(store: SessionStore, sid: str) -> tuple:

@@ -7,14 +7,14 @@ import json
 
 import pytest
 from executing import STALE, sha
-from turns import apply_file
+from turns import apply_file, step
 
 from codingagent.commands import (
     FileRange,
 )
 from codingagent.session import SessionState, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, start_session
+from codingagent.turn import start_session
 
 
 @pytest.fixture
@@ -25,12 +25,6 @@ def store(tmp_path) -> SessionStore:
 @pytest.fixture
 def sid(store) -> str:
     return start_session(store, "task")[0].session_id
-
-
-def step(store, sid, text: str, **options):
-    return apply_reply(
-        store, sid, text.encode(), source="r.txt", shell=Shell(timeout=10), **options
-    )
 
 
 def outbox(store, sid, sequence: int) -> str:

@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import difflib
 
-from executing import headlines, put, run
+from executing import headlines, put, run_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codingagent.parser import parse
-from codingagent.workspace import Workspace
-
 TEN = "".join(f"line {i}\n" for i in range(1, 11))
-
-
-def apply(ws: Workspace, reply: str):
-    return run(ws, *parse(reply))
 
 
 def patch(body: str) -> str:
@@ -34,7 +27,7 @@ def test_a_git_diff_of_two_files_with_several_hunks(ws) -> None:
         "diff --git a/src/b.py b/src/b.py\n--- a/src/b.py\n+++ b/src/b.py\n"
         "@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
     )
-    outcome = apply(ws, patch(body))
+    outcome = run_reply(ws, patch(body))
     assert headlines(outcome) == [
         "[OK] PATCH: Changed 'a.txt': 2 hunks, lines 2-4, lines 8-10; changed 'src/b.py': "
         "1 hunk, lines 1-2"
@@ -52,7 +45,7 @@ def test_new_and_deleted_files(ws) -> None:
         "--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1,2 @@\n+# New\n+text\n"
         "--- a/old.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-bye\n-now\n"
     )
-    outcome = apply(ws, patch(body))
+    outcome = run_reply(ws, patch(body))
     assert headlines(outcome) == ["[OK] PATCH: Created 'docs/new.md' (2 lines); deleted 'old.txt'"]
     assert (ws.root / "docs/new.md").read_text() == "# New\ntext\n"
     assert not gone.exists()
@@ -60,7 +53,7 @@ def test_new_and_deleted_files(ws) -> None:
 
 def test_a_deletion_whose_lines_are_not_the_file_deletes_nothing(ws) -> None:
     kept = put(ws, "old.txt", "changed since\n")
-    outcome = apply(ws, patch("--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"))
+    outcome = run_reply(ws, patch("--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"))
     assert headlines(outcome) == [
         "[FAILED] PATCH: the lines the patch removes from 'old.txt' are not its content, so it "
         "was not deleted; READ_FILE it, or use DELETE_FILE; nothing was changed"
@@ -71,7 +64,7 @@ def test_a_deletion_whose_lines_are_not_the_file_deletes_nothing(ws) -> None:
 def test_hunks_are_placed_by_their_lines_whatever_the_numbers_say(ws) -> None:
     path = put(ws, "a.txt", "new first\nnew second\n" + TEN)
     body = "--- a/a.txt\n+++ b/a.txt\n@@ -4,3 +4,3 @@\n line 4\n-line 5\n+LINE 5\n line 6\n"
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.txt': 1 hunk, lines 6-8 (@@ said line 4)"
     ]
     assert "LINE 5\nline 6\n" in path.read_text()
@@ -80,7 +73,7 @@ def test_hunks_are_placed_by_their_lines_whatever_the_numbers_say(ws) -> None:
 def test_bare_hunk_headers_and_miscounted_hunks(ws) -> None:
     path = put(ws, "a.txt", TEN)
     body = "--- a.txt\n+++ a.txt\n@@\n line 1\n-line 2\n+two\n@@ -9,1 +9,7 @@\n line 9\n+nine\n"
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.txt': 2 hunks, lines 1-2, line 9"
     ]
     assert path.read_text().startswith("line 1\ntwo\nline 3\n")
@@ -90,7 +83,7 @@ def test_bare_hunk_headers_and_miscounted_hunks(ws) -> None:
 def test_whitespace_drift_is_tolerated_and_said(ws) -> None:
     path = put(ws, "a.py", "class A:\n    def f(self):   \n        return 1\n")
     body = "--- a/a.py\n+++ b/a.py\n@@ -2,2 +2,2 @@\n def f(self):\n-    return 1\n+    return 2\n"
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.py': 1 hunk, lines 2-3 (matched with other indentation, "
         "REPLACE re-indented)"
     ]
@@ -101,7 +94,7 @@ def test_whitespace_drift_is_tolerated_and_said(ws) -> None:
 def test_trailing_whitespace_and_blank_context_lines_without_their_space(ws) -> None:
     path = put(ws, "a.txt", "one  \n\ntwo\n")
     body = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n\n-two\n+TWO\n"
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.txt': 1 hunk, lines 1-3 (matched ignoring trailing whitespace)"
     ]
     assert path.read_text() == "one  \n\nTWO\n"
@@ -116,7 +109,7 @@ def test_a_hunk_that_does_not_apply_leaves_every_file_unchanged(ws) -> None:
         "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n def divide(a, b):\n-    return a // b\n"
         "+    return a / b if b else 0\n"
     )
-    (result,) = apply(ws, patch(body)).results
+    (result,) = run_reply(ws, patch(body)).results
     assert result.lines() == [
         "[FAILED] PATCH: Hunk 1 of 1 for 'b.txt' (reply line 14): the hunk's text (its ' ' and "
         "'-' lines) is not in 'b.txt'; did you mean lines 1-2 (shown below)? the ' ' and '-' "
@@ -133,13 +126,13 @@ def test_a_hunk_that_does_not_apply_leaves_every_file_unchanged(ws) -> None:
 def test_an_ambiguous_hunk_takes_the_place_its_number_names_or_fails(ws) -> None:
     path = put(ws, "a.txt", "x = 1\ny\nx = 1\ny\n")
     numbered = "--- a/a.txt\n+++ b/a.txt\n@@ -3,2 +3,2 @@\n x = 1\n-y\n+z\n"
-    assert headlines(apply(ws, patch(numbered))) == [
+    assert headlines(run_reply(ws, patch(numbered))) == [
         "[OK] PATCH: Changed 'a.txt': 1 hunk, lines 3-4"
     ]
     assert path.read_text() == "x = 1\ny\nx = 1\nz\n"
     put(ws, "a.txt", "x = 1\ny\nx = 1\ny\n")
     bare = "--- a/a.txt\n+++ b/a.txt\n@@\n x = 1\n-y\n+z\n"
-    assert headlines(apply(ws, patch(bare))) == [
+    assert headlines(run_reply(ws, patch(bare))) == [
         "[FAILED] PATCH: Hunk 1 of 1 for 'a.txt' (reply line 4): the hunk's text (its ' ' and "
         "'-' lines) matches 2 places in 'a.txt' (starting at lines 1, 3); add lines around it "
         "so that it matches one place only; nothing was changed"
@@ -153,7 +146,7 @@ def test_the_begin_patch_envelope(ws) -> None:
         "*** Begin Patch\n*** Update File: a.py\n@@ def g():\n-    return 1\n+    return 2\n"
         "*** Add File: b.py\n+print('b')\n*** Delete File: gone.txt\n*** End Patch\n"
     )
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.py': 1 hunk, line 6; created 'b.py' (1 line); deleted 'gone.txt'"
     ]
     assert a.read_text().endswith("def g():\n    return 2\n")
@@ -167,12 +160,14 @@ def test_a_patch_body_in_a_diff_fence_and_no_newline_at_end(ws) -> None:
         "```diff\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n"
         "+B\n```\n"
     )
-    assert headlines(apply(ws, patch(body))) == ["[OK] PATCH: Changed 'a.txt': 1 hunk, lines 1-2"]
+    assert headlines(run_reply(ws, patch(body))) == [
+        "[OK] PATCH: Changed 'a.txt': 1 hunk, lines 1-2"
+    ]
     assert path.read_text() == "a\nB\n"
 
 
 def test_text_that_is_not_a_diff_is_refused_with_its_line(ws) -> None:
-    outcome = apply(ws, "[PATCH]\nHere is my change:\n--- a/x\n+++ b/x\n[/PATCH]\n")
+    outcome = run_reply(ws, "[PATCH]\nHere is my change:\n--- a/x\n+++ b/x\n[/PATCH]\n")
     assert headlines(outcome) == [
         "[FAILED] PATCH: reply line 2: 'Here is my change:' is not part of a diff; a file "
         "section starts with '--- a/path' and '+++ b/path' lines; nothing was changed"
@@ -181,7 +176,7 @@ def test_text_that_is_not_a_diff_is_refused_with_its_line(ws) -> None:
 
 def test_a_patch_outside_the_workspace_is_rejected_before_anything_is_written(ws) -> None:
     body = "--- /dev/null\n+++ b/ok.txt\n@@ -0,0 +1 @@\n+x\n--- /dev/null\n+++ b/../evil\n@@\n+x\n"
-    (result,) = apply(ws, patch(body)).results
+    (result,) = run_reply(ws, patch(body)).results
     assert result.headline.startswith("[FAILED] PATCH: REJECTED: ")
     assert not (ws.root / "ok.txt").exists()
 
@@ -214,7 +209,7 @@ def test_a_difflib_diff_of_any_edit_applies_back_to_the_edited_file(
     path = put(ws, "f.txt", "".join(before))
     if not diff:
         return  # no change: nothing to apply
-    outcome = apply(ws, patch(diff))
+    outcome = run_reply(ws, patch(diff))
     assert [r.success for r in outcome.results] == [True], outcome.results
     assert path.read_text() == "".join(after)
 
@@ -245,7 +240,7 @@ def test_two_sections_for_one_file_apply_one_after_the_other(ws) -> None:
         "--- a/a.py\n+++ b/a.py\n@@\n line 1\n-line 2\n+two\n"
         "--- a/./a.py\n+++ b/./a.py\n@@\n two\n-line 3\n+three(\n"
     )
-    assert headlines(apply(ws, patch(body))) == [
+    assert headlines(run_reply(ws, patch(body))) == [
         "[OK] PATCH: Changed 'a.py': 1 hunk, lines 1-2; changed './a.py': 1 hunk, lines 2-3; "
         "'a.py': warning: Python cannot compile it: SyntaxError at line 1: invalid syntax"
     ]

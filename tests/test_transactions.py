@@ -29,7 +29,7 @@ from test_crash import (
     snapshot,
     step_process,
 )
-from turns import apply_file
+from turns import apply_file, step
 
 from codingagent.commands import Replace, ReplaceBlock, Search
 from codingagent.crashpoints import CRASH_ENV
@@ -51,11 +51,6 @@ def store(tmp_path) -> SessionStore:
 def sid(store) -> str:
     state, _ = start_session(store, "task")
     return state.session_id
-
-
-def step(store, sid, text: str | bytes, **options):
-    data = text.encode() if isinstance(text, str) else text
-    return apply_reply(store, sid, data, source="r.txt", shell=Shell(), **options)
 
 
 def agent(store: SessionStore, *args: str, crash_at: str | None = None) -> subprocess.Popen:

@@ -10,13 +10,13 @@ import zlib
 
 import pytest
 from click.testing import CliRunner
-from turns import apply_file
+from turns import apply_file, step
 
 from codingagent.cli import main
 from codingagent.journal import undo
 from codingagent.session import SessionError, SessionStore
 from codingagent.shell import Shell
-from codingagent.turn import apply_reply, recover, start_session
+from codingagent.turn import recover, start_session
 
 
 @pytest.fixture
@@ -28,11 +28,6 @@ def store(tmp_path) -> SessionStore:
 def sid(store) -> str:
     state, _ = start_session(store, "task")
     return state.session_id
-
-
-def step(store, sid, text: str | bytes, **options):
-    data = text.encode() if isinstance(text, str) else text
-    return apply_reply(store, sid, data, source="r.txt", shell=Shell(), **options)
 
 
 def ws(store):

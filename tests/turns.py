@@ -1,4 +1,5 @@
-"""Applying a reply saved in a file, as the inbox source and ``codingagent step`` do."""
+"""Applying a reply to a session, as a test does: its text, or a file as the inbox source and
+``codingagent step`` do. The one helper the tests that apply replies share."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from codingagent.session import SessionStore
+from codingagent.shell import Shell
 from codingagent.sources.inbox import hand_off, read_reply_file
 from codingagent.turn import REPLY_SIZE_CAP, TurnReport, apply_reply
 
@@ -25,3 +27,10 @@ def apply_file(
     )
     hand_off(reply, report, store.inbox)
     return report
+
+
+def step(store: SessionStore, sid: str, text: str | bytes, **options: Any) -> TurnReport:
+    """Apply the reply ``text`` (saved as ``r.txt``) to the session as one turn."""
+    data = text.encode() if isinstance(text, str) else text
+    options.setdefault("shell", Shell(timeout=10))
+    return apply_reply(store, sid, data, source=options.pop("source", "r.txt"), **options)
