@@ -1,20 +1,87 @@
-"""What ``codingagent doctor`` checks of a run folder: free space, the agent's folders, and
-whether a session's files can all be read back (each damaged or unreadable one is named)."""
+"""What ``codingagent doctor`` says: what works on this machine (sandbox, each protection, file
+events, clipboard, settings and where they came from, versions), and of a run folder: free
+space, the agent's folders, and whether a session's files can all be read back (each damaged or
+unreadable one is named)."""
 
 from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from . import __version__
+from ._bwrap import hidden_paths
+from .clipboard import describe as describe_clipboard
 from .faults import describe
 from .journal import Journal, TurnRecord
 from .session import Damaged, SessionError, SessionStore
+from .settings import Settings, load_settings
+from .shell import default_approval, protections, sandbox_status
+from .sources.watching import backend_name
 
 LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
+PACKAGES = (
+    *("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"),
+    *("httpx", "detect-secrets", "starlette", "uvicorn"),
+)
+
+Row = tuple[str, str]
+
+
+def report(root: Path, session: str | None, interactive: bool) -> tuple[list[Row], list[str]]:
+    """``doctor``'s rows, and the damaged or unreadable session files among them."""
+    store = SessionStore(root)
+    rows = machine_rows(load_settings(root), interactive)
+    rows.append(("free space", free_space(store.root)))
+    rows += [("run folder", problem) for problem in folder_problems(store)]
+    if session is not None:
+        session_id = store.resolve(session)
+        damaged = session_problems(store, session_id)
+        rows.append((f"session {session_id}", "damaged" if damaged else "every file reads back"))
+    else:  # the state file of each session; SESSION checks one in full
+        ids = store.ids()
+        damaged = [problem for session_id in ids for problem in state_problems(store, session_id)]
+        rows.append(("sessions", "damaged" if damaged else f"{len(ids)} readable"))
+    rows += [("  damaged", problem) for problem in damaged]
+    return rows, damaged
+
+
+def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
+    """What works here: the sandbox and each protection, approval, file events, clipboard; the
+    settings and where each came from; the versions of the packages the agent runs on."""
+    layer, reason = sandbox_status(settings.sandbox)
+    approval = settings.commands or default_approval(layer, interactive)
+    origins = settings.origins
+    return [
+        (
+            "codingagent",
+            f"{__version__} on Python {platform.python_version()}, {platform.platform()}",
+        ),
+        ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
+        ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
+        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
+        ("clipboard", describe_clipboard()),
+        *protections(settings),
+        *(
+            (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
+            for key, value in settings.model_dump().items()
+        ),
+        *(("ignored", line) for line in settings.ignored),
+        *((package, _version(package)) for package in PACKAGES),
+    ]
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def free_space(root: Path) -> str:

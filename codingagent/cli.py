@@ -519,67 +519,9 @@ def doctor(session: str | None, root: Path) -> None:
 
     Exits 1 when a session file is damaged or unreadable (each one is named).
     """
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
+    from .checkup import report
 
-    from ._bwrap import hidden_paths
-    from .checkup import folder_problems, free_space, session_problems, state_problems
-    from .clipboard import describe as describe_clipboard
-    from .session import SessionStore
-    from .settings import load_settings
-    from .shell import default_approval, protections, sandbox_status
-    from .sources.inbox import backend_name
-
-    settings = load_settings(root)
-    layer, reason = sandbox_status(settings.sandbox)
-    tty = sys.stdin.isatty()
-    approval = settings.commands or default_approval(layer, tty)
-    rows = [
-        (
-            "codingagent",
-            f"{__version__} on Python {platform.python_version()}, {platform.platform()}",
-        ),
-        ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
-        ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
-        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
-        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
-        ("clipboard", describe_clipboard()),
-        *protections(settings),
-    ]
-    origins = settings.origins
-    rows += [
-        (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
-        for key, value in settings.model_dump().items()
-    ]
-    rows += [("ignored", line) for line in settings.ignored]
-    for package in (
-        "click",
-        "pydantic",
-        "watchdog",
-        "rich",
-        "pathspec",
-        "filelock",
-        "pyperclip",
-        "httpx",
-        "detect-secrets",
-    ):
-        try:
-            rows.append((package, version(package)))
-        except PackageNotFoundError:
-            rows.append((package, "not installed"))
-    store = SessionStore(root)
-    rows.append(("free space", free_space(store.root)))
-    rows += [("run folder", problem) for problem in folder_problems(store)]
-    damaged: list[str] = []
-    if session is not None:
-        session_id = store.resolve(session)
-        damaged = session_problems(store, session_id)
-        rows.append((f"session {session_id}", "damaged" if damaged else "every file reads back"))
-    else:  # the state file of each session; SESSION checks one in full
-        ids = store.ids()
-        damaged = [problem for session_id in ids for problem in state_problems(store, session_id)]
-        rows.append(("sessions", "damaged" if damaged else f"{len(ids)} readable"))
-    rows += [("  damaged", problem) for problem in damaged]
+    rows, damaged = report(root, session, interactive=sys.stdin.isatty())
     width = max(len(key) for key, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")

@@ -29,7 +29,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import signal
 import threading
 import time
@@ -38,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import autorun
+from . import autorun, refusals
 from .commands import Command, CommandResult, ParseError, RunCommand
 from .crashpoints import OnResult, after_each_result, crash_point
 from .environment import Environment
@@ -56,15 +55,14 @@ from .journal import (
     turn_record,
 )
 from .outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
-from .parser import parse, reply_echo, unwrapped_diff
+from .parser import parse, unwrapped_diff
+from .refusals import Refusal, reply_digest
 from .render import DEFAULT_PROMPT, PromptOptions
 from .session import Answer, SessionError, SessionState, SessionStore, utc_now
 from .shell import Shell
 from .workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
-ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
-REFUSED = "refused"  # the session's folder of replies not applied (stale, while asking)
 MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
 
 
@@ -203,12 +201,9 @@ def apply_reply(
     """
     state = store.load(session_id)
     refuse_if_interrupted(store, session_id)
-    if state.question is not None:
-        return _refuse_while_asking(store, state, data, source)
-    if not force:
-        skipped = _skip(store, state, data, source, max_reply_bytes, prompt)
-        if skipped is not None:
-            return skipped
+    refusal = refusals.check(store, state, data, source, max_reply_bytes, force)
+    if refusal is not None:
+        return _skipped(store, state, refusal, prompt)
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
     return _apply(
@@ -344,21 +339,15 @@ def _auto_run(
     return autorun.scan(ws.root, began_ns) if ran or wrote else []
 
 
-def _skip(
-    store: SessionStore,
-    state: SessionState,
-    data: bytes,
-    source: str,
-    max_reply_bytes: int,
-    prompt: PromptOptions,
-) -> TurnReport | None:
-    """A report saying the reply was not applied, if it is a duplicate or a stale reply."""
-    digest = reply_digest(data)
-    duplicate = _skip_duplicate(store, state, digest, prompt)
-    if duplicate is not None or len(data) > max_reply_bytes:
-        return duplicate
-    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    return _refuse_stale(store, state, echo, data, source, digest, prompt)
+def _skipped(
+    store: SessionStore, state: SessionState, refusal: Refusal, prompt: PromptOptions
+) -> TurnReport:
+    """The report of a reply that was not applied; the prompt it should have answered stays."""
+    waiting = state.is_complete or state.question is not None
+    outbox = None if waiting else ensure_outbox(store, state, prompt)
+    return TurnReport(
+        state, TurnOutcome(), outbox, refusal.folder, notes=[refusal.note], skipped=True
+    )
 
 
 def _open_turn(
@@ -547,121 +536,6 @@ def _unreadable(commands: Iterable[object]) -> bool:
     """Whether a reply had a command the parser could not read, or no command at all."""
     commands = list(commands)
     return not commands or any(isinstance(c, ParseError) for c in commands)
-
-
-def reply_digest(data: bytes) -> str:
-    """sha256 of the reply without BOM, line-ending differences, trailing spaces and tabs at
-    line ends and final blank lines: a re-saved or re-pasted copy matches."""
-    normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    normal = _TRAILING_BLANKS.sub(b"\n", normal).rstrip(b" \t\n")
-    return hashlib.sha256(normal).hexdigest()
-
-
-_TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
-
-
-def _skip_duplicate(
-    store: SessionStore, state: SessionState, digest: str, prompt: PromptOptions
-) -> TurnReport | None:
-    """A report saying the reply was skipped, if this content was applied before in the
-    session (whatever its echo says), or rolled back by a Ctrl-C."""
-    for folder in store.turns(state.session_id, state.sequence_number):
-        meta = TurnRecord(folder).meta()
-        if meta.get("normalizedSha256") == digest:
-            why = f"identical to the one applied in turn {meta['sequence']} ({meta['replyFile']})"
-            return _skipped(store, state, folder, why, prompt)
-    for folder in sorted((store.sessions / state.session_id / "interrupted").glob("*")):
-        reply = TurnRecord(folder).reply_path
-        if reply.is_file() and reply_digest(reply.read_bytes()) == digest:
-            why = f"the one interrupted by Ctrl-C in turn {int(folder.name[:4])} and rolled back"
-            return _skipped(store, state, folder, why, prompt)
-    return None
-
-
-def _skipped(
-    store: SessionStore, state: SessionState, folder: Path, why: str, prompt: PromptOptions
-) -> TurnReport:
-    note = (
-        f"This reply is {why}; it was skipped. To apply it again, use 'codingagent step "
-        f"--force', or let the reply start with 'Sequence: {state.sequence_number}'."
-    )
-    outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
-    return TurnReport(state, TurnOutcome(), outbox, folder, notes=[note], skipped=True)
-
-
-def _refuse_stale(
-    store: SessionStore,
-    state: SessionState,
-    echo: tuple[str | None, int | None],
-    data: bytes,
-    source: str,
-    digest: str,
-    prompt: PromptOptions,
-) -> TurnReport | None:
-    """A report saying the reply was not applied, if it names another session or an older
-    prompt than the current one (SPEC 2.4), or is the last reply applied with more written
-    after it (a reply file appended to after it was read); the reply is kept (see
-    :func:`_keep_refused`)."""
-    session, sequence = echo
-    current = state.sequence_number
-    if session is not None and session != state.session_id:
-        why = f"it names session {session}, but it was given to session {state.session_id}"
-    elif sequence is not None and sequence < current:
-        why = f"it answers prompt {sequence}, but the session is at prompt {current}"
-    elif (grown := _grown_from(store, state, data)) is not None:
-        why = (
-            f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
-            "written to again after it was read. Send the rest as a reply of its own"
-        )
-    else:
-        return None
-    kept = _keep_refused(store, state, data, digest)
-    note = (
-        f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
-        f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
-    )
-    outbox = None if state.is_complete else ensure_outbox(store, state, prompt)
-    return TurnReport(state, TurnOutcome(), outbox, kept.parent, notes=[note], skipped=True)
-
-
-def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | None:
-    """The sequence of the last turn, if ``data`` is its reply with more after it."""
-    last = state.sequence_number - 1
-    if last < 1:
-        return None
-    try:
-        with open(turn_record(store, state.session_id, last).reply_path, "rb") as f:
-            applied = f.read(len(data))
-    except FileNotFoundError:  # undone, or never committed
-        return None
-    return (
-        last if applied.strip() and len(applied) < len(data) and data.startswith(applied) else None
-    )
-
-
-def _refuse_while_asking(
-    store: SessionStore, state: SessionState, data: bytes, source: str
-) -> TurnReport:
-    """A report saying the reply was not applied because the LLM's question waits for the
-    user's answer (even with ``force``: the prompt it answers does not exist yet)."""
-    kept = _keep_refused(store, state, data, reply_digest(data))
-    note = (
-        f"The reply {source} was not applied: the session waits for your answer to the LLM's "
-        f"question ({state.question}). Answer it with 'codingagent answer "
-        f'{state.session_id} "..."\'; the reply is kept as {kept}.'
-    )
-    return TurnReport(state, TurnOutcome(), None, kept.parent, notes=[note], skipped=True)
-
-
-def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest: str) -> Path:
-    """Keep a refused reply in ``refused/``, in a folder named by the prompt it came to and
-    its content (the same reply twice is kept once); its path."""
-    name = f"{state.sequence_number:04d}-{digest[:12]}"
-    folder = store.sessions / state.session_id / REFUSED / name
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = TurnRecord(folder).reply_path
-    atomic_write(kept, data)
-    return kept
 
 
 # --- recovery ---------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import pytest
 from codingagent.app import Prompt
 from codingagent.session import SessionStore
 from codingagent.shell import Shell
-from codingagent.sources.inbox import FileReply, InboxSource, open_for_writing
+from codingagent.sources.inbox import FileReply, InboxSource
+from codingagent.sources.watching import open_for_writing
 from codingagent.turn import apply_reply, start_session
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="needs /proc")

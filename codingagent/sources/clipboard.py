@@ -36,8 +36,9 @@ from collections.abc import Callable, Iterable
 from .. import clipboard
 from ..app import Prompt, Reply
 from ..parser import has_command_line, reply_echo
+from ..refusals import reply_digest
 from ..settings import SettingsError
-from ..turn import TurnReport, reply_digest
+from ..turn import TurnReport
 from .inbox import FileReply, InboxSource
 
 POLL_INTERVAL = 0.5  # seconds between two reads of the clipboard

@@ -1,4 +1,5 @@
-"""Tests for the inbox watcher: which inbox files count as replies, and when they are handed over.
+"""Tests for the inbox watcher (codingagent.sources.watching): which inbox files count as
+replies, and when they are handed over.
 
 Tests marked slow run a real watchdog observer in a thread (joined with a timeout, so a failure
 never hangs the suite) and write files the way browsers and editors do.
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from watchdog.events import FileClosedEvent, FileModifiedEvent, FileMovedEvent
 
-from codingagent.sources.inbox import InboxWatcher, is_reply_name
+from codingagent.sources.watching import InboxWatcher, is_reply_name
 
 SETTLE = 0.5
 QUIET = 0.8  # longer than SETTLE: a file that would be handed over wrongly has had its chance
