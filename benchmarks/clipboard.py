@@ -141,12 +141,18 @@ def own_cpu() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer turns, shorter windows")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer turns, shorter windows")
+    size.add_argument("--smoke", action="store_true", help="seconds: every measure, once, briefly")
     args = parser.parse_args(argv)
     if not xserver.available() or not sys.platform.startswith("linux"):
         print(f"skipped: {xserver.MISSING}, on Linux", file=sys.stderr)
         return 1
-    turns, window, runs = (5, 2.0, 3) if args.quick else (15, 10.0, 5)
+    turns, window, runs = (15, 10.0, 5)
+    if args.quick:
+        turns, window, runs = (5, 2.0, 3)
+    if args.smoke:
+        turns, window, runs = (2, 0.5, 1)
     with xserver.xvfb() as display:
         os.environ["DISPLAY"] = display
         os.environ.pop("WAYLAND_DISPLAY", None)

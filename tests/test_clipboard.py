@@ -418,7 +418,7 @@ def test_ctrl_c_stops_the_clipboard_loop(tmp_path, x_display):
 def test_the_clipboard_benchmark_prints_latency_and_idle_cpu():
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "clipboard.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=280
+        [sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=280
     )
     assert done.returncode == 0, done.stderr
     table = [line for line in done.stdout.splitlines() if line.startswith("| ")]
