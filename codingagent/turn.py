@@ -136,10 +136,7 @@ def follow_up_session(
     state.follow_ups.append(instruction.strip())
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
-    state.updated_at = utc_now()
-    outbox = next_outbox(store, state, prompt).path
-    store.save(state)
-    return outbox
+    return _new_prompt(store, state, prompt)
 
 
 def answer_question(
@@ -158,6 +155,11 @@ def answer_question(
         raise SessionError(f"Session {session_id} has no question waiting for an answer")
     state.answers.append(Answer(question=state.question, answer=answer.strip()))
     state.question = None
+    return _new_prompt(store, state, prompt)
+
+
+def _new_prompt(store: SessionStore, state: SessionState, prompt: PromptOptions) -> Path:
+    """The current prompt written again for what the user just added, and the state saved."""
     state.updated_at = utc_now()
     outbox = next_outbox(store, state, prompt).path
     store.save(state)
