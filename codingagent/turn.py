@@ -13,12 +13,10 @@ the journal goes; otherwise every file is put back from its pre-image (what cann
 path now leading out of the workspace, is reported, never fatal), the journal is marked rolled
 back and the reply is applied afresh.  Recovery is idempotent at every kill point.  So after any
 crash the workspace and session equal "turn not applied" or "turn fully applied".  A Ctrl-C
-rolls the turn back at once, and its reply is not applied again unless forced.
-
-A reply is applied once: its content (BOM, line endings, trailing blanks aside) is compared with
-every reply the session applied, whatever Sequence it names.  At most ``MAX_COMMANDS`` commands
-of a reply run, and a turn's pre-images are capped (``preimage_cap``), so no reply stalls the
-agent or fills its disk.
+rolls the turn back at once, and its reply is not applied again unless forced.  A fault of the
+machine (a full disk) rolls it back too (:mod:`codingagent.faults`).  Which replies are not
+applied at all is :mod:`codingagent.refusals`.  At most ``MAX_COMMANDS`` commands of a reply
+run, and a turn's pre-images are capped (``preimage_cap``): no reply stalls or fills the disk.
 
 Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back.
 """
