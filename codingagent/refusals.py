@@ -86,7 +86,7 @@ def _duplicate(store: SessionStore, state: SessionState, digest: str) -> Refusal
 def _skipped(state: SessionState, folder: Path, why: str) -> Refusal:
     note = (
         f"This reply is {why}; it was skipped. To apply it again, use 'codingagent step "
-        f"--force', or let the reply start with 'Sequence: {state.sequence_number}'."
+        f"{state.session_id} FILE --force'."
     )
     return Refusal(note, folder)
 

@@ -321,6 +321,30 @@ def test_secrets_never_reach_a_prompt_and_the_file_keeps_them(tmp_path: Path) ->
     assert log[0]["masked"] >= len(SECRETS)
 
 
+def test_replace_and_patch_find_the_lines_the_prompt_showed_masked(tmp_path: Path) -> None:
+    """The prompt shows masks; the file holds the secrets: REPLACE's SEARCH text and PATCH's
+    context and '-' lines are matched with the secrets put back."""
+    run = Run(tmp_path / "run", tmp_path / "ws")
+    run.ws.mkdir()
+    (run.ws / "a.env").write_text(f"TOKEN={GITHUB_TOKEN}\nregion = eu-west-1\n")
+    (run.ws / "b.env").write_text(f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\nzone = a\n")
+    run.start()
+    run.step('[READ_FILE path="a.env"]\n[READ_FILE path="b.env"]\n')
+    masked_token = view_of(run.prompt(), "a.env").splitlines()[0]
+    masked_key = view_of(run.prompt(), "b.env").splitlines()[0]
+    assert "[masked: " in masked_token and "[masked: " in masked_key
+    run.step(
+        '[REPLACE path="a.env"]\n<<<<<<< SEARCH\n'
+        f"{masked_token}\nregion = eu-west-1\n=======\n{masked_token}\nregion = us-east-1\n"
+        ">>>>>>> REPLACE\n[/REPLACE]\n"
+        "[PATCH]\n--- a/b.env\n+++ b/b.env\n@@ -1,2 +1,2 @@\n"
+        f" {masked_key}\n-zone = a\n+zone = b\n[/PATCH]\n"
+    )
+    assert "[OK] REPLACE" in run.prompt() and "[OK] PATCH" in run.prompt()
+    assert (run.ws / "a.env").read_text() == f"TOKEN={GITHUB_TOKEN}\nregion = us-east-1\n"
+    assert (run.ws / "b.env").read_text() == f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\nzone = b\n"
+
+
 def test_a_mask_no_secret_is_known_for_refuses_the_write(tmp_path: Path) -> None:
     run = Run(tmp_path / "run", tmp_path / "ws")
     run.ws.mkdir()

@@ -93,7 +93,7 @@ def test_a_duplicate_save_is_skipped_and_leaves_the_inbox(store, sid):
     assert report.skipped
     assert report.notes == [
         "This reply is identical to the one applied in turn 1 (r.txt); it was skipped. To apply "
-        "it again, use 'codingagent step --force', or let the reply start with 'Sequence: 2'."
+        f"it again, use 'codingagent step {sid} FILE --force'."
     ]
     assert (ws(store) / "a.txt").read_text() == "changed by the user\n"
     assert store.load(sid).sequence_number == 2

@@ -490,6 +490,17 @@ def test_errors_are_messages_for_the_page(serve, tmp_path):
     assert untouched(page, session_id, tmp_path / "run")
 
 
+def test_a_question_from_the_llm_is_shown_and_the_old_prompt_put_away(serve, tab, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    open_page(tab, page)
+    tab.fill("#reply", "[ASK]\nWhich color?\n[/ASK]\n")
+    tab.click("#apply")
+    tab.locator("#complete:has-text('Which color?')").wait_for()
+    assert f"codingagent answer {session_id}" in tab.inner_text("#complete")
+    assert tab.locator("#steps").is_hidden()
+
+
 def test_a_damaged_history_file_is_a_message_on_the_page_not_a_traceback(serve, tab, tmp_path):
     page = serve()
     session_id = start_on(page, tmp_path / "run")

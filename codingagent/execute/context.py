@@ -126,7 +126,7 @@ def write(path: str, text: str, turn: Turn) -> bool:
     A secret the prompt showed masked, and the LLM wrote back masked, is put back first: a
     file never gets a mask instead of its secret (:mod:`codingagent.masking`).
     """
-    text = _unmasked(path, text, turn)
+    text = unmasked(path, text, turn)
     created = turn.workspace.write_text(path, text)
     rel = turn.mark_changed(path)
     turn.outcome.shown[rel] = digest(text.encode("utf-8"))
@@ -145,7 +145,10 @@ def remove(path: str, turn: Turn) -> None:
     turn.outcome.shown.pop(rel, None)
 
 
-def _unmasked(path: str, text: str, turn: Turn) -> str:
+def unmasked(path: str, text: str, turn: Turn, what: str = "the new content") -> str:
+    """``text`` with the secret put back for each mask in it (SPEC 4.1: the prompt showed
+    masks, the file holds the secrets); ``what`` names the text in the failure when a mask
+    stands for a secret the agent no longer knows."""
     if masking.MARKER not in text:
         return text
     try:
@@ -156,7 +159,7 @@ def _unmasked(path: str, text: str, turn: Turn) -> str:
         return masking.unmask(text, [before])
     except masking.UnknownMask as e:
         raise CommandFailed(
-            f"Not written: the new content of '{path}' contains {e}, which stands for a secret "
+            f"Not written: {what} of '{path}' contains {e}, which stands for a secret "
             "the agent no longer knows (masks are remembered while the agent runs, and looked "
             "up in the file being replaced); keep the line as the file has it, or write the "
             "value itself"

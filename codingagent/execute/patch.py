@@ -11,7 +11,16 @@ out before any file is written, so a hunk that does not apply leaves every file 
 from __future__ import annotations
 
 from ..commands import Patch, plural
-from .context import CommandFailed, Success, Turn, noted, read_text_if_any, remove, write
+from .context import (
+    CommandFailed,
+    Success,
+    Turn,
+    noted,
+    read_text_if_any,
+    remove,
+    unmasked,
+    write,
+)
 from .diff import DiffError, FilePatch, Hunk, read_patch
 from .guard import syntax_warning
 from .lines import count, lines_name, splice, split_lines, strip_eol, style
@@ -38,6 +47,8 @@ def patch(cmd: Patch, turn: Turn) -> Success:
         else:
             path, text = section.path, read_text_if_any(section.path, turn)
             existed = text is not None
+        for hunk in section.hunks:  # the lines it expects, as the file holds them
+            hunk.old = [unmasked(path, line, turn, "a '-' or context line") for line in hunk.old]
         new, part = _plan(section, text)
         planned[rel] = (path, existed, new)  # named by its first spelling
         parts.append(part)

@@ -10,7 +10,7 @@ import re
 from typing import NamedTuple
 
 from ..commands import Replace, ReplaceBlock, numbered
-from .context import CommandFailed, Success, Turn, not_found, read_text_if_any, write
+from .context import CommandFailed, Success, Turn, not_found, read_text_if_any, unmasked, write
 from .lines import Style, block_lines, count, lines_name, splice, split_lines, strip_eol, style
 from .matching import Ambiguous, Layer, Match, NotFound, find
 
@@ -41,7 +41,8 @@ def replace(cmd: Replace, turn: Turn) -> Success:
     steps: list[_Step] = []
     for number, block in enumerate(cmd.blocks, 1):
         try:
-            step = _apply_block(cmd.path, lines, block, kept)
+            search = unmasked(cmd.path, block.search, turn, "the SEARCH text")
+            step = _apply_block(cmd.path, lines, block.model_copy(update={"search": search}), kept)
         except CommandFailed as failed:
             where = f"Block {number} of {len(cmd.blocks)} (reply line {block.line})"
             if len(cmd.blocks) == 1:

@@ -30,6 +30,7 @@ def session_row(state: SessionState) -> dict[str, Any]:
         "sequence": state.sequence_number,
         "complete": state.is_complete,
         "summary": state.summary,
+        "question": state.question,  # the LLM's ASK, waiting for `codingagent answer`
         "workspace": state.workspace,
         "updatedAt": state.updated_at.isoformat(),
     }

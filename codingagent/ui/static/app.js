@@ -94,9 +94,12 @@ function render() {
   $("session").hidden = false;
   $("title").textContent = s.task;
   $("meta").textContent = `Session ${s.id} · workspace ${s.workspace}`;
-  $("complete").hidden = !s.complete;
-  $("complete").textContent = s.complete ? `Session complete: ${s.summary || ""}` : "";
-  $("steps").hidden = s.complete;
+  const asking = s.question; // the LLM's ASK: no prompt until the user answers
+  $("complete").hidden = !s.complete && !asking;
+  $("complete").textContent = s.complete
+    ? `Session complete: ${s.summary || ""}`
+    : asking ? `The LLM asks: ${asking} (answer with: codingagent answer ${s.id} "...")` : "";
+  $("steps").hidden = s.complete || Boolean(asking);
   if (view.prompt) {
     const p = view.prompt;
     if ($("prompt").dataset.sequence !== String(p.sequence)) $("copy-status").textContent = "";
