@@ -114,6 +114,12 @@ def render_outbox(
     return "\n\n".join(f"=== {name} ===\n{body}" for name, body in sections) + "\n"
 
 
+def is_prompt(text: str) -> bool:
+    """Whether ``text`` is one of our prompts (pasted back by mistake): it starts as every
+    prompt :func:`render_outbox` writes does."""
+    return text.lstrip().startswith("=== HEADER ===")
+
+
 def environment_section(state: SessionState, options: PromptOptions) -> str | None:
     """The ``## Environment`` section, if this prompt shows it: the first prompt, one whose
     section differs from the one last shown, a rewrite of the prompt that showed it, and

@@ -37,13 +37,13 @@ from .. import clipboard
 from ..app import Prompt, Reply
 from ..parser import has_command_line, reply_echo
 from ..refusals import reply_digest
+from ..render import is_prompt
 from ..settings import SettingsError
 from ..turn import TurnReport
 from .inbox import FileReply, InboxSource
 
 POLL_INTERVAL = 0.5  # seconds between two reads of the clipboard
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history
-_PROMPT_START = "=== HEADER ==="  # the first line of every prompt (render.render_outbox)
 _PROMPTS_KEPT = 4  # recent prompts a copied piece of text is compared with
 
 
@@ -65,7 +65,7 @@ def is_reply(text: str, prompt: Prompt, prompts: Iterable[str] = ()) -> bool:
 def is_our_prompt(text: str, prompts: Iterable[str] = ()) -> bool:
     """Whether ``text`` is one of our prompts, or a piece of one of ``prompts``."""
     text = _unix_lines(text).strip()
-    return text.startswith(_PROMPT_START) or any(text in _unix_lines(p) for p in prompts)
+    return is_prompt(text) or any(text in _unix_lines(p) for p in prompts)
 
 
 def _unix_lines(text: str) -> str:

@@ -17,6 +17,7 @@ from ..app import Prompt, Reply
 from ..faults import Fault, describe
 from ..fsio import atomic_write
 from ..journal import TurnRecord
+from ..render import is_prompt
 from ..session import SessionError, utc_now
 from ..turn import TurnReport
 from ..workspace import display_name
@@ -86,7 +87,7 @@ def save_reply(inbox: Path, session_id: str, text: str) -> Path:
     """Save a pasted reply into the inbox under a new name (``codingagent paste``)."""
     if not text.strip():
         raise SessionError("Nothing to paste: the clipboard (or stdin) is empty")
-    if text.lstrip().startswith("=== HEADER ==="):
+    if is_prompt(text):
         raise SessionError(
             "That is the prompt, not the LLM's reply: copy the reply from the chat, then paste"
         )

@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from ..app import Reply, SessionLoop
+from ..render import is_prompt
 from ..session import SessionError, SessionStore
 from ..settings import Settings
 from ..sources.inbox import save_reply
@@ -54,7 +55,7 @@ class SessionActions:
         holds the session."""
         if not text.strip():
             raise SessionError("The reply box is empty: paste the LLM's answer into it")
-        if text.lstrip().startswith("=== HEADER ==="):
+        if is_prompt(text):
             raise SessionError(
                 "That is the prompt, not the LLM's reply: paste the answer from the chat"
             )
