@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,24 @@ def test_a_command_counts_unless_the_echo_names_another_prompt(before, session, 
 # --- the X clipboard -----------------------------------------------------------------------
 
 
+@contextmanager
+def running_agent(root: Path, *args: str) -> Iterator[subprocess.Popen]:
+    """``python -m codingagent ARGS --root ROOT``, output captured; killed on the way out if
+    it still runs."""
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "codingagent", *args, "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield agent
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.communicate()
+
+
 def wait_for(
     predicate, what: str, agent: subprocess.Popen | None = None, timeout: float = 20.0
 ) -> None:
@@ -170,13 +189,7 @@ def copy_until_read(text: str) -> None:
 def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     """Start with --clipboard, copy replies (and things that are not replies) in turn."""
     command = ["start", "Write hi.txt", "--clipboard", "--commands", "allow"]
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", *command, "--root", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with running_agent(tmp_path, *command) as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = next((tmp_path / "sessions").glob("*.json")).stem
         prompt_1 = (tmp_path / "outbox" / f"{session}_seq0001.txt").read_text()
@@ -219,10 +232,6 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
 
         copy(f"Session: {session} Sequence: 4\n[DONE]\nWrote hi.txt, two.txt, three.txt\n")
         _, err = agent.communicate(timeout=60)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.communicate()
     assert agent.returncode == 0, err
     assert err.count(f"Reply {SOURCE} received") == 3
     assert "Reply third.txt received" in err
@@ -245,19 +254,10 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
 def test_resume_with_the_clipboard_takes_the_next_reply(tmp_path, x_display):
     assert run(tmp_path, "start", "t", "--no-watch", "--no-copy").exit_code == 0
     assert clipboard_text() == ""
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", "resume", "--clipboard", "--root", str(tmp_path)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with running_agent(tmp_path, "resume", "--clipboard") as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard")
         copy("Done already.\n\n[DONE]\nnothing to do\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.communicate()
     assert agent.returncode == 0, err
     assert "Session complete: nothing to do" in err
 
@@ -395,19 +395,10 @@ def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, n
 
 @needs_x
 def test_ctrl_c_stops_the_clipboard_loop(tmp_path, x_display):
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", "start", "t", "--clipboard", "--root", str(tmp_path)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with running_agent(tmp_path, "start", "t", "--clipboard") as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard", agent)
         agent.send_signal(signal.SIGINT)
         _, err = agent.communicate(timeout=30)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.communicate()
     assert agent.returncode == 130, err
     assert "Stopped. Continue later with: codingagent resume" in err
 
@@ -440,19 +431,10 @@ def test_on_wayland_with_xwayland_the_loop_reads_through_x11(tmp_path, x_display
     monkeypatch.setenv("WAYLAND_DISPLAY", "no-such-wayland-display")
     forget_clipboard_tool(monkeypatch)
     assert clipboard.backend() == "wl-clipboard", "pyperclip's own choice on Wayland"
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", "start", "t", "--clipboard", "--root", str(tmp_path)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with running_agent(tmp_path, "start", "t", "--clipboard") as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard", agent)
         copy("[DONE]\nread through X11\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.communicate()
     assert agent.returncode == 0, err
     assert "Watching the clipboard (xclip)" in err
     assert "Session complete: read through X11" in err
