@@ -60,6 +60,7 @@ from .turn import (
     apply_reply,
     follow_up_session,
     recover,
+    start_session,
 )
 
 if TYPE_CHECKING:
@@ -168,6 +169,22 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
+
+
+def new_session(
+    store: SessionStore, settings: Settings, task: str, workspace: Path | None = None
+) -> SessionState:
+    """A new session, its first prompt written with the settings' prompt options and the
+    Environment section probed in the sandbox its commands will run in (every front end)."""
+    shell = make_shell(settings, store)
+    state, _ = start_session(
+        store,
+        task,
+        workspace,
+        PromptOptions.from_settings(settings),
+        environment=lambda folder: probe(shell, folder),
+    )
+    return state
 
 
 class TurnOptions(TypedDict):

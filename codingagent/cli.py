@@ -230,12 +230,9 @@ def main() -> None:
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer."""
-    from .app import make_shell
-    from .environment import probe
-    from .render import PromptOptions
+    from .app import new_session
     from .session import SessionStore
     from .sources.clipboard import require_clipboard
-    from .turn import start_session
 
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
@@ -243,15 +240,7 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
     settings = _settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch:
         require_clipboard()
-    store = SessionStore(root)
-    shell = make_shell(settings, store)
-    state, _ = start_session(
-        store,
-        task,
-        workspace,
-        PromptOptions.from_settings(settings),
-        environment=lambda folder: probe(shell, folder),
-    )
+    state = new_session(SessionStore(root), settings, task, workspace)
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")

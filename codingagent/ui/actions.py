@@ -16,12 +16,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from ..app import Reply, SessionLoop
+from ..app import Reply, SessionLoop, new_session
 from ..render import is_prompt
 from ..session import SessionError, SessionStore
 from ..settings import Settings
 from ..sources.inbox import save_reply
-from ..turn import start_session
 from .events import Approvals, EventHub, PageListener
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
@@ -45,7 +44,7 @@ class SessionActions:
         """A new session for ``task`` on ``workspace`` (relative to the run directory; empty:
         its ``workspace/``); its first prompt is ready when this returns."""
         folder = self.store.root / workspace.strip() if workspace.strip() else None
-        state, _ = start_session(self.store, task, folder)
+        state = new_session(self.store, self.settings, task, folder)
         with self._slot(state.session_id), self._loop(state.session_id) as loop:
             loop.prepare()
         return state.session_id
