@@ -225,7 +225,6 @@ class SessionLoop:
         self._replies = 0  # replies taken in this run
         self._idle = 0  # replies in a row that ran no command
         self._given_shell = shell
-        self._raw_shell: Shell | None = None
         self._shell: Shell | None = None
         self._probed: Environment | None = None
         self._stop = threading.Event()
@@ -255,7 +254,7 @@ class SessionLoop:
         self._stop.clear()
         self._replies = self._idle = 0
         try:
-            self._observed_shell()  # which sandbox and approval hold, before any reply
+            self._shell_once()  # which sandbox and approval hold, before any reply
             prompt = self.prepare(follow_up)
             if prompt is None:
                 return self._stopped(Stop(StopReason.COMPLETE, ""))
@@ -441,10 +440,8 @@ class SessionLoop:
         keeps it in the state (committed with the turn), so the next prompt shows the
         Environment section when it changed."""
         if self._probed is None:
-            self._observed_shell()
-            assert self._raw_shell is not None
             workspace = Path(self.store.load(self.session_id).workspace)
-            self._probed = probe(self._raw_shell, workspace)
+            self._probed = probe(self._shell_once(), workspace)
         return self._probed
 
     def _keep_environment(self) -> None:
@@ -462,10 +459,13 @@ class SessionLoop:
         self._listener.note(f"warning: {fault}")
 
     def _observed_shell(self) -> Shell:
-        """The shell for this loop's turns, made once; says which sandbox and approval hold."""
+        """The shell for this loop's turns, the listener told while each command runs."""
+        return cast(Shell, _ObservedShell(self._shell_once(), self._listener))
+
+    def _shell_once(self) -> Shell:
+        """The loop's shell, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
-            self._raw_shell = shell
             policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
             if policy == "deny":
                 shell.approve = lambda command: False
@@ -475,7 +475,7 @@ class SessionLoop:
             if shell.sandbox_layer == "bwrap":
                 hidden = ", ".join(hidden_paths(shell.hide))
                 self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
-            self._shell = cast(Shell, _ObservedShell(shell, self._listener))
+            self._shell = shell
         return self._shell
 
     def _offer(self, path: Path, sequence: int) -> Prompt:
