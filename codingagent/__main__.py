@@ -1,5 +1,5 @@
 """``python -m codingagent``: the same as the ``codingagent`` command."""
 
-from .cli import main
+from codingagent.cli import main
 
 main(prog_name="codingagent")

@@ -42,18 +42,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
-from . import clipboard
-from ._bwrap import hidden_paths
-from .commands import CommandResult
-from .environment import Environment, probe
-from .faults import Fault, describe, remedy
-from .journal import UndoReport, undo
-from .outbox import ensure_outbox
-from .render import PromptOptions, estimate_tokens
-from .session import SessionError, SessionState, SessionStore
-from .settings import Settings, SettingsError
-from .shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
-from .turn import (
+from codingagent import clipboard
+from codingagent._bwrap import hidden_paths
+from codingagent.commands import CommandResult
+from codingagent.environment import Environment, probe
+from codingagent.faults import Fault, describe, remedy
+from codingagent.journal import UndoReport, undo
+from codingagent.outbox import ensure_outbox
+from codingagent.render import PromptOptions, estimate_tokens
+from codingagent.session import SessionError, SessionState, SessionStore
+from codingagent.settings import Settings, SettingsError
+from codingagent.shell import Limits, SandboxUnavailable, Shell, ShellResult, default_approval
+from codingagent.turn import (
     TurnInterrupted,
     TurnReport,
     answer_question,

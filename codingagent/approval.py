@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .console import console, safe_text
+from codingagent.console import console, safe_text
 
 
 def ask_on_terminal(command: str) -> bool:

@@ -14,15 +14,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from ._bwrap import hidden_paths
-from .clipboard import describe as describe_clipboard
-from .faults import describe
-from .journal import Journal, TurnRecord
-from .session import Damaged, SessionError, SessionStore
-from .settings import Settings, load_settings
-from .shell import default_approval, protections, sandbox_status
-from .sources.watching import backend_name
+from codingagent import __version__
+from codingagent._bwrap import hidden_paths
+from codingagent.clipboard import describe as describe_clipboard
+from codingagent.faults import describe
+from codingagent.journal import Journal, TurnRecord
+from codingagent.session import Damaged, SessionError, SessionStore
+from codingagent.settings import Settings, load_settings
+from codingagent.shell import default_approval, protections, sandbox_status
+from codingagent.sources.watching import backend_name
 
 LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
 PACKAGES = (

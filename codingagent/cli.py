@@ -20,15 +20,15 @@ import click
 from click.shell_completion import CompletionItem
 from rich.console import Console
 
-from . import __version__
-from .console import STYLE, console, error, safe_text, say, shorten
+from codingagent import __version__
+from codingagent.console import STYLE, console, error, safe_text, say, shorten
 
 # The agent's own modules load pydantic, filelock and watchdog: each command imports what it
 # uses, so `codingagent --help` starts in a fraction of the time.
 if TYPE_CHECKING:
-    from .app import ReplySource, SessionLoop
-    from .settings import Settings
-    from .sources.chat import ChatClient
+    from codingagent.app import ReplySource, SessionLoop
+    from codingagent.settings import Settings
+    from codingagent.sources.chat import ChatClient
 
 
 class _Group(click.Group):
@@ -36,10 +36,10 @@ class _Group(click.Group):
     :mod:`codingagent.faults`), into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
-        from .app import SourceError
-        from .faults import message
-        from .session import SessionError
-        from .settings import SettingsError
+        from codingagent.app import SourceError
+        from codingagent.faults import message
+        from codingagent.session import SessionError
+        from codingagent.settings import SettingsError
 
         try:
             return super().invoke(ctx)
@@ -56,7 +56,7 @@ class _Group(click.Group):
 
 def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
-    from .session import SessionError, SessionStore
+    from codingagent.session import SessionError, SessionStore
 
     root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
     store = SessionStore(Path(root))
@@ -138,7 +138,7 @@ def model_options(command: Callable) -> Callable:
 def _model(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> ChatClient | None:
     """Takes :func:`model_options` out of ``flags``: a client for the endpoint they name, if
     any. Settings errors and a missing key stop us before a session is made or touched."""
-    from .sources.chat import ChatClient
+    from codingagent.sources.chat import ChatClient
 
     given = [flags.pop(key) for key in ("model_name", "base_url", "model_id", "api_key_env")]
     profile = _settings(root, flags, workspace).model_profile(*given)
@@ -160,7 +160,7 @@ clipboard_option = click.option(
 
 def _settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:
     """The settings for a run on ``workspace``; files in it may not loosen them (SPEC 4.1)."""
-    from .settings import load_settings
+    from codingagent.settings import load_settings
 
     return load_settings(root, flags, workspaces=[workspace] if workspace is not None else [])
 
@@ -168,10 +168,10 @@ def _settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) 
 def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = False) -> SessionLoop:
     """The session loop for SESSION in ROOT with the settings and these flags, on the console;
     settings a workspace file tried to loosen are named on the console."""
-    from .app import SessionLoop
-    from .approval import answer_on_terminal, ask_on_terminal
-    from .console import ConsoleListener
-    from .session import SessionStore
+    from codingagent.app import SessionLoop
+    from codingagent.approval import answer_on_terminal, ask_on_terminal
+    from codingagent.console import ConsoleListener
+    from codingagent.session import SessionStore
 
     store = SessionStore(root)
     settings = _settings(root, flags, Path(store.load(store.resolve(session)).workspace))
@@ -230,9 +230,9 @@ def main() -> None:
 def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer."""
-    from .app import new_session
-    from .session import SessionStore
-    from .sources.clipboard import require_clipboard
+    from codingagent.app import new_session
+    from codingagent.session import SessionStore
+    from codingagent.sources.clipboard import require_clipboard
 
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
@@ -280,9 +280,9 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 @tuning_options
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
-    from .app import Reply, interrupted_turn
-    from .faults import TurnNotApplied
-    from .sources.inbox import InboxSource
+    from codingagent.app import Reply, interrupted_turn
+    from codingagent.faults import TurnNotApplied
+    from codingagent.sources.inbox import InboxSource
 
     with _loop(root, session, flags) as loop:
         inbox = InboxSource(loop.store.inbox, loop.settings.max_reply_bytes)
@@ -309,9 +309,9 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
-    from .clipboard import paste as read_clipboard
-    from .session import SessionError, SessionStore
-    from .sources.inbox import save_reply
+    from codingagent.clipboard import paste as read_clipboard
+    from codingagent.session import SessionError, SessionStore
+    from codingagent.sources.inbox import save_reply
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -359,9 +359,9 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
 def log(session: str, root: Path, as_json: bool) -> None:
     """Show each turn of SESSION: when, which reply, each command's result and duration."""
-    from .commands import CommandResult
-    from .journal import turn_log
-    from .session import SessionStore
+    from codingagent.commands import CommandResult
+    from codingagent.journal import turn_log
+    from codingagent.session import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -409,7 +409,7 @@ def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first."""
     from rich.table import Table
 
-    from .session import SessionStore, age
+    from codingagent.session import SessionStore, age
 
     store = SessionStore(root)
     states = [store.load(session_id) for session_id in store.ids()]
@@ -444,10 +444,10 @@ def show(session: str, root: Path, copy: bool, full: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
     from dataclasses import replace
 
-    from .outbox import ensure_outbox, prompt_text
-    from .render import PromptOptions
-    from .session import SessionStore
-    from .settings import load_settings
+    from codingagent.outbox import ensure_outbox, prompt_text
+    from codingagent.render import PromptOptions
+    from codingagent.session import SessionStore
+    from codingagent.settings import load_settings
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -470,7 +470,7 @@ def show(session: str, root: Path, copy: bool, full: bool) -> None:
             text = path.read_text(encoding="utf-8")
     click.echo(text, nl=False)
     if copy:
-        from .clipboard import copy as copy_text
+        from codingagent.clipboard import copy as copy_text
 
         problem = copy_text(text)
         say("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
@@ -491,7 +491,7 @@ def show(session: str, root: Path, copy: bool, full: bool) -> None:
 def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None:
     """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
     reply, see each turn's results and diffs, undo. Its address carries a secret token."""
-    from .ui.server import run
+    from codingagent.ui.server import run
 
     try:
         run(root, session, port, not no_open, flags)
@@ -508,7 +508,7 @@ def doctor(session: str | None, root: Path) -> None:
 
     Exits 1 when a session file is damaged or unreadable (each one is named).
     """
-    from .checkup import report
+    from codingagent.checkup import report
 
     rows, damaged = report(root, session, interactive=sys.stdin.isatty())
     width = max(len(key) for key, _ in rows)
@@ -531,8 +531,8 @@ def _watch(
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
     ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
     after Ctrl-C)."""
-    from .app import StopReason
-    from .faults import TurnNotApplied
+    from codingagent.app import StopReason
+    from codingagent.faults import TurnNotApplied
 
     with loop:
         if not watch:
@@ -557,12 +557,12 @@ def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManag
     when one is given."""
     settings = loop.settings
     if model is None:
-        from .sources.clipboard import ClipboardSource
-        from .sources.inbox import InboxSource
+        from codingagent.sources.clipboard import ClipboardSource
+        from codingagent.sources.inbox import InboxSource
 
         inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
         return ClipboardSource(inbox) if settings.clipboard_watch else inbox
-    from .sources.endpoint import EndpointSource
+    from codingagent.sources.endpoint import EndpointSource
 
     return EndpointSource(
         model, loop.store, loop.listener, history_turns=settings.model_history_turns

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from .app import Prompt, Reply, ReplySource, Stop
-    from .commands import CommandResult
-    from .journal import UndoReport
-    from .turn import TurnReport
+    from codingagent.app import Prompt, Reply, ReplySource, Stop
+    from codingagent.commands import CommandResult
+    from codingagent.journal import UndoReport
+    from codingagent.turn import TurnReport
 
 console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 STYLE = {True: "green", False: "red"}
@@ -115,7 +115,7 @@ class ConsoleListener:
         print_result(result)
 
     def turn_applied(self, report: TurnReport) -> None:
-        from .commands import plural
+        from codingagent.commands import plural
 
         for note in report.notes:
             say(note, "yellow")
@@ -179,7 +179,7 @@ class ConsoleListener:
         say(f"{source.description}. Ctrl-C stops.")
 
     def stopped(self, stop: Stop) -> None:
-        from .app import StopReason
+        from codingagent.app import StopReason
 
         if stop.message:
             attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)

@@ -16,7 +16,7 @@ import signal
 from collections import Counter
 from collections.abc import Callable
 
-from .commands import CommandResult
+from codingagent.commands import CommandResult
 
 CRASH_ENV = "CODINGAGENT_CRASH_AT"
 

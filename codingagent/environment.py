@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
-    from .shell import Shell
+    from codingagent.shell import Shell
 
 TOOLS = ("bash", "git", "make", "gcc", "node", "npm", "cargo", "go", "java", "rg", "curl")
 _PROBE_TIMEOUT_S = 20.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from .session import SessionError
+from codingagent.session import SessionError
 
 # errno -> (what happened, what the user does about it)
 FAULTS: dict[int, tuple[str, str]] = {

@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .crashpoints import crash_point
-from .execute.context import CommandFailed
-from .fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
-from .outbox import ensure_outbox, open_workspace
-from .render import DEFAULT_PROMPT, PromptOptions
-from .session import SessionError, SessionState, SessionStore, damaged, utc_now
-from .workspace import PathRejected, PreImage, Workspace
+from codingagent.crashpoints import crash_point
+from codingagent.execute.context import CommandFailed
+from codingagent.fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
+from codingagent.outbox import ensure_outbox, open_workspace
+from codingagent.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.session import SessionError, SessionState, SessionStore, damaged, utc_now
+from codingagent.workspace import PathRejected, PreImage, Workspace
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)

@@ -17,9 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from . import masking
-from .commands import ReadRequest
-from .render import (
+from codingagent import masking
+from codingagent.commands import ReadRequest
+from codingagent.render import (
     DEFAULT_PROMPT,
     FileView,
     OutboxContext,
@@ -29,9 +29,9 @@ from .render import (
     estimate_tokens,
     render_outbox,
 )
-from .session import SessionError, SessionState, SessionStore
-from .workspace import PathRejected, Workspace
-from .workspace.listing import UNSIZED
+from codingagent.session import SessionError, SessionState, SessionStore
+from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.listing import UNSIZED
 
 LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
 LISTING_SIZES = 20_000  # files the listing walk stats for their sizes; beyond, sizes unknown

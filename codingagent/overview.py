@@ -20,7 +20,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .workspace.listing import UNSIZED
+from codingagent.workspace.listing import UNSIZED
 
 ROLL_UP = 100  # a folder holding more files than this lists only its source files one by one
 _GIVE_UP = 50  # files in a row that do not fit end the listing of files

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fsio import atomic_write
-from .journal import TurnRecord, turn_record
-from .parser import reply_echo
-from .session import SessionState, SessionStore
+from codingagent.fsio import atomic_write
+from codingagent.journal import TurnRecord, turn_record
+from codingagent.parser import reply_echo
+from codingagent.session import SessionState, SessionStore
 
 REFUSED = "refused"  # the session's folder of replies not applied
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo

@@ -23,15 +23,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .commands import file_lines, numbered
-from .environment import TOOLS
-from .overview import overview
-from .protocol import CONTINUATION_PROMPT, PROTOCOL_VERSION, REMINDER, protocol_text, seconds
+from codingagent.commands import file_lines, numbered
+from codingagent.environment import TOOLS
+from codingagent.overview import overview
+from codingagent.protocol import (
+    CONTINUATION_PROMPT,
+    PROTOCOL_VERSION,
+    REMINDER,
+    protocol_text,
+    seconds,
+)
 
 if TYPE_CHECKING:
-    from .environment import Environment
-    from .session import SessionState
-    from .settings import Settings
+    from codingagent.environment import Environment
+    from codingagent.session import SessionState
+    from codingagent.settings import Settings
 
 NO_COMMANDS_NOTE = (
     "(no commands were found in your last reply; write them as tags at the start of a line, "

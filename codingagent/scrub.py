@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ._bwrap import TOOL_VARS
+from codingagent._bwrap import TOOL_VARS
 
 # The environment a command gets: these names (and prefixes), minus anything secret-looking.
 _ENV_NAMES = frozenset(

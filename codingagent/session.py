@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from .commands import CommandResult, ReadRequest
-from .environment import Environment
-from .fsio import atomic_write
+from codingagent.commands import CommandResult, ReadRequest
+from codingagent.environment import Environment
+from codingagent.fsio import atomic_write
 
 if TYPE_CHECKING:
     from filelock import FileLock

@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _cgroup
-from ._bwrap import CREDENTIAL_PATTERNS, bwrap_argv, sizes_tmpfs
-from .scrub import scrub_env
+from codingagent import _cgroup
+from codingagent._bwrap import CREDENTIAL_PATTERNS, bwrap_argv, sizes_tmpfs
+from codingagent.scrub import scrub_env
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from codingagent.settings import Settings
 
 _POSIX = os.name == "posix"
 _LINUX = sys.platform.startswith("linux")

@@ -35,14 +35,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import autorun, refusals
-from .commands import Command, CommandResult, ParseError, RunCommand
-from .crashpoints import OnResult, after_each_result, crash_point
-from .environment import Environment
-from .execute import TurnOutcome, execute
-from .faults import Fault, TurnNotApplied, describe, remedy
-from .fsio import atomic_write, folder_syncs_grouped
-from .journal import (
+from codingagent import autorun, refusals
+from codingagent.commands import Command, CommandResult, ParseError, RunCommand
+from codingagent.crashpoints import OnResult, after_each_result, crash_point
+from codingagent.environment import Environment
+from codingagent.execute import TurnOutcome, execute
+from codingagent.faults import Fault, TurnNotApplied, describe, remedy
+from codingagent.fsio import atomic_write, folder_syncs_grouped
+from codingagent.journal import (
     PREIMAGE_CAP,
     Journal,
     Restored,
@@ -52,13 +52,13 @@ from .journal import (
     refuse_if_interrupted,
     turn_record,
 )
-from .outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
-from .parser import parse, unwrapped_diff
-from .refusals import Refusal, reply_digest
-from .render import DEFAULT_PROMPT, PromptOptions
-from .session import Answer, SessionError, SessionState, SessionStore, utc_now
-from .shell import Shell
-from .workspace import Workspace
+from codingagent.outbox import ensure_outbox, next_outbox, open_workspace, write_outbox
+from codingagent.parser import parse, unwrapped_diff
+from codingagent.refusals import Refusal, reply_digest
+from codingagent.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.session import Answer, SessionError, SessionState, SessionStore, utc_now
+from codingagent.shell import Shell
+from codingagent.workspace import Workspace
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn

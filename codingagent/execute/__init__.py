@@ -11,7 +11,7 @@ Adding a command: its model in ``commands.py``, its row in ``parser.TAGS``, its 
 ``case`` in ``dispatch._handle`` (mypy fails until it has one), its paragraph in the PROTOCOL text.
 """
 
-from .context import TurnOutcome
-from .dispatch import execute
+from codingagent.execute.context import TurnOutcome
+from codingagent.execute.dispatch import execute
 
 __all__ = ["TurnOutcome", "execute"]

@@ -10,13 +10,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from .. import masking
-from ..commands import CommandResult, ReadRequest
-from ..shell import Shell
-from ..workspace import PathRejected, Workspace
+from codingagent import masking
+from codingagent.commands import CommandResult, ReadRequest
+from codingagent.shell import Shell
+from codingagent.workspace import PathRejected, Workspace
 
 if TYPE_CHECKING:
-    from .edit_file import EditRun
+    from codingagent.execute.edit_file import EditRun
 
 _CLIP = 60
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import assert_never
 
-from ..commands import (
+from codingagent.commands import (
     Ask,
     Command,
     CommandResult,
@@ -36,19 +36,19 @@ from ..commands import (
     RunCommand,
     Search,
 )
-from ..faults import is_fault
-from ..fsio import naming
-from ..shell import Shell
-from ..workspace import PathRejected, Workspace
-from .context import CommandFailed, Success, Turn, TurnOutcome, noted
-from .conversation import ask, done, message, parse_error
-from .edit_file import edit_file
-from .files import create_file, delete_file, read_file
-from .guard import syntax_warning
-from .patch import patch
-from .replace import replace
-from .run_command import run_command
-from .search import search
+from codingagent.execute.context import CommandFailed, Success, Turn, TurnOutcome, noted
+from codingagent.execute.conversation import ask, done, message, parse_error
+from codingagent.execute.edit_file import edit_file
+from codingagent.execute.files import create_file, delete_file, read_file
+from codingagent.execute.guard import syntax_warning
+from codingagent.execute.patch import patch
+from codingagent.execute.replace import replace
+from codingagent.execute.run_command import run_command
+from codingagent.execute.search import search
+from codingagent.faults import is_fault
+from codingagent.fsio import naming
+from codingagent.shell import Shell
+from codingagent.workspace import PathRejected, Workspace
 
 
 def execute(

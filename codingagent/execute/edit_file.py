@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..commands import EditFile
-from .context import (
+from codingagent.commands import EditFile
+from codingagent.execute.context import (
     CommandFailed,
     Success,
     Turn,
@@ -19,7 +19,15 @@ from .context import (
     read_text,
     write,
 )
-from .lines import Style, block_lines, count, lines_name, splice, split_lines, style
+from codingagent.execute.lines import (
+    Style,
+    block_lines,
+    count,
+    lines_name,
+    splice,
+    split_lines,
+    style,
+)
 
 
 @dataclass

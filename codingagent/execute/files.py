@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ..commands import CreateFile, DeleteFile, FileRange, ReadFile, ReadRequest
-from .context import (
+from codingagent.commands import CreateFile, DeleteFile, FileRange, ReadFile, ReadRequest
+from codingagent.execute.context import (
     CommandFailed,
     Success,
     Turn,
@@ -17,8 +17,8 @@ from .context import (
     remove,
     write,
 )
-from .guard import elision
-from .lines import lines_name
+from codingagent.execute.guard import elision
+from codingagent.execute.lines import lines_name
 
 
 def create_file(cmd: CreateFile, turn: Turn) -> Success:

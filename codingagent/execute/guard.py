@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 import warnings
 
-from ..workspace import PathRejected
-from .context import Turn
+from codingagent.execute.context import Turn
+from codingagent.workspace import PathRejected
 
 # Lines LLMs write instead of code they left out. A comment is judged by its words alone; other
 # lines only when they also carry an ellipsis or are wrapped in <...> or [...], so that Python's

@@ -9,10 +9,27 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..commands import Replace, ReplaceBlock, numbered
-from .context import CommandFailed, Success, Turn, not_found, read_text_if_any, unmasked, write
-from .lines import Style, block_lines, count, lines_name, splice, split_lines, strip_eol, style
-from .matching import Ambiguous, Layer, Match, NotFound, find
+from codingagent.commands import Replace, ReplaceBlock, numbered
+from codingagent.execute.context import (
+    CommandFailed,
+    Success,
+    Turn,
+    not_found,
+    read_text_if_any,
+    unmasked,
+    write,
+)
+from codingagent.execute.lines import (
+    Style,
+    block_lines,
+    count,
+    lines_name,
+    splice,
+    split_lines,
+    strip_eol,
+    style,
+)
+from codingagent.execute.matching import Ambiguous, Layer, Match, NotFound, find
 
 _VIEW_NUMBER = re.compile(r" *\d+ \| ?")
 HOW = {

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..commands import RunCommand
-from .context import CommandFailed, Success, Turn
+from codingagent.commands import RunCommand
+from codingagent.execute.context import CommandFailed, Success, Turn
 
 
 def run_command(cmd: RunCommand, turn: Turn) -> Success:

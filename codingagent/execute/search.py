@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..commands import Search, plural
-from ..workspace import PathRejected, Workspace
-from .context import CommandFailed, Success, Turn, clip
+from codingagent.commands import Search, plural
+from codingagent.execute.context import CommandFailed, Success, Turn, clip
+from codingagent.workspace import PathRejected, Workspace
 
 SEARCH_HITS = 100  # hits shown per SEARCH; the rest are counted
 SEARCH_FILES = 5000  # files looked at per SEARCH

@@ -36,8 +36,8 @@ from typing import Any
 
 import httpx
 
-from ..app import SourceError
-from ..settings import ModelProfile
+from codingagent.app import SourceError
+from codingagent.settings import ModelProfile
 
 ATTEMPTS = 3  # requests per answer: the first and two retries
 BACKOFF_S = 1.0  # the first wait before a retry without Retry-After; doubles each time

@@ -33,14 +33,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from .. import clipboard
-from ..app import Prompt, Reply
-from ..parser import has_command_line, reply_echo
-from ..refusals import reply_digest
-from ..render import is_prompt
-from ..settings import SettingsError
-from ..turn import TurnReport
-from .inbox import FileReply, InboxSource
+from codingagent import clipboard
+from codingagent.app import Prompt, Reply
+from codingagent.parser import has_command_line, reply_echo
+from codingagent.refusals import reply_digest
+from codingagent.render import is_prompt
+from codingagent.settings import SettingsError
+from codingagent.sources.inbox import FileReply, InboxSource
+from codingagent.turn import TurnReport
 
 POLL_INTERVAL = 0.5  # seconds between two reads of the clipboard
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import threading
 
-from ..app import Listener, Prompt, Reply
-from ..journal import TurnRecord
-from ..session import SessionStore
-from ..turn import TurnReport
-from .chat import Answer, ChatClient
+from codingagent.app import Listener, Prompt, Reply
+from codingagent.journal import TurnRecord
+from codingagent.session import SessionStore
+from codingagent.sources.chat import Answer, ChatClient
+from codingagent.turn import TurnReport
 
 
 class EndpointSource:

@@ -13,15 +13,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..app import Prompt, Reply
-from ..faults import Fault, describe
-from ..fsio import atomic_write
-from ..journal import TurnRecord
-from ..render import is_prompt
-from ..session import SessionError, utc_now
-from ..turn import TurnReport
-from ..workspace import display_name
-from .watching import InboxWatcher, open_for_writing
+from codingagent.app import Prompt, Reply
+from codingagent.faults import Fault, describe
+from codingagent.fsio import atomic_write
+from codingagent.journal import TurnRecord
+from codingagent.render import is_prompt
+from codingagent.session import SessionError, utc_now
+from codingagent.sources.watching import InboxWatcher, open_for_writing
+from codingagent.turn import TurnReport
+from codingagent.workspace import display_name
 
 # --- the reply source ------------------------------------------------------------------------
 

@@ -90,7 +90,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from ..faults import Fault
+from codingagent.faults import Fault
 
 # watchdog logs an error when its inotify thread is stopped while events are still queued,
 # which happens whenever a session ends; it is harmless and must not reach the console.

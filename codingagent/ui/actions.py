@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from ..app import Reply, SessionLoop, new_session
-from ..render import is_prompt
-from ..session import SessionError, SessionStore
-from ..settings import Settings
-from ..sources.inbox import save_reply
-from .events import Approvals, EventHub, PageListener
+from codingagent.app import Reply, SessionLoop, new_session
+from codingagent.render import is_prompt
+from codingagent.session import SessionError, SessionStore
+from codingagent.settings import Settings
+from codingagent.sources.inbox import save_reply
+from codingagent.ui.events import Approvals, EventHub, PageListener
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
 

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..commands import file_lines
-from ..journal import TurnRecord
-from ..workspace import PathRejected, Workspace
+from codingagent.commands import file_lines
+from codingagent.journal import TurnRecord
+from codingagent.workspace import PathRejected, Workspace
 
 MAX_DIFF_BYTES = 1024 * 1024  # either side larger than this: the diff says so and shows nothing
 CONTEXT_LINES = 3

@@ -15,13 +15,13 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .views import result_json
+from codingagent.ui.views import result_json
 
 if TYPE_CHECKING:
-    from ..app import Prompt, Reply, ReplySource, Stop
-    from ..commands import CommandResult
-    from ..journal import UndoReport
-    from ..turn import TurnReport
+    from codingagent.app import Prompt, Reply, ReplySource, Stop
+    from codingagent.commands import CommandResult
+    from codingagent.journal import UndoReport
+    from codingagent.turn import TurnReport
 
 Event = dict[str, Any]
 APPROVAL_TIMEOUT = 300.0  # seconds a RUN_COMMAND waits for Allow or Deny before it is denied

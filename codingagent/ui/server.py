@@ -38,12 +38,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..console import say
-from ..session import SessionError, SessionStore
-from ..settings import Settings, SettingsError, load_settings
-from .actions import SessionActions
-from .events import APPROVAL_TIMEOUT, Approvals, EventHub
-from .views import session_view, sessions_list
+from codingagent.console import say
+from codingagent.session import SessionError, SessionStore
+from codingagent.settings import Settings, SettingsError, load_settings
+from codingagent.ui.actions import SessionActions
+from codingagent.ui.events import APPROVAL_TIMEOUT, Approvals, EventHub
+from codingagent.ui.views import session_view, sessions_list
 
 STATIC = Path(__file__).parent / "static"
 HOST = "127.0.0.1"

@@ -10,12 +10,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..commands import CommandResult
-from ..journal import TurnRecord
-from ..outbox import ensure_outbox, open_workspace
-from ..render import estimate_tokens
-from ..session import SessionError, SessionState, SessionStore
-from .diffs import session_diffs
+from codingagent.commands import CommandResult
+from codingagent.journal import TurnRecord
+from codingagent.outbox import ensure_outbox, open_workspace
+from codingagent.render import estimate_tokens
+from codingagent.session import SessionError, SessionState, SessionStore
+from codingagent.ui.diffs import session_diffs
 
 
 def result_json(result: CommandResult) -> dict[str, Any]:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from . import files, preimage
-from .guard import Guard, PathRejected
-from .listing import Listing, display_name, list_files
-from .preimage import PreImage
+from codingagent.workspace import files, preimage
+from codingagent.workspace.guard import Guard, PathRejected
+from codingagent.workspace.listing import Listing, display_name, list_files
+from codingagent.workspace.preimage import PreImage
 
 __all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
 

@@ -10,19 +10,9 @@ import os
 import stat
 from collections.abc import Callable
 
-from ..fsio import at, atomic_write_at
-from .guard import (
-    HARDLINK,
-    Guard,
-    PathRejected,
-    Spot,
-    is_a_directory,
-    is_multi_linked,
-    lstat,
-    not_found,
-    open_file,
-)
-from .preimage import PreImage, will_change
+from codingagent.fsio import at, atomic_write_at
+from codingagent.workspace.guard import HARDLINK, Guard, PathRejected, Spot, is_a_directory, is_multi_linked, lstat, not_found, open_file
+from codingagent.workspace.preimage import PreImage, will_change
 
 
 def is_file(guard: Guard, rel: str) -> bool:
