@@ -15,11 +15,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codingagent.environment import probe
-from codingagent.render import PromptOptions, estimate_tokens
-from codingagent.session import SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import apply_reply, start_session
+from codingagent.prompt.render import PromptOptions, estimate_tokens
+from codingagent.sandbox.probe import probe
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import apply_reply
 
 TASK = "Add a --verbose flag to cli.py that prints each step, with a test"
 REPLY = """\

@@ -30,16 +30,17 @@ from pathlib import Path
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from codingagent.app import SessionLoop
-from codingagent.commands import EditFile, Replace, ReplaceBlock
 from codingagent.execute import execute
-from codingagent.outbox import write_outbox
-from codingagent.parser import parse
-from codingagent.session import SessionStore
+from codingagent.protocol.commands import EditFile, Replace, ReplaceBlock
+from codingagent.protocol.parser import parse
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.loop import SessionLoop
+from codingagent.session.outbox import write_outbox
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport, apply_reply
 from codingagent.settings import Settings
-from codingagent.shell import Shell
 from codingagent.sources.inbox import InboxSource
-from codingagent.turn import TurnReport, apply_reply, start_session
 from codingagent.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -415,9 +416,10 @@ def bench_startup(scale: Scale) -> list[Row]:
 _MEMORY_PROBE = """
 import sys
 from pathlib import Path
-from codingagent.session import SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import apply_reply, start_session
+from codingagent.session.store import SessionStore
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.turn import apply_reply
 
 def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would include the parent's, pre-exec)
     for line in open("/proc/self/status"):

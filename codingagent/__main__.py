@@ -1,5 +1,5 @@
 """``python -m codingagent``: the same as the ``codingagent`` command."""
 
-from codingagent.cli import main
+from codingagent.frontends.cli import main
 
 main(prog_name="codingagent")

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from codingagent.commands import Command, CommandResult, EditFile, Replace, ReplaceBlock
 from codingagent.execute import TurnOutcome, execute
-from codingagent.parser import parse
-from codingagent.shell import Shell
+from codingagent.protocol.commands import Command, EditFile, Replace, ReplaceBlock
+from codingagent.protocol.parser import parse
+from codingagent.sandbox.shell import Shell
+from codingagent.state import CommandResult
 from codingagent.workspace import Workspace
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")

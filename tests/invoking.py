@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from codingagent.cli import main
+from codingagent.frontends.cli import main
 
 
 def run(root: Path, *args: str, input: str | None = None) -> Result:

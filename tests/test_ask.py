@@ -9,11 +9,12 @@ from executing import headlines, put, run
 from invoking import run as cli
 from test_loop import Recording, ScriptedSource, open_loop
 
-from codingagent.app import SessionLoop, StopReason
-from codingagent.parser import parse
-from codingagent.session import SessionStore
+from codingagent.protocol.parser import parse
+from codingagent.sandbox.shell import Shell
+from codingagent.session.loop import SessionLoop
+from codingagent.session.seams import StopReason
+from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
-from codingagent.shell import Shell
 
 ASK = "[ASK]\nShould the port be 8080 or 9090?\n[/ASK]\n"
 
@@ -165,8 +166,8 @@ def test_a_reply_with_a_diff_and_no_commands_is_told_to_wrap_it_in_patch(tmp_pat
 def test_the_terminal_prompt_takes_an_answer_and_an_empty_line_or_eof_is_none() -> None:
     from click.testing import CliRunner
 
-    from codingagent.approval import answer_on_terminal
-    from codingagent.console import ConsoleListener
+    from codingagent.frontends.approval import answer_on_terminal
+    from codingagent.frontends.console import ConsoleListener
 
     listener = ConsoleListener(ask=lambda command: False, answer=answer_on_terminal)
     for typed, expected in (("9090\n", "9090"), ("\n", None), ("", None)):

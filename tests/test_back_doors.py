@@ -18,11 +18,12 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codingagent import autorun, masking
-from codingagent.cli import main
-from codingagent.masking import UnknownMask, mask, unmask
+from codingagent.frontends.cli import main
+from codingagent.sandbox.shell import sandbox_status
+from codingagent.secrecy import masking
+from codingagent.secrecy.masking import UnknownMask, mask, unmask
 from codingagent.settings import load_settings, user_settings_path
-from codingagent.shell import sandbox_status
+from codingagent.workspace import autorun
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from invoking import run
 
 from codingagent import __version__
-from codingagent.cli import main
-from codingagent.session import SessionStore
+from codingagent.frontends.cli import main
+from codingagent.session.store import SessionStore
 
 REPLY_1 = """\
 I'll create the script, run it, and look at it.

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from invoking import run
 from xserver import clipboard_text, copy, xclip_servers
 
-from codingagent import clipboard
-from codingagent.app import Prompt
-from codingagent.session import SessionStore
+from codingagent.session.lifecycle import start_session
+from codingagent.session.seams import Prompt
+from codingagent.session.store import SessionStore
+from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard import SOURCE, ClipboardSource, is_reply
 from codingagent.sources.inbox import InboxSource
-from codingagent.turn import start_session
 
 needs_x = pytest.mark.skipif(not xserver.available(), reason=xserver.MISSING)
 

@@ -7,18 +7,18 @@ from __future__ import annotations
 import pytest
 from executing import edit, headlines, only, put, replace, run
 
-from codingagent.commands import (
+from codingagent.execute import TurnOutcome, execute
+from codingagent.protocol.commands import (
     Command,
-    CommandResult,
     CreateFile,
     DeleteFile,
     ReadFile,
     RunCommand,
     Search,
 )
-from codingagent.execute import TurnOutcome, execute
-from codingagent.parser import TAGS
-from codingagent.shell import Shell
+from codingagent.protocol.parser import TAGS
+from codingagent.sandbox.shell import Shell
+from codingagent.state import CommandResult
 from codingagent.workspace import Workspace
 
 

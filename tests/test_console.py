@@ -15,7 +15,7 @@ from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 from invoking import run
 
-from codingagent.cli import main
+from codingagent.frontends.cli import main
 from codingagent.settings import Settings, SettingsError, load_settings
 
 
@@ -190,12 +190,12 @@ def test_new_prompts_are_copied_when_a_clipboard_exists(tmp_path, fake_clipboard
 
 
 def test_paste_takes_the_reply_from_the_clipboard(tmp_path, fake_clipboard, monkeypatch):
-    monkeypatch.setattr("codingagent.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("codingagent.frontends.cli._stdin_is_terminal", lambda: True)
     empty = CliRunner().invoke(main, ["paste", "--root", str(tmp_path)])
     assert empty.exit_code == 1 and "No sessions yet" in empty.stderr
     session_id = started(tmp_path)
     fake_clipboard["text"] = "[MESSAGE]\nfrom the chat\n[/MESSAGE]\n"
-    monkeypatch.setattr("codingagent.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("codingagent.frontends.cli._stdin_is_terminal", lambda: True)
     result = CliRunner().invoke(main, ["paste", "--root", str(tmp_path)])
     assert result.exit_code == 0, result.output
     (saved,) = (tmp_path / "inbox").glob("*.txt")
@@ -275,7 +275,7 @@ def test_paste_without_a_clipboard_says_how_to_pipe(tmp_path, monkeypatch):
 
     started(tmp_path)
     monkeypatch.setattr(pyperclip, "paste", no_clipboard)
-    monkeypatch.setattr("codingagent.cli._stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("codingagent.frontends.cli._stdin_is_terminal", lambda: True)
     result = run(tmp_path, "paste")
     assert result.exit_code == 1
     assert "No clipboard here (no clipboard tool found" in result.stderr
@@ -322,7 +322,7 @@ def test_the_console_says_which_sandbox_runs_commands(tmp_path):
 
 
 def test_sandbox_bwrap_where_it_cannot_work_is_a_clear_error(tmp_path, monkeypatch):
-    import codingagent.shell as shell
+    import codingagent.sandbox.shell as shell
 
     monkeypatch.setattr(shell, "sandbox_status", lambda mode="auto": ("none", "bwrap is absent"))
     started(tmp_path)

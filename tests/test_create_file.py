@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 from executing import headlines, only, put, run
 
-from codingagent.commands import (
-    CreateFile,
-)
 from codingagent.execute import execute
-from codingagent.parser import parse
-from codingagent.shell import Shell
+from codingagent.protocol.commands import CreateFile
+from codingagent.protocol.parser import parse
+from codingagent.sandbox.shell import Shell
 from codingagent.workspace import Workspace
 
 PLACEHOLDERS = [

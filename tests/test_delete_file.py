@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from executing import headlines, put, run
 
-from codingagent.commands import (
-    DeleteFile,
-)
+from codingagent.protocol.commands import DeleteFile
 from codingagent.workspace import Workspace
 
 

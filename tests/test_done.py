@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from executing import headlines, only, posix_only, run
 
-from codingagent.commands import (
-    CommandResult,
+from codingagent.execute import execute
+from codingagent.protocol.commands import (
     CreateFile,
     DeleteFile,
     Done,
@@ -13,8 +13,8 @@ from codingagent.commands import (
     ParseError,
     RunCommand,
 )
-from codingagent.execute import execute
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
+from codingagent.state import CommandResult
 from codingagent.workspace import Workspace
 
 

@@ -8,13 +8,9 @@ from executing import STALE, TEN, edit, headlines, only, posix_only, put, run, s
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codingagent.commands import (
-    CreateFile,
-    DeleteFile,
-    RunCommand,
-)
 from codingagent.execute import execute
-from codingagent.shell import Shell
+from codingagent.protocol.commands import CreateFile, DeleteFile, RunCommand
+from codingagent.sandbox.shell import Shell
 from codingagent.workspace import Workspace
 
 _LINE = st.text(

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner, Result
 from scripted_model import Cut, Fail, Garbage, Say, ScriptedModel, Stall
 
-from codingagent.cli import main
-from codingagent.session import SessionStore
+from codingagent.frontends.cli import main
+from codingagent.session.store import SessionStore
 
 SOLVE_1 = """\
 [CREATE_FILE path="hello.py"]

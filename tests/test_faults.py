@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from codingagent.faults import TurnNotApplied, is_fault, message
-from codingagent.session import SessionStore
-from codingagent.turn import start_session
+from codingagent.session.lifecycle import start_session
+from codingagent.session.store import SessionStore
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="mounting a filesystem needs root")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codingagent.workspace import PathRejected, PreImage, Workspace
-from codingagent.workspace.guard import HARDLINK, OUTSIDE
+from codingagent.workspace.pathguard import HARDLINK, OUTSIDE
 
 
 def test_write_creates_parents_and_reports_creation(layout: tuple[Path, Path]) -> None:

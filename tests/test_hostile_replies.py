@@ -1,6 +1,6 @@
 """Hostile LLM replies, end to end: real files in ``tmp_path``, a real ``Shell``, the real CLI.
 
-Every test feeds one nasty reply through :func:`codingagent.turn.apply_reply` (or
+Every test feeds one nasty reply through :func:`codingagent.session.turn.apply_reply` (or
 ``codingagent step``) and checks what a user would notice:
 
 * the agent does not crash (the CLI exits 0 for a bad reply);
@@ -29,11 +29,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from codingagent.cli import main
-from codingagent.render import FILE_VIEW_CAP
-from codingagent.session import SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import REPLY_SIZE_CAP, apply_reply, start_session
+from codingagent.frontends.cli import main
+from codingagent.prompt.render import FILE_VIEW_CAP
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.replies import REPLY_SIZE_CAP
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import apply_reply
 
 pytestmark = [
     pytest.mark.skipif(os.name != "posix", reason="uses /bin/sh, symlinks and FIFOs"),

@@ -1,4 +1,4 @@
-"""The session loop (codingagent.app) driven by a scripted reply source and a recording listener.
+"""The session loop (codingagent.session.loop) driven by a scripted reply source and a recording listener.
 
 The source and the listener are the two seams of the loop: real front ends (the console, the
 inbox watcher) are tested through the CLI; here the loop's own decisions are.
@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from codingagent.app import Prompt, Reply, SessionLoop, Stop, StopReason
-from codingagent.commands import CommandResult
-from codingagent.journal import UndoReport
-from codingagent.session import SessionError, SessionStore
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.loop import SessionLoop
+from codingagent.session.seams import Prompt, Reply, Stop, StopReason
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport
+from codingagent.session.undo import UndoReport
 from codingagent.settings import Settings, SettingsError
-from codingagent.shell import Shell
-from codingagent.turn import TurnReport, start_session
+from codingagent.state import CommandResult, SessionError
 
 
 class ScriptedSource:

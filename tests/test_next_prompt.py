@@ -9,12 +9,10 @@ import pytest
 from executing import STALE, sha
 from turns import apply_file, step
 
-from codingagent.commands import (
-    FileRange,
-)
-from codingagent.session import SessionState, SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import start_session
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.store import SessionStore
+from codingagent.state import FileRange, SessionState
 
 
 @pytest.fixture

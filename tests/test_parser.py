@@ -1,4 +1,4 @@
-"""Tests for codingagent.parser: the reply grammar of protocol 1.0 and its tolerances."""
+"""Tests for codingagent.protocol.parser: the reply grammar of protocol 1.0 and its tolerances."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from codingagent.commands import (
+from codingagent.protocol.commands import (
     Command,
     CreateFile,
     DeleteFile,
@@ -28,7 +28,7 @@ from codingagent.commands import (
     RunCommand,
     Search,
 )
-from codingagent.parser import parse, reply_echo
+from codingagent.protocol.parser import parse, reply_echo
 
 
 def unclosed(name: str, line: int) -> ParseError:
@@ -1048,9 +1048,10 @@ def test_importing_the_session_store_builds_no_command_validators() -> None:
     """`codingagent sessions` loads only session state: the command models' validators are
     built when a reply is first parsed (pydantic's defer_build), and then work as before."""
     probe = (
-        "import codingagent.session, codingagent.commands as c\n"
-        "print(c.CreateFile.__pydantic_complete__, c.CommandResult.__pydantic_complete__)\n"
-        "from codingagent.parser import parse\n"
+        "import codingagent.session.store, codingagent.state as s\n"
+        "import codingagent.protocol.commands as c\n"
+        "print(c.CreateFile.__pydantic_complete__, s.CommandResult.__pydantic_complete__)\n"
+        "from codingagent.protocol.parser import parse\n"
         "print(parse('[DONE]\\nok\\n[/DONE]') == [c.Done(line=1, summary='ok')])\n"
     )
     out = subprocess.run(

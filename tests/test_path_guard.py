@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codingagent.workspace import PathRejected, Workspace
-from codingagent.workspace.guard import BACKSLASH, EMPTY, FOLDER, NUL, OUTSIDE, STREAM
+from codingagent.workspace.pathguard import BACKSLASH, EMPTY, FOLDER, NUL, OUTSIDE, STREAM
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -11,14 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codingagent.environment import Environment, parse_probe, probe
-from codingagent.outbox import ensure_outbox, prompt_text
-from codingagent.overview import overview
-from codingagent.protocol import REMINDER, protocol_text
-from codingagent.render import OutboxContext, PromptOptions, estimate_tokens, render_outbox
-from codingagent.session import SessionState, SessionStore
-from codingagent.shell import Shell, sandbox_status
-from codingagent.turn import apply_reply, start_session
+from codingagent.prompt.overview import overview
+from codingagent.prompt.render import OutboxContext, PromptOptions, estimate_tokens, render_outbox
+from codingagent.protocol.manual import REMINDER, protocol_text
+from codingagent.sandbox.probe import parse_probe, probe
+from codingagent.sandbox.shell import Shell, sandbox_status
+from codingagent.session.lifecycle import start_session
+from codingagent.session.outbox import ensure_outbox, prompt_text
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import apply_reply
+from codingagent.state import Environment, SessionState
 from codingagent.workspace.listing import UNSIZED
 from tests.invoking import run
 

@@ -6,10 +6,8 @@ import sys
 
 from executing import TEN, headlines, put, run
 
-from codingagent.commands import (
-    FileRange,
-    ReadFile,
-)
+from codingagent.protocol.commands import ReadFile
+from codingagent.state import FileRange
 from codingagent.workspace import Workspace
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from codingagent.commands import CommandResult
-from codingagent.parser import TAGS, parse
-from codingagent.protocol import CONTINUATION_PROMPT, PROTOCOL_VERSION, protocol_text
-from codingagent.render import (
+from codingagent.prompt.render import (
     FILE_VIEW_CAP,
     NO_COMMANDS_NOTE,
     VIEW_LINES,
@@ -14,7 +11,9 @@ from codingagent.render import (
     estimate_tokens,
     render_outbox,
 )
-from codingagent.session import SessionState
+from codingagent.protocol.manual import CONTINUATION_PROMPT, PROTOCOL_VERSION, protocol_text
+from codingagent.protocol.parser import TAGS, parse
+from codingagent.state import CommandResult, SessionState
 
 PROTOCOL_TEXT = protocol_text(30, 4000)  # with the default limits
 

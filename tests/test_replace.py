@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from codingagent.execute import execute
 from codingagent.execute.matching import Ambiguous, Layer, Match, NotFound, find
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef divide(a, b):\n    return a / b\n"
 

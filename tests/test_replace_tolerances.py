@@ -128,7 +128,7 @@ def test_the_hint_finds_a_block_that_is_one_blank_line_off(ws) -> None:
 
 
 def test_a_closing_tag_as_a_file_line_is_named_in_the_protocol_with_the_way_around(ws) -> None:
-    from codingagent.protocol import protocol_text
+    from codingagent.protocol.manual import protocol_text
 
     text = " ".join(protocol_text(30, 4000).split())
     assert "A line that is exactly a closing tag, such as [/REPLACE], ends its command" in text

@@ -3,7 +3,7 @@
 Each ``tests/replies/NAME.txt`` is one reply, byte for byte (CRLF, BOM and curly quotes
 included). ``CASES[NAME]`` says what the workspace held, what the session had seen, and what
 must come of the reply: the result lines, the files afterwards, and lines of the next outbox.
-Every reply goes through the real turn engine (:func:`codingagent.turn.apply_reply`) with a
+Every reply goes through the real turn engine (:func:`codingagent.session.turn.apply_reply`) with a
 real shell.
 
 Shapes covered: ChatGPT (markdown headings, the whole reply or each command in a fence),
@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from executing import sha
 
-from codingagent.outbox import write_outbox
-from codingagent.session import SessionState, SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import TurnReport, apply_reply
+from codingagent.sandbox.shell import Shell
+from codingagent.session.outbox import write_outbox
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.state import SessionState
 
 REPLIES = Path(__file__).parent / "replies"
 SID = "5f3a9c01"

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from codingagent.app import Prompt
-from codingagent.session import SessionStore
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.seams import Prompt
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import apply_reply
 from codingagent.sources.inbox import FileReply, InboxSource
 from codingagent.sources.watching import open_for_writing
-from codingagent.turn import apply_reply, start_session
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="needs /proc")
 

@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 from executing import only, posix_only, run
 
-from codingagent.commands import (
-    RunCommand,
-)
-from codingagent.shell import Shell, ShellResult
+from codingagent.protocol.commands import RunCommand
+from codingagent.sandbox.shell import Shell, ShellResult
 from codingagent.workspace import Workspace
 
 

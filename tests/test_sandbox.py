@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import gone, needs_proc
 
-from codingagent.shell import (
+from codingagent.sandbox.shell import (
     Limits,
     SandboxUnavailable,
     Shell,
@@ -35,7 +35,7 @@ from codingagent.shell import (
     sandbox_status,
 )
 from codingagent.workspace import PathRejected, Workspace
-from codingagent.workspace.guard import (
+from codingagent.workspace.pathguard import (
     BACKSLASH,
     CONTROL,
     HARDLINK,
@@ -406,7 +406,7 @@ def test_an_interrupted_agent_stops_the_command(tmp_path: Path) -> None:
 _DYING_AGENT = """
 import sys
 from pathlib import Path
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
 Shell(timeout=30).run("sleep 100 & echo $! > pid; wait", Path(sys.argv[1]))
 """
 
@@ -442,7 +442,7 @@ def test_the_exit_status_survives_the_layers(tmp_path: Path, layer: str) -> None
 _RSS_HARNESS = """
 import sys
 from pathlib import Path
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
 
 def high_water_kib():
     for line in open("/proc/self/status"):

@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from invoking import run
 from processes import needs_proc
 
-from codingagent import _cgroup
-from codingagent.scrub import scrub_env
+from codingagent.sandbox import cgroup as _cgroup
+from codingagent.sandbox.scrub import scrub_env
+from codingagent.sandbox.shell import Limits, Shell, protections, sandbox_status
 from codingagent.settings import load_settings
-from codingagent.shell import Limits, Shell, protections, sandbox_status
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sandbox")
 
@@ -224,7 +224,7 @@ def test_forking_past_the_process_limit_fails_clearly(tmp_path: Path, layer: str
 _AS_NOBODY = """
 import sys
 from pathlib import Path
-from codingagent.shell import Limits, Shell
+from codingagent.sandbox.shell import Limits, Shell
 shell = Shell(timeout=20, sandbox="bwrap", limits=Limits(nproc=16))
 print(shell._process_limit())
 print(shell.run("for i in $(seq 40); do sleep 2 & done; wait; echo finished", Path.cwd()).output)
@@ -272,7 +272,7 @@ _SOURCE = str(Path(__file__).resolve().parent.parent)
 def _nobody_can_run(python: str) -> bool:
     if not os.path.exists(python):
         return False
-    check = "import sys, codingagent.shell; sys.exit(sys.version_info < (3, 11))"
+    check = "import sys, codingagent.sandbox.shell; sys.exit(sys.version_info < (3, 11))"
     try:
         done = subprocess.run(
             [python, "-c", check],

@@ -10,12 +10,10 @@ import time
 import pytest
 from executing import headlines, put, run
 
-from codingagent.commands import (
-    CommandResult,
-    Search,
-)
 from codingagent.execute import search as searching
 from codingagent.execute.search import SEARCH_HITS
+from codingagent.protocol.commands import Search
+from codingagent.state import CommandResult
 
 
 @pytest.fixture

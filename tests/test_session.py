@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from codingagent.commands import CommandResult
-from codingagent.session import SessionError, SessionState, SessionStore
+from codingagent.session.store import SessionStore
+from codingagent.state import CommandResult, SessionError, SessionState
 
 
 def make_state(store: SessionStore, task: str = "t") -> SessionState:

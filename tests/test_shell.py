@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from processes import gone, needs_proc
 
-from codingagent.scrub import scrub_env
-from codingagent.shell import Shell, ShellResult
+from codingagent.sandbox.scrub import scrub_env
+from codingagent.sandbox.shell import Shell, ShellResult
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 

@@ -2,7 +2,7 @@
 progress, duplicates by content, undo as a transaction, Ctrl-C, the pre-image cap.
 
 Processes are real ``codingagent`` runs killed with SIGKILL at named points
-(:mod:`codingagent.crashpoints`); a full disk is a real 2 MB tmpfs (root only).
+(:mod:`codingagent.session.crashpoints`); a full disk is a real 2 MB tmpfs (root only).
 """
 
 from __future__ import annotations
@@ -31,15 +31,19 @@ from test_crash import (
 )
 from turns import apply_file, step
 
-from codingagent.commands import Replace, ReplaceBlock, Search
-from codingagent.crashpoints import CRASH_ENV
 from codingagent.execute import search as searching
 from codingagent.faults import TurnNotApplied
-from codingagent.journal import TurnRecord, append_frame, frame, read_frames, undo
-from codingagent.render import PromptOptions
-from codingagent.session import SessionError, SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import apply_reply, recover, start_session
+from codingagent.prompt.render import PromptOptions
+from codingagent.protocol.commands import Replace, ReplaceBlock, Search
+from codingagent.sandbox.shell import Shell
+from codingagent.session.crashpoints import CRASH_ENV
+from codingagent.session.history import TurnRecord, append_frame, frame, read_frames
+from codingagent.session.lifecycle import start_session
+from codingagent.session.recovery import recover
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import apply_reply
+from codingagent.session.undo import undo
+from codingagent.state import SessionError
 
 
 @pytest.fixture

@@ -12,11 +12,13 @@ import pytest
 from click.testing import CliRunner
 from turns import apply_file, step
 
-from codingagent.cli import main
-from codingagent.journal import undo
-from codingagent.session import SessionError, SessionStore
-from codingagent.shell import Shell
-from codingagent.turn import recover, start_session
+from codingagent.frontends.cli import main
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.recovery import recover
+from codingagent.session.store import SessionStore
+from codingagent.session.undo import undo
+from codingagent.state import SessionError
 
 
 @pytest.fixture

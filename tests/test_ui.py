@@ -20,13 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codingagent.commands import CommandResult
-from codingagent.journal import turn_log
-from codingagent.session import SessionStore
+from codingagent.frontends.page.events import Approvals, EventHub
+from codingagent.frontends.page.server import PageServer, create_app, listen, new_token, url
+from codingagent.session.history import turn_log
+from codingagent.session.lifecycle import start_session
+from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
-from codingagent.turn import start_session
-from codingagent.ui.events import Approvals, EventHub
-from codingagent.ui.server import PageServer, create_app, listen, new_token, url
+from codingagent.state import CommandResult
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -1,4 +1,4 @@
-"""The page's per-turn diffs (codingagent.ui.diffs) and session views, from real turns."""
+"""The page's per-turn diffs (codingagent.frontends.page.diffs) and session views, from real turns."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codingagent.app import Reply, SessionLoop
-from codingagent.session import SessionStore
+from codingagent.frontends.page.diffs import MAX_DIFF_BYTES, session_diffs, unified
+from codingagent.frontends.page.events import Approvals, EventHub, PageListener
+from codingagent.frontends.page.views import session_view
+from codingagent.sandbox.shell import Shell
+from codingagent.session.lifecycle import start_session
+from codingagent.session.loop import SessionLoop
+from codingagent.session.seams import Reply
+from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
-from codingagent.shell import Shell
-from codingagent.turn import start_session
-from codingagent.ui.diffs import MAX_DIFF_BYTES, session_diffs, unified
-from codingagent.ui.events import Approvals, EventHub, PageListener
-from codingagent.ui.views import session_view
 from codingagent.workspace import Workspace
 
 

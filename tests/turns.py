@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from codingagent.session import SessionStore
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
+from codingagent.session.replies import REPLY_SIZE_CAP
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport, apply_reply
 from codingagent.sources.inbox import hand_off, read_reply_file
-from codingagent.turn import REPLY_SIZE_CAP, TurnReport, apply_reply
 
 
 def apply_file(

@@ -10,9 +10,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from codingagent import masking
-from codingagent.commands import CommandResult, ReadRequest
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
+from codingagent.secrecy import masking
+from codingagent.state import CommandResult, ReadRequest
 from codingagent.workspace import PathRejected, Workspace
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def write(path: str, text: str, turn: Turn) -> bool:
     """Write a file for the LLM; True if it is new. The LLM knows what it wrote.
 
     A secret the prompt showed masked, and the LLM wrote back masked, is put back first: a
-    file never gets a mask instead of its secret (:mod:`codingagent.masking`).
+    file never gets a mask instead of its secret (:mod:`codingagent.secrecy.masking`).
     """
     text = unmasked(path, text, turn)
     created = turn.workspace.write_text(path, text)

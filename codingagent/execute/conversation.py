@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from codingagent.commands import Ask, Done, Message, ParseError, plural
 from codingagent.execute.context import CommandFailed, Success, Turn
+from codingagent.protocol.commands import Ask, Done, Message, ParseError, plural
 
 
 def message(cmd: Message, turn: Turn) -> Success:

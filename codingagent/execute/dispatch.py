@@ -20,10 +20,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import assert_never
 
-from codingagent.commands import (
+from codingagent.execute.context import CommandFailed, Success, Turn, TurnOutcome, noted
+from codingagent.execute.conversation import ask, done, message, parse_error
+from codingagent.execute.edit_file import edit_file
+from codingagent.execute.patch import patch
+from codingagent.execute.placeholders import syntax_warning
+from codingagent.execute.replace import replace
+from codingagent.execute.run_command import run_command
+from codingagent.execute.search import search
+from codingagent.execute.whole_files import create_file, delete_file, read_file
+from codingagent.faults import is_fault
+from codingagent.fsio import naming
+from codingagent.protocol.commands import (
     Ask,
     Command,
-    CommandResult,
     CreateFile,
     DeleteFile,
     Done,
@@ -36,18 +46,8 @@ from codingagent.commands import (
     RunCommand,
     Search,
 )
-from codingagent.execute.context import CommandFailed, Success, Turn, TurnOutcome, noted
-from codingagent.execute.conversation import ask, done, message, parse_error
-from codingagent.execute.edit_file import edit_file
-from codingagent.execute.files import create_file, delete_file, read_file
-from codingagent.execute.guard import syntax_warning
-from codingagent.execute.patch import patch
-from codingagent.execute.replace import replace
-from codingagent.execute.run_command import run_command
-from codingagent.execute.search import search
-from codingagent.faults import is_fault
-from codingagent.fsio import naming
-from codingagent.shell import Shell
+from codingagent.sandbox.shell import Shell
+from codingagent.state import CommandResult
 from codingagent.workspace import PathRejected, Workspace
 
 

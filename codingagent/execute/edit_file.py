@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codingagent.commands import EditFile
 from codingagent.execute.context import (
     CommandFailed,
     Success,
@@ -28,6 +27,7 @@ from codingagent.execute.lines import (
     split_lines,
     style,
 )
+from codingagent.protocol.commands import EditFile
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from codingagent.commands import file_lines, plural
+from codingagent.protocol.commands import file_lines, plural
 
 
 def split_lines(text: str) -> list[str]:

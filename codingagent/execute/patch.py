@@ -10,7 +10,6 @@ out before any file is written, so a hunk that does not apply leaves every file 
 
 from __future__ import annotations
 
-from codingagent.commands import Patch, plural
 from codingagent.execute.context import (
     CommandFailed,
     Success,
@@ -22,10 +21,11 @@ from codingagent.execute.context import (
     write,
 )
 from codingagent.execute.diff import DiffError, FilePatch, Hunk, read_patch
-from codingagent.execute.guard import syntax_warning
 from codingagent.execute.lines import count, lines_name, splice, split_lines, strip_eol, style
 from codingagent.execute.matching import Ambiguous, Match, NotFound, find
+from codingagent.execute.placeholders import syntax_warning
 from codingagent.execute.replace import HOW, UNCHANGED, unmatched
+from codingagent.protocol.commands import Patch, plural
 
 _WHAT = "the hunk's text (its ' ' and '-' lines)"
 _FIX = "the ' ' and '-' lines of a hunk must repeat the file's lines"

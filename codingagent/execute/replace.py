@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from codingagent.commands import Replace, ReplaceBlock, numbered
 from codingagent.execute.context import (
     CommandFailed,
     Success,
@@ -30,6 +29,7 @@ from codingagent.execute.lines import (
     style,
 )
 from codingagent.execute.matching import Ambiguous, Layer, Match, NotFound, find
+from codingagent.protocol.commands import Replace, ReplaceBlock, numbered
 
 _VIEW_NUMBER = re.compile(r" *\d+ \| ?")
 HOW = {

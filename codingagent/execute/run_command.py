@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codingagent.commands import RunCommand
 from codingagent.execute.context import CommandFailed, Success, Turn
+from codingagent.protocol.commands import RunCommand
 
 
 def run_command(cmd: RunCommand, turn: Turn) -> Success:

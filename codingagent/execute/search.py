@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from codingagent.commands import Search, plural
 from codingagent.execute.context import CommandFailed, Success, Turn, clip
+from codingagent.protocol.commands import Search, plural
 from codingagent.workspace import PathRejected, Workspace
 
 SEARCH_HITS = 100  # hits shown per SEARCH; the rest are counted

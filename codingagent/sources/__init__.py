@@ -1,1 +1,1 @@
-"""Reply sources for the session loop (:class:`codingagent.app.ReplySource`): one module each."""
+"""Reply sources for the session loop (:class:`codingagent.session.seams.ReplySource`): one module each."""

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from codingagent.app import SourceError
+from codingagent.session.seams import SourceError
 from codingagent.settings import ModelProfile
 
 ATTEMPTS = 3  # requests per answer: the first and two retries

@@ -33,14 +33,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from codingagent import clipboard
-from codingagent.app import Prompt, Reply
-from codingagent.parser import has_command_line, reply_echo
-from codingagent.refusals import reply_digest
-from codingagent.render import is_prompt
+from codingagent.prompt.render import is_prompt
+from codingagent.protocol.parser import has_command_line, reply_echo
+from codingagent.session.admission import reply_digest
+from codingagent.session.seams import Prompt, Reply
+from codingagent.session.turn import TurnReport
 from codingagent.settings import SettingsError
+from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.inbox import FileReply, InboxSource
-from codingagent.turn import TurnReport
 
 POLL_INTERVAL = 0.5  # seconds between two reads of the clipboard
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history

@@ -9,18 +9,18 @@ reply (journaled, deduplicated, undoable); the model, its tokens and seconds go 
 turn's ``meta.json``, which ``codingagent log`` shows.
 
 When the loop stops and how RUN_COMMAND is approved is the session loop's business
-(:mod:`codingagent.app`), not this source's.
+(:mod:`codingagent.session.loop`), not this source's.
 """
 
 from __future__ import annotations
 
 import threading
 
-from codingagent.app import Listener, Prompt, Reply
-from codingagent.journal import TurnRecord
-from codingagent.session import SessionStore
+from codingagent.session.history import TurnRecord
+from codingagent.session.seams import Listener, Prompt, Reply
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport
 from codingagent.sources.chat import Answer, ChatClient
-from codingagent.turn import TurnReport
 
 
 class EndpointSource:

@@ -1,6 +1,6 @@
 """The protocol's reply source: LLM replies saved as ``.txt`` files into ``inbox/``.
 
-:class:`InboxSource` is the session loop's :class:`~codingagent.app.ReplySource`: the
+:class:`InboxSource` is the session loop's :class:`~codingagent.session.seams.ReplySource`: the
 :class:`~codingagent.sources.watching.InboxWatcher` finds each complete reply; the source reads
 it and, once its turn is applied, takes it out of the inbox (:func:`hand_off`).
 """
@@ -13,14 +13,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from codingagent.app import Prompt, Reply
 from codingagent.faults import Fault, describe
 from codingagent.fsio import atomic_write
-from codingagent.journal import TurnRecord
-from codingagent.render import is_prompt
-from codingagent.session import SessionError, utc_now
+from codingagent.prompt.render import is_prompt
+from codingagent.session.history import TurnRecord
+from codingagent.session.seams import Prompt, Reply
+from codingagent.session.turn import TurnReport
 from codingagent.sources.watching import InboxWatcher, open_for_writing
-from codingagent.turn import TurnReport
+from codingagent.state import SessionError, utc_now
 from codingagent.workspace import display_name
 
 # --- the reply source ------------------------------------------------------------------------

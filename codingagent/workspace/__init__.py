@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from codingagent.workspace import files, preimage
-from codingagent.workspace.guard import Guard, PathRejected
+from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.listing import Listing, display_name, list_files
 from codingagent.workspace.preimage import PreImage
 

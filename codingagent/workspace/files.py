@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable
 
 from codingagent.fsio import at, atomic_write_at
-from codingagent.workspace.guard import HARDLINK, Guard, PathRejected, Spot, is_a_directory, is_multi_linked, lstat, not_found, open_file
+from codingagent.workspace.pathguard import HARDLINK, Guard, PathRejected, Spot, is_a_directory, is_multi_linked, lstat, not_found, open_file
 from codingagent.workspace.preimage import PreImage, will_change
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from codingagent.fsio import Folder, close_folder
 from codingagent.workspace.gitignore import Rules, add_rules
-from codingagent.workspace.guard import Guard, PathRejected, is_git, open_dir, open_file
+from codingagent.workspace.pathguard import Guard, PathRejected, is_git, open_dir, open_file
 
 UNSIZED = -1  # the size of a file listed without a stat (see ``list_files``' ``sizes``)
 _IGNORE_FILE_MAX = 1024 * 1024  # bytes of an ignore file honoured; a bigger one is cut there

@@ -1,0 +1,77 @@
+"""CREATE_FILE, DELETE_FILE and READ_FILE: whole files."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from codingagent.execute.context import (
+    CommandFailed,
+    Success,
+    Turn,
+    clip,
+    fence_note,
+    is_a_directory,
+    not_found,
+    noted,
+    remove,
+    write,
+)
+from codingagent.execute.lines import lines_name
+from codingagent.execute.placeholders import elision
+from codingagent.protocol.commands import CreateFile, DeleteFile, ReadFile
+from codingagent.state import FileRange, ReadRequest
+
+
+def create_file(cmd: CreateFile, turn: Turn) -> Success:
+    found = elision(cmd.content)
+    if found is not None and turn.workspace.is_file(cmd.path):
+        number, line = found
+        raise CommandFailed(
+            f"Not written: line {number} of the new content of '{cmd.path}' ('{clip(line)}') "
+            "stands for code that was left out, and CREATE_FILE replaces the whole file; send "
+            "the complete content, or change only some lines with REPLACE",
+        )
+    try:
+        created = write(cmd.path, cmd.content, turn)
+    except IsADirectoryError:
+        raise is_a_directory(cmd.path) from None
+    summary = f"{'Created' if created else 'Overwrote'} '{cmd.path}'"
+    return Success(noted(summary, fence_note(cmd.fence_removed), parenthesis=True))
+
+
+def delete_file(cmd: DeleteFile, turn: Turn) -> Success:
+    remove(cmd.path, turn)
+    return Success(f"Deleted '{cmd.path}'")
+
+
+def read_file(cmd: ReadFile, turn: Turn) -> Success:
+    folder = turn.workspace.is_dir(cmd.path)
+    if folder and (cmd.start_line is not None or cmd.end_line is not None):
+        raise CommandFailed(f"'{cmd.path}' is a folder: READ_FILE lists it without lines")
+    if not folder and not turn.workspace.is_file(cmd.path):
+        raise not_found(cmd.path)
+    start, end = cmd.start_line, cmd.end_line
+    first = 1 if start is None else start
+    if first < 1 or (end is not None and end < first):
+        last = "end" if end is None else end
+        raise CommandFailed(f"Invalid line range {first}-{last} for '{cmd.path}'")
+    rel = PurePosixPath(cmd.path).as_posix()
+    request: ReadRequest = rel
+    what = f"'{cmd.path}' is"
+    if start is not None or end is not None:
+        request = FileRange(path=rel, start_line=start, end_line=end)
+        if end is None:
+            what = f"'{cmd.path}' from line {start} on is"
+        elif first == end:
+            what = f"Line {first} of '{cmd.path}' is"
+        else:
+            what = f"{lines_name(first, end).capitalize()} of '{cmd.path}' are"
+    # One file under many spellings (`a/../big.txt`, `./big.txt`, a symlink) is one request,
+    # shown once under the first spelling: otherwise each copy would fill the outbox again.
+    key = (turn.workspace.relpath(cmd.path), start, end)
+    if key not in turn.reads:
+        turn.reads.add(key)
+        turn.outcome.read_requests.append(request)
+    if folder:
+        return Success(f"The files in '{cmd.path}' are listed under Requested File Contents")
+    return Success(f"{what} shown under Requested File Contents")

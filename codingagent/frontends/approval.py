@@ -1,0 +1,33 @@
+"""The user's y/n before a RUN_COMMAND runs (approval ``ask``), and answers to the LLM's
+questions (ASK), on a terminal."""
+
+from __future__ import annotations
+
+import click
+
+from codingagent.frontends.console import console, safe_text
+
+
+def ask_on_terminal(command: str) -> bool:
+    """Show the command and wait for y/n; no answer (end of input) is a no."""
+    console.print(safe_text("The LLM wants to run:", style="bold yellow"))
+    console.print(safe_text(command))
+    try:
+        return click.confirm("Run it?", default=False, err=True)
+    except click.Abort:
+        return False
+
+
+def answer_on_terminal(question: str) -> str | None:
+    """Wait for the user's answer to the LLM's question (shown already); None if they give
+    none (an empty line, or the end of input)."""
+    try:
+        text = click.prompt(
+            "Your answer (empty: answer later with 'codingagent answer')",
+            default="",
+            show_default=False,
+            err=True,
+        )
+    except click.Abort:
+        return None
+    return text.strip() or None

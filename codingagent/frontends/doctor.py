@@ -1,0 +1,152 @@
+"""What ``codingagent doctor`` says: what works on this machine (sandbox, each protection, file
+events, clipboard, settings and where they came from, versions), and of a run folder: free
+space, the agent's folders, and whether a session's files can all be read back (each damaged or
+unreadable one is named)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from codingagent import __version__
+from codingagent.faults import describe
+from codingagent.sandbox.bubblewrap import hidden_paths
+from codingagent.sandbox.shell import default_approval, protections, sandbox_status
+from codingagent.session.history import TurnRecord
+from codingagent.session.journal import Journal
+from codingagent.session.store import SessionStore
+from codingagent.settings import Settings, load_settings
+from codingagent.sources.pasteboard import describe as describe_clipboard
+from codingagent.sources.watching import backend_name
+from codingagent.state import Damaged, SessionError
+
+LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
+PACKAGES = (
+    *("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"),
+    *("httpx", "detect-secrets", "starlette", "uvicorn"),
+)
+
+Row = tuple[str, str]
+
+
+def report(root: Path, session: str | None, interactive: bool) -> tuple[list[Row], list[str]]:
+    """``doctor``'s rows, and the damaged or unreadable session files among them."""
+    store = SessionStore(root)
+    rows = machine_rows(load_settings(root), interactive)
+    rows.append(("free space", free_space(store.root)))
+    rows += [("run folder", problem) for problem in folder_problems(store)]
+    if session is not None:
+        session_id = store.resolve(session)
+        damaged = session_problems(store, session_id)
+        rows.append((f"session {session_id}", "damaged" if damaged else "every file reads back"))
+    else:  # the state file of each session; SESSION checks one in full
+        ids = store.ids()
+        damaged = [problem for session_id in ids for problem in state_problems(store, session_id)]
+        rows.append(("sessions", "damaged" if damaged else f"{len(ids)} readable"))
+    rows += [("  damaged", problem) for problem in damaged]
+    return rows, damaged
+
+
+def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
+    """What works here: the sandbox and each protection, approval, file events, clipboard; the
+    settings and where each came from; the versions of the packages the agent runs on."""
+    layer, reason = sandbox_status(settings.sandbox)
+    approval = settings.commands or default_approval(layer, interactive)
+    origins = settings.origins
+    return [
+        (
+            "codingagent",
+            f"{__version__} on Python {platform.python_version()}, {platform.platform()}",
+        ),
+        ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
+        ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
+        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
+        ("clipboard", describe_clipboard()),
+        *protections(settings),
+        *(
+            (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
+            for key, value in settings.model_dump().items()
+        ),
+        *(("ignored", line) for line in settings.ignored),
+        *((package, _version(package)) for package in PACKAGES),
+    ]
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def free_space(root: Path) -> str:
+    """The free space where the run folder lives, with a warning when it is low."""
+    folder = next((p for p in (root, *root.parents) if p.is_dir()), root)
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError as e:
+        return f"unknown: {describe(e)}"
+    text = f"{free / 1e6:,.1f} MB free in {folder}"
+    if free < LOW_SPACE:
+        text += (
+            f"; warning: low (under {LOW_SPACE / 1e6:.0f} MB): a full disk stops a turn, which"
+            " is then rolled back; free some space"
+        )
+    return text
+
+
+def folder_problems(store: SessionStore) -> list[str]:
+    """The agent's folders (and the workspace) that exist but cannot be written in."""
+    folders = (store.root, store.workspace, *store.agent_dirs)
+    return [
+        f"{folder} is not writable: give your user access to it (see: ls -ld)"
+        for folder in folders
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK)
+    ]
+
+
+def state_problems(store: SessionStore, session_id: str) -> list[str]:
+    """Whether the session's state file reads back: [] or why not."""
+    problems: list[str] = []
+    _check(lambda: store.load(session_id), problems)
+    return problems
+
+
+def session_problems(store: SessionStore, session_id: str) -> list[str]:
+    """Every file of the session that cannot be read back, and why; [] when all are fine."""
+    problems: list[str] = []
+    check = functools.partial(_check, problems=problems)
+    state = check(lambda: store.load(session_id))
+    if state is not None and not Path(state.workspace).is_dir():
+        problems.append(f"{state.workspace}: the session's workspace is gone")
+    journal = store.journal_path(session_id)
+    if journal.exists():
+        check(lambda: Journal.read(journal))
+    # Without a state, every history folder is checked.
+    for folder in store.turns(session_id, state.sequence_number if state else 1 << 30):
+        record = TurnRecord(folder)
+        for read in (record.meta, record.results, record.postimages, record.state_before):
+            check(read)
+        if not record.reply_path.is_file():
+            problems.append(f"{record.reply_path}: it is missing")
+    return problems
+
+
+def _check(read: Callable[[], Any], problems: list[str]) -> Any:
+    """What ``read`` returns; None, with the problem added to ``problems``, if it fails."""
+    try:
+        return read()
+    except Damaged as e:
+        problems.append(f"{e.path}: {e.reason}")
+    except SessionError as e:
+        problems.append(str(e))
+    except OSError as e:
+        problems.append(describe(e))
+    return None

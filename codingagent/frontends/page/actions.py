@@ -1,0 +1,102 @@
+"""What the page's buttons do: start a session, apply a reply, undo the last turn.
+
+Each action runs in a worker thread through the session loop (:class:`codingagent.session.
+SessionLoop`) with a :class:`~.events.PageListener`, so the page sees every result as it happens.
+
+The session lock decides who applies a reply. The server takes a session's lock only while an
+action runs. If another process holds it (a terminal watcher, ``codingagent start`` or
+``resume``), Apply saves the reply into ``inbox/`` for that watcher, and the page shows the turn
+once the watcher has applied it; Undo says the session is busy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from codingagent.frontends.page.events import Approvals, EventHub, PageListener
+from codingagent.prompt.render import is_prompt
+from codingagent.session.lifecycle import new_session
+from codingagent.session.loop import SessionLoop
+from codingagent.session.seams import Reply
+from codingagent.session.store import SessionStore
+from codingagent.settings import Settings
+from codingagent.sources.inbox import save_reply
+from codingagent.state import SessionError
+
+PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
+
+
+class SessionActions:
+    """The page's actions on the sessions of one run directory; blocking (call them from a
+    worker thread). Errors the user must fix are :class:`SessionError` messages."""
+
+    def __init__(
+        self, store: SessionStore, settings: Settings, hub: EventHub, approvals: Approvals
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.hub = hub
+        self.approvals = approvals
+        self._guard = threading.Lock()
+        self._busy: set[str] = set()
+
+    def start(self, task: str, workspace: str) -> str:
+        """A new session for ``task`` on ``workspace`` (relative to the run directory; empty:
+        its ``workspace/``); its first prompt is ready when this returns."""
+        folder = self.store.root / workspace.strip() if workspace.strip() else None
+        state = new_session(self.store, self.settings, task, folder)
+        with self._slot(state.session_id), self._loop(state.session_id) as loop:
+            loop.prepare()
+        return state.session_id
+
+    def apply(self, session_id: str, text: str) -> dict[str, Any]:
+        """Apply a reply pasted on the page, or save it into ``inbox/`` when another process
+        holds the session."""
+        if not text.strip():
+            raise SessionError("The reply box is empty: paste the LLM's answer into it")
+        if is_prompt(text):
+            raise SessionError(
+                "That is the prompt, not the LLM's reply: paste the answer from the chat"
+            )
+        session_id = self.store.resolve(session_id)
+        with self._slot(session_id), ExitStack() as stack:
+            loop = self._loop(session_id)
+            try:
+                stack.enter_context(loop)
+            except SessionError:  # another process holds the lock: its watcher applies it
+                path = save_reply(self.store.inbox, session_id, text)
+                self.hub.publish({"type": "queued", "session": session_id, "path": str(path)})
+                return {"queued": str(path)}
+            report = loop.step(Reply(text.encode("utf-8"), source=PAGE_SOURCE))
+            return {"sequence": report.state.sequence_number, "notes": report.notes}
+
+    def undo(self, session_id: str) -> dict[str, Any]:
+        """Undo the last turn; refused (a SessionError) over files changed by hand since."""
+        session_id = self.store.resolve(session_id)
+        with self._slot(session_id), self._loop(session_id) as loop:
+            report = loop.undo()
+        return {"turns": report.turns, "restored": report.restored}
+
+    def _loop(self, session_id: str) -> SessionLoop:
+        return SessionLoop(
+            self.store, self.settings, session_id, self._listener(session_id), interactive=True
+        )
+
+    def _listener(self, session_id: str) -> PageListener:
+        return PageListener(session_id, self.hub, self.approvals)
+
+    @contextmanager
+    def _slot(self, session_id: str) -> Iterator[None]:
+        """One action per session at a time in this process (two tabs, a double click)."""
+        with self._guard:
+            if session_id in self._busy:
+                raise SessionError(f"Session {session_id} is busy with another action; wait")
+            self._busy.add(session_id)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._busy.discard(session_id)

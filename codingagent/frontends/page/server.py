@@ -1,0 +1,276 @@
+"""The page's server: Starlette on uvicorn, on 127.0.0.1 only.
+
+Every URL starts with a random secret token (``http://127.0.0.1:PORT/TOKEN/``): another local
+user or a web page in the same browser cannot guess it. :class:`Guard` refuses, with 403 and
+before anything runs, a request without the token, one whose Host is not this server (DNS
+rebinding) and a POST from another origin (a cross-site form or script).
+
+    GET  /                          the page (static/index.html, app.js, app.css)
+    GET  /api/sessions              the sessions, and which one to show first
+    POST /api/sessions              start one: {"task", "workspace"}
+    GET  /api/sessions/{id}         its prompt, turns, diffs and open approvals
+    POST /api/sessions/{id}/apply   {"reply"}: one turn (or into inbox/ for a terminal watcher)
+    POST /api/sessions/{id}/undo    undo the last turn
+    POST /api/approvals/{n}         {"allow"}: the answer to a RUN_COMMAND question
+    GET  /api/events                server-sent events: what the loop does, as it does it
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import traceback
+import webbrowser
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from codingagent.frontends.console import say
+from codingagent.frontends.page.actions import SessionActions
+from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub
+from codingagent.frontends.page.views import session_view, sessions_list
+from codingagent.session.store import SessionStore
+from codingagent.settings import Settings, SettingsError, load_settings
+from codingagent.state import SessionError
+
+STATIC = Path(__file__).parent / "static"
+HOST = "127.0.0.1"
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+
+class Guard:
+    """ASGI middleware: the token, the Host and (for anything but GET) the Origin, checked
+    before the app sees the request; security headers on every response."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self._problem(scope)
+        if problem is not None:
+            await PlainTextResponse(problem, 403, headers=SECURITY_HEADERS)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        scope = {**scope, "root_path": scope.get("root_path", "") + "/" + self.token}
+        await self.app(scope, receive, send_with_headers)
+
+    def _problem(self, scope: Scope) -> str | None:
+        headers = Headers(scope=scope)
+        port = scope["server"][1]
+        here = {f"{HOST}:{port}", f"localhost:{port}"}
+        if headers.get("host") not in here:
+            return "Forbidden: this server answers only to its own address (Host header)"
+        given = scope["path"][1:].partition("/")[0]
+        if not secrets.compare_digest(given.encode(), self.token.encode()):
+            return "Forbidden: open the exact URL that codingagent ui printed (it has a token)"
+        if scope["method"] not in ("GET", "HEAD"):
+            origin = headers.get("origin")
+            if origin is not None and origin not in {f"http://{h}" for h in here}:
+                return "Forbidden: a request from another site"
+            if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+                return "Forbidden: a request from another site"
+        return None
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(
+    store: SessionStore,
+    settings: Settings,
+    token: str,
+    hub: EventHub,
+    first: str | None = None,
+    approval_timeout: float = APPROVAL_TIMEOUT,
+) -> ASGIApp:
+    """The page's app; every URL under ``/TOKEN/``. ``hub`` carries its events."""
+    approvals = Approvals(hub, approval_timeout)
+    actions = SessionActions(store, settings, hub, approvals)
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    async def list_sessions(request: Request) -> Response:
+        rows = await run_in_threadpool(sessions_list, store)
+        shown = first or (rows[0]["id"] if rows else None)
+        return JSONResponse({"sessions": rows, "first": shown, "root": str(store.root)})
+
+    async def start(request: Request) -> Response:
+        body = await _body(request)
+        task, workspace = _text(body, "task"), _text(body, "workspace")
+        session_id = await run_in_threadpool(actions.start, task, workspace)
+        return JSONResponse({"session": session_id})
+
+    async def show(request: Request) -> Response:
+        session_id = store.resolve(request.path_params["session"])
+        view = await run_in_threadpool(session_view, store, session_id, settings.token_budget)
+        view["approvals"] = approvals.pending(session_id)
+        return JSONResponse(view)
+
+    async def apply(request: Request) -> Response:
+        reply = _text(await _body(request), "reply")
+        done = await run_in_threadpool(actions.apply, request.path_params["session"], reply)
+        return JSONResponse(done)
+
+    async def undo(request: Request) -> Response:
+        done = await run_in_threadpool(actions.undo, request.path_params["session"])
+        return JSONResponse(done)
+
+    async def answer(request: Request) -> Response:
+        allow = (await _body(request)).get("allow") is True
+        if not approvals.answer(request.path_params["question"], allow):
+            raise SessionError("That question was already answered (or timed out)")
+        return JSONResponse({"allowed": allow})
+
+    async def events(request: Request) -> Response:
+        async def stream() -> Any:
+            async with hub.subscribe() as queue:
+                yield {"data": json.dumps({"type": "hello"})}
+                while (event := await queue.get()) is not None:
+                    yield {"data": json.dumps(event)}
+
+        return EventSourceResponse(stream(), ping=15)
+
+    routes = [
+        Route("/", index),
+        Mount("/static", StaticFiles(directory=STATIC)),
+        Route("/api/sessions", _api(list_sessions)),
+        Route("/api/sessions", _api(start), methods=["POST"]),
+        Route("/api/sessions/{session}", _api(show)),
+        Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
+        Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
+        Route("/api/approvals/{question:int}", _api(answer), methods=["POST"]),
+        Route("/api/events", events),
+    ]
+    return Guard(Starlette(routes=routes), token)
+
+
+def _api(handler: Handler) -> Handler:
+    """Problems the user must fix become ``{"error": message}`` for the page to show; any other
+    exception is a bug: the page gets a message, the server's terminal the traceback."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except (SessionError, SettingsError) as e:
+            return JSONResponse({"error": str(e)}, 400)
+        except Exception as e:
+            traceback.print_exc()  # for the terminal that runs the server
+            return JSONResponse({"error": f"Unexpected error ({type(e).__name__}: {e})"}, 500)
+
+    return wrapped
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise SessionError("The request is not JSON") from None
+    if not isinstance(body, dict):
+        raise SessionError("The request is not a JSON object")
+    return body
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key, "")
+    if not isinstance(value, str):
+        raise SessionError(f"'{key}' must be text")
+    return value
+
+
+# --- running it ----------------------------------------------------------------------------------
+
+
+def listen(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port`` (0: any free port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(64)
+    except OSError as e:
+        sock.close()
+        raise SettingsError(
+            f"Cannot listen on {HOST}:{port}: {e.strerror or e} (choose another --port, or "
+            "--port 0 for any free one)"
+        ) from None
+    return sock
+
+
+class PageServer(uvicorn.Server):
+    """uvicorn for the page: quiet; on Ctrl-C (or :meth:`stop`) it ends the open event
+    streams first, so it stops at once."""
+
+    def __init__(self, app: ASGIApp, hub: EventHub) -> None:
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
+        )
+        super().__init__(config)
+        self._hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._hub.close()
+        super().handle_exit(sig, frame)
+
+    def stop(self) -> None:
+        """Ask the server to stop (from another thread)."""
+        self._hub.close()
+        self.should_exit = True
+
+
+def url(sock: socket.socket, token: str) -> str:
+    return f"http://{HOST}:{sock.getsockname()[1]}/{token}/"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def run(root: Path, session: str, port: int, open_browser: bool, flags: dict[str, Any]) -> None:
+    """``codingagent ui``: serve the page for the run directory ``root`` until Ctrl-C."""
+    store = SessionStore(root)
+    settings = load_settings(root, flags)
+    none_yet = session in ("", "latest") and not store.ids()
+    first = None if none_yet else store.resolve(session)
+    sock = listen(port)
+    token = new_token()
+    address = url(sock, token)
+    print(address, flush=True)  # stdout: the one line of data, for scripts
+    say("The page for your chat tab is at the address above (keep it secret). Ctrl-C stops.")
+    if open_browser:
+        webbrowser.open(address)
+    hub = EventHub()
+    PageServer(create_app(store, settings, token, hub, first), hub).run(sockets=[sock])

@@ -1,0 +1,91 @@
+"""What the page shows, as JSON: the sessions, and one session with its prompt and its turns.
+
+Read-only: everything comes from the run directory (state, outbox, each turn's history), so a
+turn applied by a terminal watcher shows the same as one applied on the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from codingagent.frontends.page.diffs import session_diffs
+from codingagent.prompt.render import estimate_tokens
+from codingagent.session.history import TurnRecord
+from codingagent.session.outbox import ensure_outbox, open_workspace
+from codingagent.session.store import SessionStore
+from codingagent.state import CommandResult, SessionError, SessionState
+
+
+def result_json(result: CommandResult) -> dict[str, Any]:
+    """A command's result, with the line the console shows for it."""
+    return {**result.model_dump(by_alias=True), "headline": result.headline}
+
+
+def session_row(state: SessionState) -> dict[str, Any]:
+    return {
+        "id": state.session_id,
+        "task": state.task,
+        "sequence": state.sequence_number,
+        "complete": state.is_complete,
+        "summary": state.summary,
+        "question": state.question,  # the LLM's ASK, waiting for `codingagent answer`
+        "workspace": state.workspace,
+        "updatedAt": state.updated_at.isoformat(),
+    }
+
+
+def sessions_list(store: SessionStore) -> list[dict[str, Any]]:
+    """Every session, most recently updated first."""
+    return [session_row(store.load(session_id)) for session_id in store.ids()]
+
+
+def session_view(store: SessionStore, session_id: str, token_budget: int) -> dict[str, Any]:
+    """One session: its state, the prompt it waits on (None once complete) and its turns,
+    newest first, each with its results, MESSAGE texts and diffs."""
+    # A rewritten prompt's digests are saved only under the lock (a watcher may hold it).
+    with store.held_if_free(session_id) as held:
+        state = store.load(session_id)
+        waiting = state.is_complete or state.question is not None
+        outbox = None if waiting else ensure_outbox(store, state, keep_digests=held)
+    prompt = None
+    if outbox is not None:
+        text = outbox.read_text(encoding="utf-8")
+        tokens = estimate_tokens(text)
+        prompt = {
+            "sequence": state.sequence_number,
+            "text": text,
+            "chars": len(text),
+            "tokens": tokens,
+            "overBudget": tokens > token_budget,
+            "tokenBudget": token_budget,
+        }
+    folders = store.turns(session_id, state.sequence_number)
+    turns = [_turn(folder) for folder in folders]
+    try:
+        diffs = session_diffs(open_workspace(store, state), folders)
+    except SessionError as e:  # the workspace folder is gone: the turns show without diffs
+        for turn in turns:
+            turn["diffsProblem"] = str(e)
+    else:
+        for turn, changes in zip(turns, diffs, strict=True):
+            turn["diffs"] = [asdict(d) for d in changes]
+    return {
+        "session": session_row(state),
+        "prompt": prompt,
+        "interrupted": store.journal_path(session_id).exists(),
+        "turns": turns[::-1],
+    }
+
+
+def _turn(folder: Path) -> dict[str, Any]:
+    record = TurnRecord(folder)
+    meta, results, commands = record.meta(), record.results(), record.commands()
+    return {
+        "sequence": meta["sequence"],
+        "reply": meta["replyFile"],
+        "appliedAt": meta.get("appliedAt"),
+        "results": [result_json(CommandResult.model_validate(r)) for r in results],
+        "messages": [c["text"] for c in commands if c.get("kind") == "MESSAGE"],
+    }

@@ -1,0 +1,177 @@
+"""TODO docstring (split from codingagent/session/outbox.py)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import replace
+
+from codingagent.prompt.render import (
+    FileView,
+    OutboxContext,
+    PromptOptions,
+    digest,
+    environment_section,
+    estimate_tokens,
+    render_outbox,
+)
+from codingagent.secrecy import masking
+from codingagent.state import ReadRequest, SessionState
+from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.listing import UNSIZED
+
+LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
+LISTING_SIZES = 20_000  # files the listing walk stats for their sizes; beyond, sizes unknown
+MIN_WINDOW = 20  # lines of a file view that over-budget windowing keeps
+FILE_READ_CAP = 8 * 1024 * 1024  # bytes of one requested file read to show a window of it
+PROMPT_HEADING = "=== PROMPT ==="
+MASKS_NOTE = (
+    "## Masked Secrets\n"
+    "Secrets are shown as [masked: kind id]. Keep such a mask exactly as it is when you write "
+    "the line back (CREATE_FILE, EDIT_FILE, REPLACE): the agent puts the secret back. Never "
+    "write a mask that you did not see."
+)
+
+
+def _fit(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
+    """The outbox text within the token budget, as far as it can be brought there.
+
+    First the largest file views are windowed down, all views of the largest window at once
+    (so a few renders, however many views), to ``MIN_WINDOW`` lines; then the results and
+    search results that do not fit are left out, with a line saying how many.  Only the
+    fixed parts (protocol, listing, the shortest views) can leave a prompt over budget.
+    """
+    text = render_outbox(state, context, prompt)
+    views = list(context.file_views)
+    while estimate_tokens(text) > prompt.token_budget:
+        shrinkable = [i for i, v in enumerate(views) if v.text and v.window > MIN_WINDOW]
+        if not shrinkable:
+            break
+        widest = max(views[i].window for i in shrinkable)
+        for i in shrinkable:
+            if views[i].window == widest:
+                views[i] = replace(views[i], window=max(MIN_WINDOW, widest // 2))
+        context = replace(context, file_views=views)
+        text = render_outbox(state, context, prompt)
+    if estimate_tokens(text) <= prompt.token_budget:
+        return text
+    return _cut_results(state, context, prompt)
+
+
+def _cut_results(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> str:
+    """The outbox with as many results, then search results, as fit in the budget."""
+    bare = state.model_copy(update={"last_results": [], "search_results": []})
+    room = (
+        prompt.token_budget * 4 - len(render_outbox(bare, context, prompt)) - 200
+    )  # 200: the two notes
+    results = _fitting([len("\n".join(r.lines())) + 1 for r in state.last_results], room)
+    room -= sum(len("\n".join(r.lines())) + 1 for r in state.last_results[:results])
+    searches = _fitting([len(s) + 2 for s in state.search_results], room)
+    shown = state.model_copy(
+        update={
+            "last_results": state.last_results[:results],
+            "search_results": state.search_results[:searches],
+        }
+    )
+    omitted = replace(
+        context,
+        results_omitted=len(state.last_results) - results,
+        searches_omitted=len(state.search_results) - searches,
+    )
+    return render_outbox(shown, omitted, prompt)
+
+
+def _fitting(sizes: list[int], room: int) -> int:
+    """How many of the first ``sizes`` fit in ``room``."""
+    count = 0
+    for size in sizes:
+        if size > room:
+            break
+        room -= size
+        count += 1
+    return count
+
+
+def _file_view(
+    ws: Workspace, request: ReadRequest, files: list[tuple[str, int]]
+) -> tuple[FileView, str | None]:
+    """The view of a requested file, and the sha256 of what it shows, if it shows all of it.
+    A folder's view holds the files of the listing ``files`` below it.
+
+    Only the first ``FILE_READ_CAP`` bytes are read: the view shows a window of a file anyway.
+    """
+    if isinstance(request, str):
+        path, start, end = request, None, None
+    else:
+        path, start, end = request.path, request.start_line, request.end_line
+    if ws.is_dir(path):
+        base = _shown_key(ws, path).strip("/")
+        base = f"{base}/" if base not in ("", ".") else ""
+        below = [entry for entry in files if entry[0].startswith(base)]
+        return FileView(path, None, folder=below, base=base), None
+    try:
+        size = ws.file_size(path)
+        data = ws.read_bytes(path, limit=FILE_READ_CAP + 1)
+    except (OSError, PathRejected) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        return FileView(path, None, f"cannot be shown: {reason}"), None
+    if b"\0" in data:
+        return FileView(path, None, f"binary file, {size:,} bytes, not shown"), None
+    if len(data) <= FILE_READ_CAP:
+        note, digest = "", hashlib.sha256(data).hexdigest()
+    else:  # show whole lines only, and the LLM has not seen all of the file
+        data = data[: data.rfind(b"\n", 0, FILE_READ_CAP) + 1] or data[:FILE_READ_CAP]
+        note = f"the file has {size:,} bytes; only the lines in its first {len(data):,} are shown"
+        digest = None
+    text = data.decode("utf-8", errors="replace")
+    return FileView(path, text, note, start, end), digest
+
+
+def _size_of(ws: Workspace, path: str) -> int:
+    """The size of a listed file the walk did not stat (UNSIZED if it cannot be had)."""
+    try:
+        return ws.file_size(path)
+    except (OSError, PathRejected):
+        return UNSIZED
+
+
+def _shown_key(ws: Workspace, path: str) -> str:
+    """The key of ``state.shown_files`` for a path as the LLM wrote it: its real path."""
+    try:
+        return ws.relpath(path)
+    except (OSError, PathRejected):
+        return path
+
+
+def compose(
+    ws: Workspace, state: SessionState, prompt: PromptOptions
+) -> tuple[str, dict[str, str], int]:
+    """The session's current prompt as it is written to ``outbox/``; the sha256 of each file
+    it shows whole; how many secrets were masked in it.
+
+    Over ``prompt.token_budget``, the largest file views are shown in smaller windows first.
+    With ``prompt.mask_secrets`` (setting ``mask_secrets``), secrets in it are masked.
+    """
+    listing = ws.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
+    views = []
+    shown = {}
+    for request in state.read_file_requests:
+        view, seen = _file_view(ws, request, listing.entries)
+        views.append(view)
+        if seen is not None:
+            shown[_shown_key(ws, view.path)] = seen
+    context = OutboxContext(
+        files=listing.entries,
+        omitted=listing.omitted,
+        file_views=views,
+        size_of=functools.partial(_size_of, ws),
+    )
+    environment = environment_section(state, prompt)
+    if environment is not None:
+        state.environment_digest = digest(environment)
+        state.environment_sequence = state.sequence_number
+    text = _fit(state, context, prompt)
+    text, masked = masking.mask(text) if prompt.mask_secrets else (text, 0)
+    if masked:
+        text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
+    return text, shown, masked

@@ -1,0 +1,307 @@
+"""Render the outbox: the one self-contained prompt the user pastes into a chat LLM.
+
+Pure: values in, text out. The layout is the protocol document's, section for section:
+HEADER, PROTOCOL, CONTEXT (environment, workspace files, previous results, the user's answers to
+an ASK, requested files, search results), PROMPT.
+
+What a prompt leaves out (protocol 1.2): the task is said once in the first prompt (under
+PROMPT; the HEADER points there); with ``protocol = "first"`` a continuation prompt carries
+the short REMINDER instead of the PROTOCOL section, which comes back after a reply the parser
+could not read and for ``show --full``; the Environment section is shown in the first
+prompt, when it changes, and for ``show --full``. The listing fits a budget of characters
+(:mod:`codingagent.prompt.overview`).
+
+Requested files are shown with line numbers (``  12 | code``, SPEC 2.4), numbered exactly as
+EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most ``VIEW_LINES`` lines
+and ``FILE_VIEW_CAP`` characters, with a note saying how to see the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from codingagent.prompt.overview import overview
+from codingagent.protocol.commands import file_lines, numbered
+from codingagent.protocol.manual import (
+    CONTINUATION_PROMPT,
+    PROTOCOL_VERSION,
+    REMINDER,
+    protocol_text,
+    seconds,
+)
+from codingagent.sandbox.probe import TOOLS
+
+if TYPE_CHECKING:
+    from codingagent.settings import Settings
+    from codingagent.state import Environment, SessionState
+
+NO_COMMANDS_NOTE = (
+    "(no commands were found in your last reply; write them as tags at the start of a line, "
+    "as the PROTOCOL section shows)"
+)
+VIEW_LINES = 400  # lines of one file shown at a time
+FILE_VIEW_CAP = 100_000  # characters of one file shown at a time
+TASK_BELOW = "(given under PROMPT below)"
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """The settings that shape a prompt (see :class:`codingagent.settings.Settings`)."""
+
+    protocol: Literal["every", "first"] = "every"
+    listing_chars: int = 8000
+    command_timeout: float = 30.0
+    max_output: int = 4000
+    token_budget: int = 100_000
+    mask_secrets: bool = True  # secrets masked before the prompt is written (SPEC 4.1)
+    full_protocol: bool = False  # the full PROTOCOL and Environment whatever else holds
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PromptOptions:
+        return cls(
+            protocol=settings.protocol,
+            listing_chars=settings.listing_chars,
+            command_timeout=settings.command_timeout,
+            max_output=settings.max_output,
+            token_budget=settings.token_budget,
+            mask_secrets=settings.mask_secrets,
+        )
+
+
+@dataclass(frozen=True)
+class FileView:
+    """A requested file: its text, or ``None`` and a note saying why it is not shown.
+
+    ``start_line``/``end_line`` are the lines the LLM asked for (``None``: from the first, to
+    the last). With a text, ``note`` is said after the lines (e.g. that the file was too big
+    to read whole).
+    """
+
+    path: str
+    text: str | None
+    note: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+    window: int = VIEW_LINES  # at most this many lines; smaller when the prompt is over budget
+    folder: Sequence[tuple[str, int]] | None = None
+    base: str = ""
+
+
+DEFAULT_PROMPT = PromptOptions()
+
+
+@dataclass(frozen=True)
+class OutboxContext:
+    """What the turn engine gathered from the workspace for this outbox."""
+
+    files: Sequence[tuple[str, int]] = ()  # every file of the workspace, sorted
+    omitted: int = 0  # files the walk did not even count
+    file_views: Sequence[FileView] = ()
+    # The size of a file the walk did not stat (only files the listing shows are asked for).
+    size_of: Callable[[str], int] | None = None
+    # Results and search results left out to keep the prompt within its size limit.
+    results_omitted: int = 0
+    searches_omitted: int = 0
+
+
+def render_outbox(
+    state: SessionState, context: OutboxContext, options: PromptOptions = DEFAULT_PROMPT
+) -> str:
+    sections = [
+        ("HEADER", _header(state)),
+        ("PROTOCOL", _protocol(state, options)),
+        ("CONTEXT", _context(state, context, options)),
+        ("PROMPT", _prompt(state)),
+    ]
+    return "\n\n".join(f"=== {name} ===\n{body}" for name, body in sections) + "\n"
+
+
+def is_prompt(text: str) -> bool:
+    """Whether ``text`` is one of our prompts (pasted back by mistake): it starts as every
+    prompt :func:`render_outbox` writes does."""
+    return text.lstrip().startswith("=== HEADER ===")
+
+
+def environment_section(state: SessionState, options: PromptOptions) -> str | None:
+    """The ``## Environment`` section, if this prompt shows it: the first prompt, one whose
+    section differs from the one last shown, a rewrite of the prompt that showed it, and
+    ``full_protocol``."""
+    if state.environment is None:
+        return None
+    text = "## Environment\n" + "\n".join(_environment(state.environment, options))
+    if (
+        options.full_protocol
+        or state.sequence_number == 1
+        or state.environment_sequence == state.sequence_number
+        or state.environment_digest != digest(text)
+    ):
+        return text
+    return None
+
+
+def digest(text: str) -> str:
+    """A short digest of a section, to tell when it changed."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (about four characters a token for English and code)."""
+    return (len(text) + 3) // 4
+
+
+def _header(state: SessionState) -> str:
+    task = TASK_BELOW if _prompt(state) == state.task else " ".join(state.task.split())
+    follow_ups = "".join(f"Follow-up: {' '.join(f.split())}\n" for f in state.follow_ups)
+    return (
+        f"Session: {state.session_id}\nSequence: {state.sequence_number}\nTask: {task}\n"
+        f"{follow_ups}Protocol: {PROTOCOL_VERSION}"
+    )
+
+
+def _prompt(state: SessionState) -> str:
+    if state.follow_up_sequence == state.sequence_number:
+        return (
+            "The user has a follow-up instruction for this session (the work so far is above):\n"
+            f"{state.follow_ups[-1]}\n"
+            "Work on it, and send [DONE] with a summary when it is complete."
+        )
+    return state.task if state.sequence_number == 1 else CONTINUATION_PROMPT
+
+
+def _protocol(state: SessionState, options: PromptOptions) -> str:
+    full = (
+        options.protocol == "every"
+        or options.full_protocol
+        or state.sequence_number == 1
+        or state.parse_failed
+    )
+    if full:
+        return protocol_text(options.command_timeout, options.max_output).rstrip("\n")
+    return REMINDER.rstrip("\n")
+
+
+def _environment(env: Environment, options: PromptOptions) -> list[str]:
+    unknown = "unknown"
+    lines = [f"OS: {env.os or unknown}"]
+    shell = "/bin/sh -c"
+    if env.shell:
+        name = env.shell.rsplit("/", 1)[-1]
+        shell += f" ({env.shell})" if name in ("sh", "bash") else f" ({name}: POSIX sh, not bash)"
+    if "bash" in env.tools:
+        shell += "; bash is installed"
+    lines.append(f"Shell: {shell}")
+    pythons = [f"{command} is Python {version}" for command, version in env.pythons.items()]
+    lines.append("Python: " + ("; ".join(pythons) or "not found"))
+    tools = [t for t in env.tools if t != "pytest"]
+    if env.pytest_module:
+        tools.append(f"pytest ({env.pytest_module} -m pytest)")
+    elif "pytest" in env.tools:
+        tools.append("pytest")
+    missing = [t for t in TOOLS if t not in env.tools]
+    lines.append(
+        "Tools found: "
+        + (", ".join(tools) or "none of the usual ones")
+        + (f"; not found: {', '.join(missing)}" if missing else "")
+    )
+    if env.network is None:
+        lines.append("Network: unknown")
+    elif env.network:
+        lines.append("Network: there is a route out (commands may reach the network)")
+    else:
+        lines.append("Network: none (commands cannot reach the network)")
+    if env.sandboxed:
+        lines.append("Sandbox: the system is read-only, the workspace writable, /tmp private")
+    lines.append(
+        f"Limits: {seconds(options.command_timeout)} a command, then it is killed; "
+        f"{options.max_output:,} characters of output kept (stdout and stderr merged)"
+    )
+    return lines
+
+
+def _context(state: SessionState, context: OutboxContext, options: PromptOptions) -> str:
+    environment = environment_section(state, options)
+    parts = [environment] if environment else []
+    parts.append("## Workspace Files\n" + _listing(context, options.listing_chars))
+    if state.sequence_number > 1:
+        results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
+        results += _omitted(context.results_omitted, "result")
+        parts.append("## Previous Command Results\n" + "\n".join(results))
+    if state.answers:
+        answers = (f"You asked: {a.question}\nThe user answered: {a.answer}" for a in state.answers)
+        parts.append("## Answers\n" + "\n\n".join(answers))
+    if context.file_views:
+        views = [_file_view(view, options.listing_chars, context) for view in context.file_views]
+        parts.append("## Requested File Contents\n" + "\n".join(views))
+    if state.search_results or context.searches_omitted:
+        searches = [*state.search_results, *_omitted(context.searches_omitted, "search result")]
+        parts.append("## Search Results\n" + "\n\n".join(searches))
+    return "\n\n".join(parts)
+
+
+def _omitted(count: int, what: str) -> list[str]:
+    if not count:
+        return []
+    return [
+        f"({count:,} more {what}{'s' if count > 1 else ''} not shown: over the prompt's size limit)"
+    ]
+
+
+def _listing(context: OutboxContext, budget: int) -> str:
+    lines = overview(context.files, budget, context.omitted, size_of=context.size_of)
+    return "\n".join(lines) or "(empty workspace)"
+
+
+def _file_view(view: FileView, listing_chars: int, context: OutboxContext) -> str:
+    if view.folder is not None:
+        lines = overview(view.folder, listing_chars, asked=view.base, size_of=context.size_of)
+        body = lines or ["(empty folder)"]
+    elif view.text is None:
+        body = [f"({view.note})"]
+    else:
+        body = _numbered_window(view)
+    return "\n".join([f"--- {view.path} ---", *body, f"--- end {view.path} ---"])
+
+
+def _numbered_window(view: FileView) -> list[str]:
+    """The lines the LLM asked for, numbered, at most one window of them, and notes."""
+    assert view.text is not None
+    lines = file_lines(view.text)
+    notes = [view.note] if view.note else []
+    start = view.start_line or 1
+    if not lines:
+        return ["(empty file)", *_notes(notes)]
+    if start > len(lines):
+        return [f"(the file has {_lines(len(lines))}; nothing to show from line {start})"]
+    stop = min(len(lines), view.end_line or len(lines), start + view.window - 1)
+    shown: list[str] = []
+    budget = FILE_VIEW_CAP
+    for number in range(start, stop + 1):
+        line = lines[number - 1]
+        if len(line) > budget:
+            if not shown:  # one huge line: show its head rather than nothing
+                shown.append(line[:budget])
+                notes.append(
+                    f"line {number} has {len(line):,} characters; only its first "
+                    f"{budget:,} are shown"
+                )
+            break
+        budget -= len(line)
+        shown.append(line)
+    last = start + len(shown) - 1
+    if last < len(lines):
+        notes.append(
+            f"{len(lines) - last:,} more {'line' if len(lines) - last == 1 else 'lines'} below; "
+            f'READ_FILE with start_line="{last + 1}" to see them'
+        )
+    return [*numbered(shown, start), *_notes(notes)]
+
+
+def _notes(notes: list[str]) -> list[str]:
+    return [f"({note})" for note in notes]
+
+
+def _lines(n: int) -> str:
+    return f"{n:,} line" if n == 1 else f"{n:,} lines"

@@ -1,0 +1,291 @@
+"""TODO docstring (split from codingagent/session/journal.py)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from codingagent.fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
+from codingagent.session.crashpoints import crash_point
+from codingagent.session.store import SessionStore
+from codingagent.state import SessionState, damaged
+from codingagent.workspace import PathRejected, PreImage, Workspace
+
+INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
+
+
+class TurnRecord:
+    """The history folder of one turn, ``sessions/{id}/turns/{NNNN}/``: the reply, the state
+    before the turn, its commands, results, the digests of the files it left (post-images),
+    its meta data and the pre-images of every file it changed (small ones inline in
+    ``preimages.jsonl``, big ones in ``pre/``)."""
+
+    REPLY = "reply.txt"
+    STATE_BEFORE = "state-before.json"
+    COMMANDS = "commands.json"
+    RESULTS = "results.json"
+    POSTIMAGES = "postimages.json"
+    META = "meta.json"
+    PREIMAGES = "preimages.jsonl"
+    PRE = "pre"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @property
+    def reply_path(self) -> Path:
+        return self.folder / self.REPLY
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def write_opening(self, reply: bytes, state_before: SessionState) -> None:
+        """The reply and the state before the turn, durable (the journal names this folder)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with folder_syncs_grouped():  # the folder is fsynced once, after all three
+            self._write({self.REPLY: reply, self.STATE_BEFORE: state_before.to_json()})
+            (self.folder / self.PREIMAGES).touch()
+
+    def clear_outcome(self) -> None:
+        """Remove all but the reply, for the reply to be applied again in this folder."""
+        for entry in self.folder.iterdir():
+            if entry.name == self.REPLY:
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+    def write_outcome(self, commands: list[Any], results: list[Any], post: dict) -> None:
+        self._write({self.COMMANDS: commands, self.RESULTS: results, self.POSTIMAGES: post})
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self._write({self.META: meta})
+
+    def _write(self, files: dict[str, Any]) -> None:
+        """``bytes``/``str`` values verbatim, lists as JSON one item a line (the fast encoder:
+        a turn of many commands must not stall), others as indented JSON."""
+        for name, value in files.items():
+            if isinstance(value, list):
+                items = (json.dumps(item, ensure_ascii=False, default=str) for item in value)
+                value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
+            elif not isinstance(value, bytes | str):
+                value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+            atomic_write(self.folder / name, value)
+
+    def add_preimage(self, pre: PreImage, index: int) -> None:
+        """Append ``pre`` to ``preimages.jsonl`` durably, before its file is first changed.
+
+        Each record is one framed line (see :func:`frame`).  A torn tail left by an append
+        that failed (a full disk) is cut off before the next append, and a failing append
+        takes its own bytes back, so a later record is never glued onto a broken one.
+        """
+        entry: dict[str, Any] = {
+            "path": pre.path,
+            "mode": pre.mode,
+            "blob": None,
+            "createdDirs": list(pre.created_dirs),
+        }
+        if pre.data is not None and len(pre.data) <= INLINE_PREIMAGE:
+            entry["inline"] = base64.b64encode(pre.data).decode("ascii")  # one fsync, not three
+        elif pre.existed:
+            entry["blob"] = blob = f"{self.PRE}/{index:04d}"
+            blobs = self.folder / self.PRE
+            if not blobs.is_dir():
+                blobs.mkdir()
+                fsync_folder(self.folder)
+            content = pre.data if pre.data is not None else pre.stream
+            atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
+            fsync_folder(blobs)  # durable now, also inside a turn's grouped folder syncs
+        try:
+            append_frame(self.folder / self.PREIMAGES, entry)
+        except OSError as e:  # a full disk names no file
+            naming(e, self.folder / self.PREIMAGES)
+            raise
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return self._read(self.META)
+
+    def results(self) -> list[dict[str, Any]]:
+        return self._read(self.RESULTS)
+
+    def commands(self) -> list[dict[str, Any]]:
+        return self._read(self.COMMANDS)
+
+    def postimages(self) -> dict[str, str | None]:
+        return self._read(self.POSTIMAGES)
+
+    def state_before(self) -> SessionState:
+        path = self.folder / self.STATE_BEFORE
+        try:
+            return SessionState.model_validate_json(path.read_bytes())
+        except ValidationError as e:
+            raise damaged(path, e) from None
+
+    def _read(self, name: str) -> Any:
+        path = self.folder / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, FileNotFoundError) as e:  # JSON and UTF-8 errors are ValueErrors
+            raise damaged(path, e) from None
+
+    def preimages(self) -> Records:
+        """The pre-images recorded, in order, and the damaged records (see :func:`read_frames`)."""
+        try:
+            data = (self.folder / self.PREIMAGES).read_bytes()
+        except FileNotFoundError:
+            return Records([], [])
+        return read_frames(data)
+
+    def unrestorable(self) -> list[str]:
+        """What :meth:`restore` could not put back for sure, read before changing anything:
+        damaged records and saved contents that are missing."""
+        records = self.preimages()
+        problems = [self._damaged(line) for line in records.damaged]
+        for entry in records.entries:
+            if entry["blob"] and not (self.folder / entry["blob"]).is_file():
+                problems.append(f"'{entry['path']}' (its saved content {entry['blob']} is gone)")
+        return problems
+
+    def restore(self, ws: Workspace) -> Restored:
+        """Put back every file the turn changed, last change first.
+
+        What cannot be put back (a damaged record, a path that now leads outside the
+        workspace, a saved content that is gone) is skipped and named in ``problems``; the
+        rest is restored.  Files that did not exist are removed before any is written back:
+        that frees space first, for a rollback on a full disk.  Saved contents are streamed
+        back, never read whole into memory.
+        """
+        records = self.preimages()
+        done = Restored([], [self._damaged(line) for line in records.damaged])
+        entries = reversed(records.entries)
+        for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
+            dirs = tuple(entry["createdDirs"])
+            try:
+                with self.saved_content(entry) as stream:
+                    ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
+            except (OSError, PathRejected) as e:
+                reason = getattr(e, "strerror", None) or str(e)
+                done.problems.append(f"'{entry['path']}' ({reason})")
+                continue
+            done.paths.append(entry["path"])
+            crash_point("restored")
+        return done
+
+    def _damaged(self, line: int) -> str:
+        return f"the file saved in record {line} of {self.folder.name}/{self.PREIMAGES} (damaged)"
+
+    def saved_content(self, entry: dict[str, Any]) -> contextlib.AbstractContextManager:
+        """The saved content of a pre-image entry as an open binary stream (None: no file)."""
+        if "inline" in entry:
+            return io.BytesIO(base64.b64decode(entry["inline"]))
+        if entry["blob"]:
+            return open(self.folder / entry["blob"], "rb")
+        return contextlib.nullcontext()
+
+
+@dataclass
+class Records:
+    entries: list[dict[str, Any]]
+    damaged: list[int]  # line numbers (from 1) of complete records that failed their check
+
+
+@dataclass
+class Restored:
+    paths: list[str]  # put back, in the order restored
+    problems: list[str]  # what could not be put back, and why
+
+
+def frame(entry: dict[str, Any]) -> bytes:
+    """One record as a line: the CRC-32 of its JSON in 8 hex digits, a space, the JSON."""
+    body = json.dumps(entry).encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def read_frames(data: bytes) -> Records:
+    """The records of a framed file.
+
+    A last line without its newline is a torn append: its file had not been changed yet
+    (the change waits for the append), so it is no record.  A complete line that fails its
+    checksum is damage, reported, never skipped silently.
+    """
+    lines = data.split(b"\n")[:-1]  # the piece after the last newline is a torn tail
+    records = Records([], [])
+    for number, line in enumerate(lines, 1):
+        crc, _, body = line.partition(b" ")
+        try:
+            if int(crc, 16) != zlib.crc32(body) or len(crc) != 8:
+                raise ValueError
+            records.entries.append(json.loads(body))
+        except ValueError:
+            records.damaged.append(number)
+    return records
+
+
+def append_frame(path: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the framed file ``path`` and fsync it.
+
+    A torn tail (bytes after the last newline) is cut off first; if this append fails, the
+    file is cut back to where it was, so the next append starts on a clean line.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | O_CLOEXEC, 0o666)
+    try:
+        end = _whole_lines_end(fd)
+        os.ftruncate(fd, end)
+        data = frame(entry)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], end + written)
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _whole_lines_end(fd: int) -> int:
+    """The offset just past the last newline of the file ``fd`` (0 if it has none)."""
+    end = os.fstat(fd).st_size
+    chunk = 64 * 1024
+    while end > 0:
+        start = max(0, end - chunk)
+        block = os.pread(fd, end - start, start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+def turn_record(store: SessionStore, session_id: str, sequence: int) -> TurnRecord:
+    """The record of the turn that answered outbox ``sequence``."""
+    return TurnRecord(store.turn_dir(session_id, sequence))
+
+
+def turn_log(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
+    """Each committed turn's meta data and results, oldest first."""
+    records = map(TurnRecord, store.turns(session_id))
+    return [{**record.meta(), "results": record.results()} for record in records]
+
+
+def digest_of(ws: Workspace, path: str) -> str | None:
+    """sha256 of a workspace file, or None if it does not exist."""
+    try:
+        return hashlib.sha256(ws.read_bytes(path)).hexdigest()
+    except (FileNotFoundError, PathRejected):
+        return None

@@ -1,0 +1,104 @@
+"""A turn's history folder, the write-ahead journal of a turn in flight, and undo.
+
+Every committed turn keeps ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`, the one place
+that knows its file names).  The journal (``sessions/{id}/journal.json``) exists exactly while a
+turn (or an undo) is in flight; before any workspace file is written or deleted, its pre-image
+(bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
+so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.
+
+``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
+that fails half-way (a full disk) is cut back before the next one, so a torn record can never
+swallow a later one, and a damaged record is always reported by name, never skipped silently.
+Undo is a transaction too: its journal names the turns it undoes, and every step of
+:func:`finish_undo` can be run again after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from codingagent.execute.context import CommandFailed
+from codingagent.fsio import atomic_write
+from codingagent.session.crashpoints import crash_point
+from codingagent.session.history import TurnRecord
+from codingagent.session.store import SessionStore
+from codingagent.state import SessionError, damaged
+from codingagent.workspace import PreImage
+
+PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)
+
+
+def refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
+    """A SessionError while an interrupted turn waits for recovery (its journal is there)."""
+    if store.journal_path(session_id).exists():
+        raise SessionError(
+            f"Session {session_id} has an interrupted turn; run 'codingagent resume "
+            f"{session_id}' to recover it first"
+        )
+
+
+class Journal:
+    """The write-ahead record of one turn in flight.
+
+    ``journal.json`` marks the turn as open; :meth:`record` is the workspace's
+    ``before_change`` hook: it saves each file's first pre-image before the file is changed,
+    refusing the change when the turn's pre-images would pass ``preimage_cap`` bytes (sparse
+    files count by the bytes they really hold, and their holes are kept).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        record: TurnRecord,
+        sequence: int,
+        source: str,
+        preimage_cap: int = PREIMAGE_CAP,
+    ) -> None:
+        self.path = path
+        self.turn = record
+        self.paths: list[str] = []
+        self.preimage_cap = preimage_cap
+        self.saved = 0  # bytes of pre-images kept so far
+        # The reply's name is all recovery needs besides reply.txt; meta.json comes at the end.
+        opened = {"sequence": sequence, "turn": record.folder.name, "replyFile": source}
+        atomic_write(self.path, json.dumps(opened))
+
+    @staticmethod
+    def read(path: Path) -> dict[str, Any] | None:
+        """The open journal at ``path``, or ``None`` when no turn (or undo) is in flight."""
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError as e:  # cut short or edited by hand
+            raise damaged(path, e, "a valid journal") from None
+
+    def record(self, pre: PreImage) -> None:
+        if pre.path in self.paths:
+            return  # the first pre-image is the one that matters
+        size = _stored_size(pre)
+        if self.saved + size > self.preimage_cap:
+            raise CommandFailed(
+                f"Not changed: keeping '{pre.path}' ({size:,} bytes) so that this turn can be "
+                f"undone would pass the {self.preimage_cap:,} bytes a turn may keep "
+                "(setting max_preimage_bytes)"
+            )
+        self.turn.add_preimage(pre, len(self.paths))
+        self.saved += size
+        self.paths.append(pre.path)
+        crash_point("preimage")
+
+    def close(self) -> None:
+        self.path.unlink()
+
+
+def _stored_size(pre: PreImage) -> int:
+    """The bytes keeping ``pre`` costs: a sparse file's holes cost nothing."""
+    if pre.data is not None:
+        return len(pre.data)
+    if pre.stream is None:
+        return 0
+    info = os.fstat(pre.stream.fileno())
+    return min(info.st_size, info.st_blocks * 512) if hasattr(info, "st_blocks") else info.st_size

@@ -1,0 +1,141 @@
+"""TODO docstring (split from codingagent/session/turn.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.render import PromptOptions
+from codingagent.sandbox.probe import probe
+from codingagent.sandbox.shell import (
+    Limits,
+    SandboxUnavailable,
+    Shell,
+)
+from codingagent.session.store import SessionStore
+from codingagent.settings import Settings, SettingsError
+from codingagent.state import Environment, SessionError, SessionState
+
+if TYPE_CHECKING:
+    pass
+
+
+from codingagent.prompt.render import DEFAULT_PROMPT
+from codingagent.session.journal import refuse_if_interrupted
+from codingagent.session.outbox import next_outbox, write_outbox
+from codingagent.state import Answer, utc_now
+
+
+def start_session(
+    store: SessionStore,
+    task: str,
+    workspace: Path | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    environment: Callable[[Path], Environment] | None = None,
+) -> tuple[SessionState, Path]:
+    """Create a session and write its first outbox; ``environment`` probes the workspace
+    folder for the prompt's Environment section."""
+    if not task.strip():
+        raise SessionError("The task is empty; say what the LLM should do")
+    store.ensure_dirs()
+    folder = Path(workspace).resolve() if workspace else store.workspace
+    if not folder.is_dir():
+        raise SessionError(f"Workspace folder does not exist: {folder}")
+    state = SessionState(
+        session_id=store.new_id(),
+        task=task.strip(),
+        workspace=str(folder),
+        environment=environment(folder) if environment else None,
+    )
+    store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
+    try:
+        outbox = write_outbox(store, state, prompt).path
+        store.save(state)  # what the outbox showed
+    except OSError as e:
+        raise Fault(
+            f"Session {state.session_id} was created, but its first prompt was not written: "
+            f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+            f"{state.session_id}'"
+        ) from e
+    return state, outbox
+
+
+def follow_up_session(
+    store: SessionStore,
+    session_id: str,
+    instruction: str,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> Path:
+    """Give the session a follow-up instruction from the user (``resume --task``).
+
+    A completed session is reopened, keeping its history; the current outbox is rewritten so
+    its PROMPT is the instruction, and every later HEADER carries it.
+    """
+    if not instruction.strip():
+        raise SessionError("The follow-up task is empty; say what the LLM should do next")
+    state = store.load(session_id)
+    refuse_if_interrupted(store, session_id)
+    state.follow_ups.append(instruction.strip())
+    state.follow_up_sequence = state.sequence_number
+    state.is_complete = False
+    return _new_prompt(store, state, prompt)
+
+
+def answer_question(
+    store: SessionStore, session_id: str, answer: str, prompt: PromptOptions = DEFAULT_PROMPT
+) -> Path:
+    """Record the user's answer to the LLM's ASK and write the prompt that waited for it.
+
+    The turn that asked wrote no prompt (one without the answer would only be a wrong one to
+    paste): it is written here, with the answer under "## Answers", and the session takes
+    replies again.
+    """
+    if not answer.strip():
+        raise SessionError("The answer is empty; say what the LLM should know")
+    state = store.load(session_id)
+    if state.question is None:
+        raise SessionError(f"Session {session_id} has no question waiting for an answer")
+    state.answers.append(Answer(question=state.question, answer=answer.strip()))
+    state.question = None
+    return _new_prompt(store, state, prompt)
+
+
+def _new_prompt(store: SessionStore, state: SessionState, prompt: PromptOptions) -> Path:
+    """The current prompt written again for what the user just added, and the state saved."""
+    state.updated_at = utc_now()
+    outbox = next_outbox(store, state, prompt).path
+    store.save(state)
+    return outbox
+
+
+def make_shell(settings: Settings, store: SessionStore) -> Shell:
+    """The Shell the settings ask for; the agent's own folders are read-only inside it."""
+    try:
+        return Shell(
+            timeout=settings.command_timeout,
+            max_output=settings.max_output,
+            sandbox=settings.sandbox,
+            read_only=store.protected,
+            limits=Limits.of(settings),
+            hide=settings.sandbox_hide,
+        )
+    except SandboxUnavailable as e:
+        raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
+
+
+def new_session(
+    store: SessionStore, settings: Settings, task: str, workspace: Path | None = None
+) -> SessionState:
+    """A new session, its first prompt written with the settings' prompt options and the
+    Environment section probed in the sandbox its commands will run in (every front end)."""
+    shell = make_shell(settings, store)
+    state, _ = start_session(
+        store,
+        task,
+        workspace,
+        PromptOptions.from_settings(settings),
+        environment=lambda folder: probe(shell, folder),
+    )
+    return state

@@ -1,0 +1,453 @@
+"""The session loop: one object owns a session's turns, whoever delivers the replies.
+
+    prepare()                   recover an interrupted turn, apply a follow-up, refuse a complete
+                                session or one at its turn limit, make sure the prompt exists
+    while the session goes on:
+        reply = source.next_reply(prompt)   the inbox, the clipboard, a page, an endpoint
+        report = apply(reply)               one turn as a transaction (:mod:`codingagent.session.turn`)
+        source.done_with(reply, report)     the inbox removes the file it handed over
+        report = ask_user(report)           an ASK: the user answers now, if they can here
+        stop = should_stop(report)          the ONE place that decides when a session stops
+        prompt = deliver(report)            the next prompt: listener, clipboard
+
+A :class:`ReplySource` is one small class; the loop does not know which one it has. A
+:class:`Listener` shows what happens (the console, or a page), answers RUN_COMMAND approval and
+asks the user the LLM's questions.
+
+An ASK ends its turn without a next prompt: the prompt is written once the user answers
+(:func:`turn.answer_question`), at the listener if someone can answer there, else with
+``codingagent answer`` while the loop is stopped (it stops, saying so). Until then no reply is
+applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the question
+instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there).
+
+An *automatic* loop (replies from a model, nobody between turns) must end by itself: it stops
+after ``model_max_turns`` replies, and after two replies in a row that ran no command (a model
+that answers in prose, or repeats a reply, which is skipped as a duplicate). Without an OS
+sandbox and without a terminal to ask, it runs no RUN_COMMAND unless ``commands`` is set
+explicitly (``--commands allow`` or ``deny``): nobody would see what runs.
+
+Faults of the machine (:mod:`codingagent.faults`): a turn one stops is rolled back and the
+:class:`~codingagent.faults.TurnNotApplied` ends the loop (the user must act); a ``passing``
+fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes on."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, TypedDict, cast
+
+from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.render import PromptOptions
+from codingagent.sandbox.bubblewrap import hidden_paths
+from codingagent.sandbox.probe import probe
+from codingagent.sandbox.shell import (
+    Shell,
+    ShellResult,
+    default_approval,
+)
+from codingagent.session.lifecycle import (
+    answer_question,
+    follow_up_session,
+    make_shell,
+)
+from codingagent.session.outbox import ensure_outbox
+from codingagent.session.recovery import recover
+from codingagent.session.rollback import TurnInterrupted
+from codingagent.session.seams import Listener, Prompt, Reply, ReplySource, Stop, StopReason
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.session.undo import UndoReport, undo
+from codingagent.settings import Settings, SettingsError
+from codingagent.sources import pasteboard as clipboard
+from codingagent.state import CommandResult, Environment, SessionError, SessionState
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+
+class TurnOptions(TypedDict):
+    """What every turn of a loop is applied with (:func:`turn.apply_reply`'s options)."""
+
+    shell: Shell
+    on_result: Callable[[CommandResult], None]
+    max_reply_bytes: int
+    prompt: PromptOptions
+    preimage_cap: int
+    environment: Environment
+
+
+class SessionLoop:
+    """A session's loop. Use it as a context manager: it holds the session's lock, so one
+    loop (one terminal, one page) applies replies to a session at a time."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        settings: Settings,
+        session_id: str,
+        listener: Listener,
+        *,
+        interactive: bool = False,
+        automatic: bool = False,
+        shell: Shell | None = None,
+    ) -> None:
+        """``interactive``: the user can answer approval questions and the LLM's ASK.
+        ``automatic``: replies come from a model, with nobody between turns (see the module
+        doc). ``shell``: made from the settings when the first turn needs it, if not given."""
+        self.store = store
+        self.settings = settings
+        self.session_id = store.resolve(session_id)
+        self._listener = listener
+        self._interactive = interactive
+        self._automatic = automatic
+        self._replies = 0  # replies taken in this run
+        self._idle = 0  # replies in a row that ran no command
+        self._given_shell = shell
+        self._shell: Shell | None = None
+        self._probed: Environment | None = None
+        self._stop = threading.Event()
+        self._lock: FileLock | None = None
+
+    def __enter__(self) -> SessionLoop:
+        self._lock = self.store.hold(self.session_id)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+    @property
+    def listener(self) -> Listener:
+        return self._listener
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(self, source: ReplySource, follow_up: str | None = None) -> Stop:
+        """Take replies from ``source`` until the session stops; say why it stopped."""
+        self._stop.clear()
+        self._replies = self._idle = 0
+        try:
+            self._shell_once()  # which sandbox and approval hold, before any reply
+            prompt = self.prepare(follow_up)
+            if prompt is None:
+                return self._stopped(Stop(StopReason.COMPLETE, ""))
+            self._listener.watching(source)
+            while True:
+                try:
+                    reply = source.next_reply(prompt, self._stop)
+                except Fault as fault:
+                    self._passing(fault)
+                    continue
+                if reply is None:
+                    return self._stopped(Stop(StopReason.SOURCE_ENDED, ""))
+                self._listener.reply_received(reply)
+                report = self.apply(reply)
+                try:
+                    source.done_with(reply, report)
+                except Fault as fault:
+                    self._passing(fault)
+                report = self.ask_user(report)
+                self._count(report)
+                prompt = self.deliver(report) or prompt
+                stop = self.should_stop(report)
+                if stop is not None:
+                    return self._stopped(stop)
+        except KeyboardInterrupt as e:
+            rolled_back = f" ({interrupted_turn(e)})" if isinstance(e, TurnInterrupted) else ""
+            return self._stopped(
+                Stop(
+                    StopReason.INTERRUPTED,
+                    f"Stopped{rolled_back}. Continue later with: codingagent resume "
+                    f"{self.session_id}",
+                )
+            )
+
+    def prepare(self, follow_up: str | None = None) -> Prompt | None:
+        """Make the session ready for a reply; its current prompt, or None when a recovered
+        turn completed it. A complete session, or one at its turn limit, is a SessionError."""
+        recovered = self.recover()
+        self._keep_environment()
+        question = self.store.load(self.session_id).question
+        if question is not None:
+            self._listener.note(f"The LLM asked: {question}")
+            answer = self._listener.answer_question(question) if self._interactive else None
+            if not answer:
+                raise SessionError(self._waiting_message())
+            answer_question(self.store, self.session_id, answer, self.prompt_options)
+        if follow_up is not None:
+            follow_up_session(self.store, self.session_id, follow_up, self.prompt_options)
+        state = self.store.load(self.session_id)
+        if state.is_complete:
+            if recovered is not None:
+                return None
+            raise SessionError(
+                f"Session {self.session_id} is complete: {state.summary or ''} (give it a "
+                'follow-up with: codingagent resume --task "...")'
+            )
+        self._refuse_over_limit(state)
+        outbox = ensure_outbox(self.store, state, self.prompt_options)
+        return self._offer(outbox, state.sequence_number)
+
+    def step(
+        self,
+        reply: Reply,
+        force: bool = False,
+        done_with: Callable[[Reply, TurnReport], None] | None = None,
+    ) -> TurnReport:
+        """Apply one reply outside a loop (``codingagent step``, the page's Apply), deliver the
+        next prompt and say if the session stops; ``done_with`` is the reply's source's
+        hand-off, if it has one."""
+        self.recover()
+        self._refuse_over_limit(self.store.load(self.session_id))
+        report = self.apply(reply, force)
+        if done_with is not None:
+            try:
+                done_with(reply, report)
+            except Fault as fault:
+                self._passing(fault)
+        self.deliver(report)
+        stop = self.should_stop(report)
+        if stop is not None:
+            self._stopped(stop)
+        return report
+
+    def recover(self) -> TurnReport | None:
+        """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
+        if not self.store.journal_path(self.session_id).exists():
+            return None  # nothing to do: no shell needed either
+        try:
+            report = recover(self.store, self.session_id, **self._turn_options())
+        except OSError as e:
+            raise Fault(
+                f"The interrupted turn of session {self.session_id} could not be finished: "
+                f"{describe(e)}. {remedy(e).capitalize()}, then run 'codingagent resume "
+                f"{self.session_id}' again: nothing is lost"
+            ) from e
+        if report is not None:
+            self._listener.turn_applied(report)
+        return report
+
+    def apply(self, reply: Reply, force: bool = False) -> TurnReport:
+        """One turn: the reply applied as a transaction; the listener sees every result."""
+        report = apply_reply(
+            self.store,
+            self.session_id,
+            reply.data,
+            source=reply.source,
+            size=reply.size,
+            force=force,
+            extra_meta=reply.meta,
+            **self._turn_options(),
+        )
+        self._listener.turn_applied(report)
+        return report
+
+    def ask_user(self, report: TurnReport) -> TurnReport:
+        """After a turn that ends on an ASK: the report once the user answered here (with the
+        prompt holding the answer), or as it was."""
+        question = report.state.question
+        if report.skipped or question is None or not self._interactive:
+            return report
+        answer = self._listener.answer_question(question)
+        if not answer:
+            return report
+        outbox = answer_question(self.store, self.session_id, answer, self.prompt_options)
+        return replace(report, state=self.store.load(self.session_id), outbox=outbox)
+
+    def answer(self, text: str) -> Prompt:
+        """The user's answer to the LLM's question (``codingagent answer``); offers the
+        prompt that carries it."""
+        path = answer_question(self.store, self.session_id, text, self.prompt_options)
+        return self._offer(path, self.store.load(self.session_id).sequence_number)
+
+    def should_stop(self, report: TurnReport) -> Stop | None:
+        """Whether the session stops after this turn, and why: the one place that decides."""
+        if report.state.question is not None:
+            return Stop(StopReason.QUESTION, self._waiting_message())
+        if report.state.is_complete:
+            return Stop(StopReason.COMPLETE, "")
+        if self._over_limit(report.state):
+            return Stop(StopReason.TURN_LIMIT, self._limit_message())
+        if not self._automatic:
+            return None
+        if self._idle >= 2:
+            return Stop(
+                StopReason.NO_COMMANDS,
+                "Stopped: two replies in a row ran no command (the model answers without "
+                "commands, or repeats itself). Continue with: codingagent resume "
+                f"{self.session_id}",
+            )
+        if self._replies >= self.settings.model_max_turns:
+            return Stop(
+                StopReason.TURN_LIMIT,
+                f"Stopped after {self._replies} model turns (model_max_turns); continue with: "
+                f"codingagent resume {self.session_id} --model ...",
+            )
+        return None
+
+    def deliver(self, report: TurnReport) -> Prompt | None:
+        """Hand the turn's next prompt to the user; None when the turn wrote none."""
+        if report.skipped or report.outbox is None:
+            return None
+        return self._offer(report.outbox, report.state.sequence_number)
+
+    def undo(self, turns: int = 1, force: bool = False) -> UndoReport:
+        """Restore the files of the last ``turns`` turns and rewind; offers the prompt again."""
+        report = undo(self.store, self.session_id, turns, force, self.prompt_options)
+        self._listener.undone(report)
+        self._offer(report.outbox, report.state.sequence_number)
+        return report
+
+    def stop(self) -> None:
+        """Ask a running :meth:`run` to return (from another thread)."""
+        self._stop.set()
+
+    @property
+    def prompt_options(self) -> PromptOptions:
+        return PromptOptions.from_settings(self.settings)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _environment(self) -> Environment:
+        """What commands run in, probed once a loop inside the command sandbox; each turn
+        keeps it in the state (committed with the turn), so the next prompt shows the
+        Environment section when it changed."""
+        if self._probed is None:
+            workspace = Path(self.store.load(self.session_id).workspace)
+            self._probed = probe(self._shell_once(), workspace)
+        return self._probed
+
+    def _keep_environment(self) -> None:
+        """Outside a turn (``prepare``): keep a changed environment in the state now."""
+        state = self.store.load(self.session_id)
+        environment = self._environment()
+        if state.environment != environment:
+            state.environment = environment
+            self.store.save(state)
+
+    def _passing(self, fault: Fault) -> None:
+        """A fault the loop can wait out (``inbox/`` deleted) is shown; any other ends it."""
+        if not fault.passing:
+            raise fault
+        self._listener.note(f"warning: {fault}")
+
+    def _observed_shell(self) -> Shell:
+        """The shell for this loop's turns, the listener told while each command runs."""
+        return cast(Shell, _ObservedShell(self._shell_once(), self._listener))
+
+    def _shell_once(self) -> Shell:
+        """The loop's shell, made once; says which sandbox and approval hold."""
+        if self._shell is None:
+            shell = self._given_shell or make_shell(self.settings, self.store)
+            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
+            if policy == "deny":
+                shell.approve = lambda command: False
+            elif policy == "ask":
+                shell.approve = self._listener.approve
+            self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
+            if shell.sandbox_layer == "bwrap":
+                hidden = ", ".join(hidden_paths(shell.hide))
+                self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
+            self._shell = shell
+        return self._shell
+
+    def _offer(self, path: Path, sequence: int) -> Prompt:
+        prompt = Prompt(self.session_id, sequence, path, path.read_text(encoding="utf-8"))
+        # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
+        # clipboard is left alone.
+        wanted = self.settings.copies_prompts and not self._automatic
+        problem = clipboard.copy(prompt.text) if wanted else ""
+        self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
+        return prompt
+
+    def _count(self, report: TurnReport) -> None:
+        """Count this run's replies, and those in a row that ran no command."""
+        self._replies += 1
+        ran = not report.skipped and any(r.command != "REPLY" for r in report.outcome.results)
+        self._idle = 0 if ran else self._idle + 1
+
+    def _over_limit(self, state: SessionState) -> bool:
+        limit = self.settings.max_turns
+        return limit is not None and state.sequence_number > limit
+
+    def _refuse_over_limit(self, state: SessionState) -> None:
+        if self._over_limit(state):
+            raise SessionError(self._limit_message())
+
+    def _waiting_message(self) -> str:
+        return (
+            f"Session {self.session_id} waits for your answer to the LLM's question; answer "
+            f'with: codingagent answer {self.session_id} "..." (then resume)'
+        )
+
+    def _limit_message(self) -> str:
+        return (
+            f"Session {self.session_id} reached max_turns ({self.settings.max_turns}); raise "
+            "it (--max-turns, CODINGAGENT_MAX_TURNS or codingagent.toml) to go on"
+        )
+
+    def _stopped(self, stop: Stop) -> Stop:
+        self._listener.stopped(stop)
+        return stop
+
+    def _turn_options(self) -> TurnOptions:
+        return {
+            "shell": self._observed_shell(),
+            "on_result": self._listener.result,
+            "max_reply_bytes": self.settings.max_reply_bytes,
+            "prompt": self.prompt_options,
+            "preimage_cap": self.settings.max_preimage_bytes,
+            "environment": self._environment(),
+        }
+
+
+def interrupted_turn(error: KeyboardInterrupt) -> str:
+    """What a Ctrl-C did to the turn it interrupted, for the console."""
+    if not isinstance(error, TurnInterrupted):
+        return "nothing was applied"
+    said = "the turn was rolled back; its reply is applied again only with --force"
+    if error.problems:
+        said += f"; could not put back {'; '.join(error.problems)}"
+    return said
+
+
+def approval_policy(
+    settings: Settings, shell: Shell, interactive: bool, automatic: bool = False
+) -> str:
+    """``allow``, ``ask`` or ``deny``: the setting, else ask where no OS sandbox is active and
+    someone can answer. An automatic loop with neither a sandbox nor someone to ask needs
+    the setting: a SettingsError says so."""
+    if (
+        settings.commands is None
+        and automatic
+        and shell.sandbox_layer == "none"
+        and not interactive
+    ):
+        raise SettingsError(
+            f"A model would run RUN_COMMANDs unattended, and {shell.sandbox_reason}; run "
+            "it on a terminal to approve each command, or choose --commands allow (or deny)"
+        )
+    return settings.commands or default_approval(shell.sandbox_layer, interactive)
+
+
+class _ObservedShell:
+    """The Shell, telling the listener while each command runs (a console spinner)."""
+
+    def __init__(self, shell: Shell, listener: Listener) -> None:
+        self._shell = shell
+        self._listener = listener
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._shell, name)
+
+    def run(self, command: str, cwd: Path) -> ShellResult:
+        with self._listener.running(command):
+            return self._shell.run(command, cwd)

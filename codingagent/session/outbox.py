@@ -1,0 +1,88 @@
+"""The next prompt: gather what the outbox shows from the workspace, fit it to the token
+budget, and write it to ``outbox/``.
+
+Rendering itself is :mod:`codingagent.prompt.render` (pure); the finished text goes through
+:func:`codingagent.secrecy.masking.mask` before it is written (SPEC 4.1: the prompt goes to a
+third-party chat). :func:`write_outbox` returns the sha256
+of every file it showed whole; the caller keeps them in ``state.shown_files`` (the turn before
+its commit point, :func:`ensure_outbox` at once, under the session's lock), so a later
+EDIT_FILE is checked against what the LLM really saw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from codingagent.prompt.compose import (
+    compose,
+)
+from codingagent.prompt.render import (
+    DEFAULT_PROMPT,
+    PromptOptions,
+)
+from codingagent.session.store import SessionStore
+from codingagent.state import SessionError, SessionState
+from codingagent.workspace import Workspace
+
+
+class WrittenOutbox(NamedTuple):
+    path: Path
+    shown: dict[str, str]  # sha256 of each file shown whole, keyed by its workspace path
+    masked: int = 0  # secrets masked in it
+
+
+def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
+    folder = Path(state.workspace)
+    if not folder.is_dir():
+        raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
+    return Workspace(folder, protected=store.protected)
+
+
+def write_outbox(
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
+) -> WrittenOutbox:
+    """Render the session's current outbox from the workspace as it is now, and write it.
+
+    The digest of the Environment section it shows goes into ``state`` (the caller saves it).
+    """
+    text, shown, masked = prompt_text(store, state, prompt)
+    path = store.write_outbox(state.session_id, state.sequence_number, text)
+    return WrittenOutbox(path, shown, masked)
+
+
+def prompt_text(
+    store: SessionStore, state: SessionState, prompt: PromptOptions
+) -> tuple[str, dict[str, str], int]:
+    """The session's current prompt as :func:`write_outbox` writes it (see
+    :func:`codingagent.prompt.compose.compose`)."""
+    return compose(open_workspace(store, state), state, prompt)
+
+
+def next_outbox(
+    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
+) -> WrittenOutbox:
+    """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
+    written = write_outbox(store, state, prompt)
+    state.shown_files |= written.shown
+    return written
+
+
+def ensure_outbox(
+    store: SessionStore,
+    state: SessionState,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    keep_digests: bool = True,
+) -> Path:
+    """The current outbox; if someone deleted it, it is rewritten from the workspace as it is.
+
+    With ``keep_digests`` (the caller holds the session's lock) what it now shows is kept in
+    ``state`` and saved, so a later edit is checked against what it shows.
+    """
+    path = store.outbox_path(state.session_id, state.sequence_number)
+    if path.exists():
+        return path
+    if not keep_digests:
+        return write_outbox(store, state, prompt).path
+    path = next_outbox(store, state, prompt).path
+    store.save(state)
+    return path

@@ -1,0 +1,79 @@
+"""TODO docstring (split from codingagent/session/turn.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from codingagent.fsio import atomic_write
+from codingagent.session.crashpoints import crash_point
+from codingagent.session.history import Restored, TurnRecord, turn_record
+from codingagent.session.journal import Journal
+from codingagent.session.outbox import open_workspace
+from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnReport, _apply
+from codingagent.session.undo import finish_undo
+from codingagent.state import (
+    SessionError,
+)
+
+
+def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:
+    """Finish what an agent killed mid-turn (or mid-undo) left behind; ``None`` if there was
+    nothing to apply.
+
+    A turn whose state was saved is complete: only its journal is removed.  Otherwise its files
+    are restored from their pre-images (what cannot be restored, such as a path that now leads
+    out of the workspace, is named in the report), the journal is marked rolled back, and the
+    reply is applied afresh (its unfinished history copied into ``aborted/``).  Each step can be
+    run again: a kill anywhere in recovery leaves a journal the next recovery completes.
+    ``options`` are :func:`apply_reply`'s.
+    """
+    journal_path = store.journal_path(session_id)
+    journal = Journal.read(journal_path)
+    if journal is None:
+        return None
+    if journal.get("kind") == "undo":
+        finish_undo(store, session_id, journal)
+        return None
+    sequence = journal["sequence"]
+    state = store.load(session_id)
+    if state.sequence_number > sequence:
+        journal_path.unlink()
+        return None
+    record = turn_record(store, session_id, sequence)
+    source = journal["replyFile"]
+    reply = record.reply_path
+    if not reply.is_file():  # an older agent restored the files, set the folder aside, died
+        kept = store.sessions / session_id / "aborted"
+        copies = sorted(kept.glob(f"{sequence:04d}-*/{TurnRecord.REPLY}"), key=_mtime)
+        if not copies:
+            journal_path.unlink()
+            raise SessionError(
+                f"Turn {sequence} of session {session_id} was interrupted and its history is "
+                f"gone; nothing was applied. Save the reply ({source}) again to apply it"
+            )
+        reply, journal["rolledBack"] = copies[-1], True
+    restored = Restored(journal.get("restored", []), journal.get("problems", []))
+    if not journal.get("rolledBack"):
+        restored = record.restore(open_workspace(store, state))
+        store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
+        marked = {**journal, "rolledBack": True, **asdict(restored)}
+        atomic_write(journal_path, json.dumps(marked))
+        crash_point("rolled-back")
+    data = reply.read_bytes()
+    report = _apply(store, state, data, source=source, **options)
+    note = (
+        f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
+        f"{len(restored.paths)} file(s) and applied {source} again"
+    )
+    if restored.problems:
+        note += f"; could not put back {'; '.join(restored.problems)}"
+    report.notes.insert(0, note)
+    return report
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns

@@ -1,0 +1,86 @@
+"""TODO docstring (split from codingagent/session/turn.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from codingagent.protocol.commands import Command, ParseError
+from codingagent.protocol.parser import parse, unwrapped_diff
+from codingagent.state import (
+    CommandResult,
+)
+
+REPLY_SIZE_CAP = 5 * 1024 * 1024
+
+
+MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
+
+
+def _read_reply(
+    data: bytes, max_reply_bytes: int, size: int | None
+) -> tuple[list[Command], list[CommandResult]]:
+    """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
+    itself, which the LLM sees first."""
+    text, problem = decode_reply(data, max_reply_bytes, size)
+    problems = [problem] if problem else []
+    commands = parse(text) if text is not None else []
+    if len(commands) > MAX_COMMANDS:
+        problems.append(
+            _problem(
+                f"Your reply had {len(commands):,} commands; only the first "
+                f"{MAX_COMMANDS:,} were run. Send fewer commands a reply"
+            )
+        )
+        commands = commands[:MAX_COMMANDS]
+    if not commands and not problems and text is not None:
+        problems += filter(None, [_unwrapped_diff(text)])
+    return commands, problems
+
+
+def decode_reply(
+    data: bytes, max_bytes: int = REPLY_SIZE_CAP, size: int | None = None
+) -> tuple[str | None, CommandResult | None]:
+    """The reply's text, or ``None`` when it must not be parsed, and the problem, if any.
+
+    Bad replies never stop the session: the problem becomes a result the LLM sees next turn.
+    """
+
+    if len(data) > max_bytes:
+        return None, _problem(
+            f"Your reply was {size or len(data):,} bytes, over the {max_bytes:,}-byte limit; "
+            "nothing in it was run. Send smaller replies."
+        )
+    if not data.strip():
+        return None, _problem("Your reply was empty; nothing was run")
+    if b"\0" in data:
+        return None, _problem("Your reply contained NUL bytes (binary data); nothing in it was run")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return data.decode("utf-8", errors="replace"), _problem(
+            f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
+            "it was read with replacement characters"
+        )
+
+
+def _problem(summary: str) -> CommandResult:
+    """A problem with the reply itself, as the result the LLM sees first."""
+    return CommandResult(command="REPLY", success=False, summary=summary)
+
+
+def _unwrapped_diff(text: str) -> CommandResult | None:
+    """A result telling the LLM to wrap its diff in PATCH, if its reply has a diff and no
+    commands (models write ```diff blocks on their own)."""
+    line = unwrapped_diff(text)
+    if line is None:
+        return None
+    return _problem(
+        f"Your reply has a diff (reply line {line}) but no commands, so nothing was applied; "
+        "to apply a diff, put it between a [PATCH] line and a [/PATCH] line"
+    )
+
+
+def _unreadable(commands: Iterable[object]) -> bool:
+    """Whether a reply had a command the parser could not read, or no command at all."""
+    commands = list(commands)
+    return not commands or any(isinstance(c, ParseError) for c in commands)

@@ -1,0 +1,108 @@
+"""TODO docstring (split from codingagent/session/loop.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from codingagent.prompt.render import estimate_tokens
+from codingagent.session.turn import TurnReport
+from codingagent.session.undo import UndoReport
+from codingagent.state import CommandResult
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply as a source hands it over: its bytes and where it came from."""
+
+    data: bytes
+    source: str  # shown on the console and kept in the history: a file name, "clipboard", ...
+    size: int | None = None  # the real size, when ``data`` holds only the first bytes
+    meta: Mapping[str, object] = field(default_factory=dict)  # for the turn's meta.json
+
+
+class SourceError(Exception):
+    """A reply source cannot go on and the user must act (a model server down, a key refused);
+    the message says what to do. No turn was applied."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The prompt the session waits on."""
+
+    session_id: str
+    sequence: int
+    path: Path
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+class ReplySource(Protocol):
+    """Where replies come from. ``next_reply`` blocks until a reply for ``prompt`` comes, or
+    returns None once ``stop`` is set or the source has no more."""
+
+    description: str  # for the console: "Watching inbox/ (inotify): save the reply there"
+
+    def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None: ...
+
+    def done_with(self, reply: Reply, report: TurnReport) -> None: ...
+
+
+class Listener(Protocol):
+    """What a front end is told, and the questions it puts to the user (RUN_COMMAND approval,
+    the LLM's ASK)."""
+
+    def note(self, text: str) -> None: ...
+
+    def progress(self, text: str | None) -> None:
+        """A live line while a source waits (tokens received, seconds); None clears it."""
+
+    def reply_received(self, reply: Reply) -> None: ...
+
+    def running(self, command: str) -> AbstractContextManager[None]: ...
+
+    def approve(self, command: str) -> bool: ...
+
+    def answer_question(self, question: str) -> str | None:
+        """Ask the user the LLM's question (an ASK, shown already); their answer, or None when
+        they give none here (they answer later with ``codingagent answer``)."""
+
+    def result(self, result: CommandResult) -> None: ...
+
+    def turn_applied(self, report: TurnReport) -> None: ...
+
+    def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
+        """``copy_problem`` is None when the prompt was copied to the clipboard, else why not
+        ("" when copying is off). A prompt over ``token_budget`` deserves a warning."""
+
+    def undone(self, report: UndoReport) -> None: ...
+
+    def watching(self, source: ReplySource) -> None: ...
+
+    def stopped(self, stop: Stop) -> None: ...
+
+
+class StopReason(Enum):
+    COMPLETE = "complete"
+    TURN_LIMIT = "turn limit"
+    NO_COMMANDS = "no commands"
+    QUESTION = "question"  # the LLM asked; the user answers with `codingagent answer`
+    INTERRUPTED = "interrupted"
+    SOURCE_ENDED = "source ended"
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: StopReason
+    message: str

@@ -1,0 +1,289 @@
+"""One turn as a transaction: a reply in, its commands applied, the next outbox out.
+
+    reply bytes -> dedupe -> journal -> decode -> parse -> execute (pre-images first)
+      -> history -> next outbox -> state (the commit point) -> journal removed
+
+The journal (:mod:`codingagent.session.journal`) exists exactly while a turn is in flight.  Before any
+workspace file is written or deleted, its pre-image is appended to the turn's history and
+fsynced.  The reply, the state before the turn and the journal are durable before the first
+command runs; every other file the turn writes has its data fsynced as it is written and each
+folder it wrote in fsynced once, before the commit point.  If the agent dies mid-turn,
+:func:`recover` finds the journal: if the state was already saved the turn is complete and only
+the journal goes; otherwise every file is put back from its pre-image (what cannot be, such as a
+path now leading out of the workspace, is reported, never fatal), the journal is marked rolled
+back and the reply is applied afresh.  Recovery is idempotent at every kill point.  So after any
+crash the workspace and session equal "turn not applied" or "turn fully applied".  A Ctrl-C
+rolls the turn back at once, and its reply is not applied again unless forced.  A fault of the
+machine (a full disk) rolls it back too (:mod:`codingagent.faults`).  Which replies are not
+applied at all is :mod:`codingagent.session.admission`.  At most ``MAX_COMMANDS`` commands of a reply
+run, and a turn's pre-images are capped (``preimage_cap``): no reply stalls or fills the disk.
+
+Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from codingagent.execute import TurnOutcome, execute
+from codingagent.faults import TurnNotApplied
+from codingagent.fsio import folder_syncs_grouped
+from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.protocol.commands import Command, RunCommand
+from codingagent.sandbox.shell import Shell
+from codingagent.session import admission as refusals
+from codingagent.session.admission import Refusal, reply_digest
+from codingagent.session.crashpoints import OnResult, after_each_result, crash_point
+from codingagent.session.history import TurnRecord, digest_of, turn_record
+from codingagent.session.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
+from codingagent.session.outbox import ensure_outbox, next_outbox, open_workspace
+from codingagent.session.replies import REPLY_SIZE_CAP, _read_reply, _unreadable
+from codingagent.session.rollback import TurnInterrupted, _roll_back_failed, _roll_back_interrupted
+from codingagent.session.store import SessionStore
+from codingagent.state import (
+    CommandResult,
+    Environment,
+    SessionError,
+    SessionState,
+    utc_now,
+)
+from codingagent.workspace import Workspace, autorun
+
+
+@dataclass
+class TurnReport:
+    """What happened in one turn, for the console."""
+
+    state: SessionState
+    outcome: TurnOutcome
+    outbox: Path | None  # the next prompt, or None when the session is complete
+    history: Path
+    notes: list[str] = field(default_factory=list)  # problems with the reply file itself
+    skipped: bool = False  # a duplicate or a stale reply: nothing was applied
+    masked: int = 0  # secrets masked in the next prompt
+    # Files the turn left that run code when the user works in the folder (autorun.scan).
+    auto_run: list[str] = field(default_factory=list)
+
+
+def apply_reply(
+    store: SessionStore,
+    session_id: str,
+    data: bytes,
+    *,
+    source: str,
+    shell: Shell,
+    on_result: OnResult | None = None,
+    force: bool = False,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
+    size: int | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    extra_meta: Mapping[str, object] | None = None,
+    preimage_cap: int = PREIMAGE_CAP,
+    environment: Environment | None = None,
+) -> TurnReport:
+    """Apply the reply ``data`` to the session as one all-or-nothing turn.
+
+    ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
+    ``max_reply_bytes`` is read no further). ``extra_meta`` goes into the turn's ``meta.json``
+    (a model's name, tokens and seconds). ``environment``, what commands run in as probed
+    now, is kept in the state with the turn (the next prompt shows it when it changed).
+
+    While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
+    kept in ``refused/``. A reply whose content (trailing whitespace aside) was already applied
+    in this session, or was rolled back by a Ctrl-C, is skipped unless ``force`` is set,
+    whatever its echo says. So is, unless ``force`` is set, a reply that says
+    (``Session: <id> Sequence: <n>``) it answers another session or an older prompt: it is
+    kept in ``sessions/{id}/refused/``.
+
+    A Ctrl-C (KeyboardInterrupt) before the commit point rolls the turn back and propagates.
+    """
+    state = store.load(session_id)
+    refuse_if_interrupted(store, session_id)
+    refusal = refusals.check(store, state, data, source, max_reply_bytes, force)
+    if refusal is not None:
+        return _skipped(store, state, refusal, prompt)
+    if state.is_complete:
+        raise SessionError(f"Session {session_id} is complete; it takes no more replies")
+    return _apply(
+        store,
+        state,
+        data,
+        source=source,
+        shell=shell,
+        on_result=on_result,
+        max_reply_bytes=max_reply_bytes,
+        size=size,
+        prompt=prompt,
+        extra_meta=extra_meta,
+        preimage_cap=preimage_cap,
+        environment=environment,
+    )
+
+
+def _apply(
+    store: SessionStore,
+    state: SessionState,
+    data: bytes,
+    *,
+    source: str,
+    shell: Shell,
+    on_result: OnResult | None = None,
+    max_reply_bytes: int = REPLY_SIZE_CAP,
+    size: int | None = None,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    extra_meta: Mapping[str, object] | None = None,
+    preimage_cap: int = PREIMAGE_CAP,
+    environment: Environment | None = None,
+) -> TurnReport:
+    """:func:`apply_reply` after its checks (also recovery's way to apply a reply again)."""
+    started = time.perf_counter()
+    received = utc_now()
+    session_id = state.session_id
+    ws = open_workspace(store, state)
+    answered = state.sequence_number
+    try:
+        record, journal = _open_turn(store, state, data, source, preimage_cap)
+    except OSError as error:  # no journal yet: nothing was changed
+        raise TurnNotApplied(session_id, answered, source, error) from error
+    try:
+        with folder_syncs_grouped():  # every folder this block writes in is durable after it
+            commands, problems = _read_reply(data, max_reply_bytes, size)
+            if on_result is not None:
+                for each in problems:
+                    on_result(each)
+            began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
+            outcome = _execute(commands, ws, shell, journal, state, problems, on_result)
+            auto_run = _auto_run(ws, commands, outcome, began_ns)
+            _advance(state, outcome)
+            state.parse_failed = _unreadable(commands)
+            if environment is not None:
+                state.environment = environment
+            record.write_outcome(
+                [c.model_dump() for c in commands],
+                [r.model_dump(by_alias=True) for r in outcome.results],
+                {path: digest_of(ws, path) for path in journal.paths},
+            )
+            crash_point("history")
+            waiting = state.is_complete or state.question is not None
+            written = None if waiting else next_outbox(store, state, prompt)
+            outbox = written.path if written else None
+            masked = written.masked if written else 0
+            record.write_meta(
+                {
+                    "sequence": answered,
+                    "replyFile": source,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "normalizedSha256": reply_digest(data),
+                    "receivedAt": received.isoformat(),
+                    "appliedAt": state.updated_at.isoformat(),
+                    "durationMs": round((time.perf_counter() - started) * 1000, 1),
+                    "nextOutbox": outbox.name if outbox else None,
+                    "masked": masked,
+                    "autoRun": auto_run,
+                    **(extra_meta or {}),
+                }
+            )
+            crash_point("outbox")
+        store.save(state)  # the commit point
+    except KeyboardInterrupt:
+        if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
+            raise
+        raise TurnInterrupted(
+            _roll_back_interrupted(store, session_id, record, ws, answered)
+        ) from None
+    except Exception as error:
+        if store.load(session_id).sequence_number != answered:
+            raise  # the state was saved: committed after all; recovery removes the journal
+        left, kept = _roll_back_failed(store, session_id, record, journal, ws, answered)
+        if not isinstance(error, OSError | SessionError):
+            raise  # a bug: rolled back, and shown as one
+        raise TurnNotApplied(session_id, answered, source, error, left, kept) from error
+    crash_point("state")
+    journal.close()
+    notes = [each.summary for each in problems]
+    return TurnReport(
+        state, outcome, outbox, record.folder, notes=notes, masked=masked, auto_run=auto_run
+    )
+
+
+def _auto_run(
+    ws: Workspace, commands: list[Command], outcome: TurnOutcome, began_ns: int
+) -> list[str]:
+    """What the turn left that would run code for the user (SPEC 4.1): the workspace is
+    walked after a turn that ran a command or wrote such a file itself."""
+    ran = any(isinstance(command, RunCommand) for command in commands)
+    wrote = any(PurePosixPath(path).name in autorun.WATCHED for path in outcome.changed)
+    return autorun.scan(ws.root, began_ns) if ran or wrote else []
+
+
+def _skipped(
+    store: SessionStore, state: SessionState, refusal: Refusal, prompt: PromptOptions
+) -> TurnReport:
+    """The report of a reply that was not applied; the prompt it should have answered stays."""
+    waiting = state.is_complete or state.question is not None
+    outbox = None if waiting else ensure_outbox(store, state, prompt)
+    return TurnReport(
+        state, TurnOutcome(), outbox, refusal.folder, notes=[refusal.note], skipped=True
+    )
+
+
+def _open_turn(
+    store: SessionStore, state: SessionState, data: bytes, source: str, preimage_cap: int
+) -> tuple[TurnRecord, Journal]:
+    """The turn's history folder with the reply and the state before, then the journal: both
+    durable before anything in the workspace changes.
+
+    A folder already there was left by a crash: before its journal was written (it never
+    committed: set aside), or by a turn recovery rolled back to apply again: then it names the
+    reply, and is copied aside and emptied of all but the reply, so a kill at any instant
+    leaves a journal whose folder holds the reply.
+    """
+    record = turn_record(store, state.session_id, state.sequence_number)
+    journal_path = store.journal_path(state.session_id)
+    if record.folder.exists() and journal_path.exists():  # recovery applies it again
+        store.set_aside(state.session_id, record.folder, "aborted", copy=True)
+        record.clear_outcome()
+    elif record.folder.exists():
+        store.set_aside(state.session_id, record.folder, "aborted")
+    record.write_opening(data, state)
+    journal = Journal(journal_path, record, state.sequence_number, source, preimage_cap)
+    crash_point("journal")
+    return record, journal
+
+
+def _execute(
+    commands: list[Command],
+    ws: Workspace,
+    shell: Shell,
+    journal: Journal,
+    state: SessionState,
+    problems: list[CommandResult],
+    on_result: OnResult | None,
+) -> TurnOutcome:
+    """Run the commands, each file's pre-image recorded in the journal before it changes."""
+    ws.before_change = journal.record
+    try:
+        return execute(
+            commands, ws, shell, after_each_result(on_result), problems, shown=state.shown_files
+        )
+    finally:
+        ws.before_change = None
+
+
+def _advance(state: SessionState, outcome: TurnOutcome) -> None:
+    """The state after the turn (not saved yet)."""
+    state.sequence_number += 1
+    state.last_results = outcome.results
+    state.read_file_requests = outcome.read_requests
+    state.search_results = outcome.searches
+    state.shown_files = outcome.shown
+    state.answers = []  # shown in the prompt this reply answered
+    state.question = outcome.question
+    state.updated_at = utc_now()
+    if outcome.done is not None:
+        state.is_complete = True
+        state.summary = outcome.done

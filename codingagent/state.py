@@ -1,0 +1,182 @@
+"""TODO docstring (split from codingagent/session/store.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+if TYPE_CHECKING:
+    pass
+
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    pass
+
+
+SESSION_ID = re.compile(r"^[0-9a-f]{8}$")
+
+
+class SessionError(Exception):
+    """A problem the user must fix (unknown session, ambiguous prefix, session busy...)."""
+
+
+class Damaged(SessionError):
+    """An agent file that cannot be read back: cut short or edited by hand."""
+
+    def __init__(self, path: Path, reason: str, what: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"{path} is not {what} ({reason}): cut short or edited by hand? Put back a good "
+            "copy; 'codingagent doctor SESSION' checks all of a session's files"
+        )
+
+
+def damaged(path: Path, error: Exception, what: str = "a valid history file") -> Damaged:
+    """The error for the agent file ``path`` that ``error`` says cannot be read back."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        reason = f"{where}: {first['msg']}" if where else first["msg"]
+    elif isinstance(error, FileNotFoundError):
+        reason = "it is missing"
+    else:
+        reason = str(error)
+    return Damaged(path, reason, what)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+class Answer(BaseModel):
+    """The user's answer to an ASK (protocol 1.2), shown in the next prompt."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    question: str
+    answer: str
+
+
+class SessionState(BaseModel):
+    """One session, as stored in ``sessions/{sessionId}.json``.
+
+    The first eight fields are the protocol document's; ``workspace`` (absolute path of the
+    folder the LLM works on), ``summary`` (the DONE text), ``shown_files``,
+    ``search_results``, the ``follow_ups``, ``question``, ``answers``, the ``environment`` and
+    ``parse_failed`` are ours.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    session_id: str = Field(pattern=SESSION_ID.pattern)
+    task: str
+    sequence_number: int = Field(default=1, ge=1)
+    is_complete: bool = False
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+    last_results: list[CommandResult] = Field(default_factory=list)
+    # A plain path (protocol 1.0) or a path with a line range (1.1).
+    read_file_requests: list[ReadRequest] = Field(default_factory=list)
+    workspace: str
+    summary: str | None = None
+    # Protocol 1.1: sha256 of each file's content as the LLM last saw it (in a file view, or as
+    # it wrote it), keyed by workspace path, to warn when EDIT_FILE line numbers may be stale.
+    shown_files: dict[str, str] = Field(default_factory=dict)
+    # Protocol 1.1: the text blocks of the last reply's SEARCH commands, shown in the next outbox.
+    search_results: list[str] = Field(default_factory=list)
+    # Instructions the user added with `resume --task`, oldest first, and the sequence of the
+    # outbox whose PROMPT is the newest of them.
+    follow_ups: list[str] = Field(default_factory=list)
+    follow_up_sequence: int | None = None
+    # Protocol 1.2: the LLM's ASK waiting for the user's answer (no reply is applied meanwhile,
+    # and the next prompt is written once it is answered), and the answers the current prompt
+    # shows under "## Answers" (cleared when the next reply is applied).
+    question: str | None = None
+    answers: list[Answer] = Field(default_factory=list)
+    # Protocol 1.2: what the commands run in (probed), and the digest of the Environment section
+    # last shown and the prompt it was shown in, to show it again when it changes.
+    environment: Environment | None = None
+    environment_digest: str | None = None
+    environment_sequence: int | None = None
+    # Protocol 1.2: the last reply had a command the parser could not read, or no command at
+    # all; with protocol = "first" the next prompt carries the full PROTOCOL section again.
+    parse_failed: bool = False
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+class FileRange(BaseModel):
+    """A READ_FILE request for some lines of a file (``None``: from the start, to the end)."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+# A file the LLM asked to see: its path alone (the whole file, as in protocol 1.0, so 1.0 state
+# files still load), or a FileRange when it asked for some lines.
+ReadRequest = str | FileRange
+
+
+class CommandResult(BaseModel):
+    """The outcome of one command, as the LLM sees it in ``## Previous Command Results``.
+
+    Serialised with camelCase keys, like the rest of the session state.
+    """
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    command: str
+    success: bool
+    summary: str
+    output: str | None = None
+    duration_ms: float = 0.0
+
+    @property
+    def headline(self) -> str:
+        """``[OK] CREATE_FILE: Created 'a.py'`` — the first line of the result."""
+        status = "OK" if self.success else "FAILED"
+        return f"[{status}] {self.command}: {self.summary}"
+
+    def lines(self) -> list[str]:
+        """The result as the outbox shows it: the headline, then the output, if any, indented.
+
+        Single-line output stays on the ``Output:`` line, as in the protocol document; longer
+        output follows it as an indented block.
+        """
+        lines = [self.headline]
+        if self.output is None:
+            return lines
+        out = self.output.rstrip("\n").split("\n")
+        if len(out) == 1:
+            lines.append(f"  Output: {out[0]}")
+        else:
+            lines.append("  Output:")
+            lines.extend(f"    {line}" if line else "" for line in out)
+        return lines
+
+
+class Environment(BaseModel):
+    """The facts the probe found; ``None`` where it could not tell."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    os: str | None = None  # "Linux 6.1.0-18-amd64 (Debian GNU/Linux 12 (bookworm))"
+    shell: str | None = None  # what /bin/sh really is: "/usr/bin/dash"
+    pythons: dict[str, str] = Field(default_factory=dict)  # command -> version
+    pytest_module: str | None = None  # the python that can import pytest
+    tools: list[str] = Field(default_factory=list)  # of TOOLS (and pytest), those found
+    network: bool | None = None  # a route out exists
+    sandboxed: bool = False  # commands run inside bubblewrap
