@@ -34,11 +34,11 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' private X server
 
 import xserver  # type: ignore[import-not-found]  # noqa: E402
 
-from codingagent.session.lifecycle import start_session
-from codingagent.session.seams import Prompt
-from codingagent.session.store import SessionStore
-from codingagent.sources.clipboard import POLL_INTERVAL, ClipboardSource
-from codingagent.sources.inbox import InboxSource
+from codingagent.session.lifecycle import start_session  # noqa: E402
+from codingagent.session.seams import Prompt  # noqa: E402
+from codingagent.session.store import SessionStore  # noqa: E402
+from codingagent.sources.clipboard import POLL_INTERVAL, ClipboardSource  # noqa: E402
+from codingagent.sources.inbox import InboxSource  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -3,10 +3,10 @@ filesystem, a folder that vanished. The one place an ``OSError`` becomes the use
 
 Errors the LLM can fix are results it sees in the next prompt; these it cannot fix. A file
 command that meets one of :data:`FAULTS` does not fail on its own: the turn stops, is rolled
-back from its pre-images (:mod:`codingagent.session.turn`), and the user is told what happened, which
-file, and what to do (:class:`TurnNotApplied`). Anywhere else the CLI turns an ``OSError``
-into one line with :func:`message`, and the session loop shows a :class:`Fault` a watcher can
-wait out (``passing``, e.g. ``inbox/`` deleted) as a note and goes on.
+back from its pre-images (session/turn.py), and the user is told what happened, which file,
+and what to do (:class:`TurnNotApplied`). Anywhere else the CLI turns an ``OSError`` into one
+line with :func:`message`, and the session loop shows a :class:`Fault` a watcher can wait out
+(``passing``, e.g. ``inbox/`` deleted) as a note and goes on.
 """
 
 from __future__ import annotations

@@ -17,18 +17,32 @@ does a workspace file when the user passes ``--trust-settings`` (after reading i
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 ENV_PREFIX = "CODINGAGENT_"
 SETTINGS_FILE = "codingagent.toml"
+
+
+SANDBOXES = "codingagent.sandboxes"  # the entry-point group of the sandbox backends
+
+
+@functools.cache
+def sandbox_modes() -> tuple[str, ...]:
+    """The values of the ``sandbox`` setting: ``auto`` and the name of each sandbox backend
+    registered in the package's entry points (the registry: docs/security.md, 'Adding a
+    sandbox backend'), read from the package metadata without importing a backend."""
+    return ("auto", *sorted({entry.name for entry in entry_points(group=SANDBOXES)}))
 
 
 class SettingsError(Exception):
@@ -65,7 +79,9 @@ class Settings(BaseModel):
     commands: Literal["allow", "ask", "deny"] | None = Field(
         None, description="RUN_COMMAND approval; default: ask without an OS sandbox on a terminal"
     )
-    sandbox: Literal["auto", "bwrap", "none"] = Field("auto", description="RUN_COMMAND sandbox")
+    sandbox: str = Field(
+        "auto", description="RUN_COMMAND sandbox: auto, or a backend's name (doctor lists them)"
+    )
     command_memory_mb: int = Field(
         4096, ge=0, description="RUN_COMMAND address space per process, MiB; 0: no limit"
     )
@@ -99,6 +115,15 @@ class Settings(BaseModel):
 
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, value: str) -> str:
+        modes = sandbox_modes()
+        if value not in modes:
+            *first, last = (repr(mode) for mode in modes)
+            raise PydanticCustomError("sandbox", f"Input should be {', '.join(first)} or {last}")
+        return value
 
     @property
     def origins(self) -> dict[str, str]:
@@ -143,15 +168,15 @@ class Settings(BaseModel):
 
 
 _WORKSPACE_FIELD = re.compile(rb'"workspace":\s*("(?:[^"\\]|\\.)*")')  # not the whole state
-_SANDBOX_RANK = {"none": 0, "auto": 1, "bwrap": 2}
 _COMMANDS_RANK = {"allow": 0, None: 1, "ask": 2, "deny": 3}
 _INFINITY = float("inf")
 
 
 def _looser(key: str, old: Any, new: Any) -> bool:
     """Whether ``new`` is a weaker value of ``key`` than ``old``."""
-    if key == "sandbox":
-        return _SANDBOX_RANK[new] < _SANDBOX_RANK[old]
+    if key == "sandbox":  # none < auto < a backend by name; another backend is no tightening
+        rank = {"none": 0, "auto": 1}
+        return rank.get(new, 2) < rank.get(old, 2) or (new not in rank and new != old)
     if key == "commands":
         return bool(_COMMANDS_RANK[new] < _COMMANDS_RANK[old])
     if key == "mask_secrets":

@@ -179,4 +179,5 @@ class Environment(BaseModel):
     pytest_module: str | None = None  # the python that can import pytest
     tools: list[str] = Field(default_factory=list)  # of TOOLS (and pytest), those found
     network: bool | None = None  # a route out exists
-    sandboxed: bool = False  # commands run inside bubblewrap
+    sandboxed: bool = False  # an OS sandbox contains the commands
+    sandbox: str | None = None  # what the sandbox does, in one line for the model

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codingagent.frontends.cli import main
-from codingagent.sandbox.shell import sandbox_status
+from codingagent.sandbox.backends import sandbox_status
 from codingagent.secrecy import masking
 from codingagent.secrecy.masking import UnknownMask, mask, unmask
 from codingagent.settings import load_settings, user_settings_path

@@ -322,9 +322,9 @@ def test_the_console_says_which_sandbox_runs_commands(tmp_path):
 
 
 def test_sandbox_bwrap_where_it_cannot_work_is_a_clear_error(tmp_path, monkeypatch):
-    import codingagent.sandbox.shell as shell
+    from codingagent.sandbox.bubblewrap import Bubblewrap
 
-    monkeypatch.setattr(shell, "sandbox_status", lambda mode="auto": ("none", "bwrap is absent"))
+    monkeypatch.setattr(Bubblewrap, "problem", lambda self: "bwrap is absent")
     started(tmp_path)
     result = run(tmp_path, "step", "latest", "-", "--sandbox", "bwrap", input=RUN)
     assert result.exit_code == 1

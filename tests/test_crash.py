@@ -1,7 +1,8 @@
 """Crash safety: kill -9 anywhere in a turn; recovery leaves it applied or not, never half.
 
 Each case runs a real ``codingagent step`` process and kills it with SIGKILL, either at a named
-point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.session.crashpoints`) or after a random delay.
+point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.session.crashpoints`) or after a random
+delay.
 Then it runs the recovery that ``resume``/``step`` run first, checks the workspace equals the
 snapshot before or after the turn, finishes the session, and compares it with an uninterrupted
 run.

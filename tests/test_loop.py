@@ -1,4 +1,5 @@
-"""The session loop (codingagent.session.loop) driven by a scripted reply source and a recording listener.
+"""The session loop (codingagent.session.loop) driven by a scripted reply source and a
+recording listener.
 
 The source and the listener are the two seams of the loop: real front ends (the console, the
 inbox watcher) are tested through the CLI; here the loop's own decisions are.

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from codingagent.prompt.overview import overview
 from codingagent.prompt.render import OutboxContext, PromptOptions, estimate_tokens, render_outbox
 from codingagent.protocol.manual import REMINDER, protocol_text
+from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.probe import parse_probe, probe
-from codingagent.sandbox.shell import Shell, sandbox_status
+from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.outbox import ensure_outbox, prompt_text
 from codingagent.session.store import SessionStore

@@ -26,14 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import gone, needs_proc
 
-from codingagent.sandbox.shell import (
-    Limits,
-    SandboxUnavailable,
-    Shell,
-    ShellResult,
-    default_approval,
-    sandbox_status,
-)
+from codingagent.sandbox.backends import SandboxUnavailable, default_approval, sandbox_status
+from codingagent.sandbox.shell import Limits, Shell, ShellResult
 from codingagent.workspace import PathRejected, Workspace
 from codingagent.workspace.pathguard import (
     BACKSLASH,
@@ -531,11 +525,11 @@ def test_a_refused_command_does_not_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("layer", "tty", "policy"),
-    [("none", True, "ask"), ("none", False, "allow"), ("bwrap", True, "allow")],
+    ("isolated", "tty", "policy"),
+    [(False, True, "ask"), (False, False, "allow"), (True, True, "allow")],
 )
-def test_default_approval(layer: str, tty: bool, policy: str) -> None:
-    assert default_approval(layer, tty) == policy
+def test_default_approval(isolated: bool, tty: bool, policy: str) -> None:
+    assert default_approval(isolated, tty) == policy
 
 
 def test_asking_for_bwrap_where_it_is_missing_fails_clearly(
@@ -549,7 +543,7 @@ def test_asking_for_bwrap_where_it_is_missing_fails_clearly(
     assert "apt install bubblewrap" in shell.sandbox_reason
     assert sandbox_status("none")[0] == "none"
     with pytest.raises(ValueError, match="sandbox must be one of auto, bwrap, none"):
-        sandbox_status("docker")  # type: ignore[arg-type]
+        sandbox_status("docker")
 
 
 # --- bubblewrap: the command's view of the machine ---------------------------------------------

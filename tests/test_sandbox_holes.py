@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from importlib.metadata import distribution
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,10 @@ from invoking import run
 from processes import needs_proc
 
 from codingagent.sandbox import cgroup as _cgroup
+from codingagent.sandbox.backends import sandbox_status
+from codingagent.sandbox.protections import protections
 from codingagent.sandbox.scrub import scrub_env
-from codingagent.sandbox.shell import Limits, Shell, protections, sandbox_status
+from codingagent.sandbox.shell import Limits, Shell
 from codingagent.settings import load_settings
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sandbox")
@@ -211,7 +214,7 @@ def test_allocating_past_the_memory_limit_fails_clearly(tmp_path: Path, layer: s
 @pytest.mark.parametrize("layer", LAYERS)
 def test_forking_past_the_process_limit_fails_clearly(tmp_path: Path, layer: str) -> None:
     shell = Shell(timeout=20, sandbox=layer, limits=Limits(nproc=16))
-    if shell._process_limit() == "none":
+    if shell.process_limit() == "none":
         pytest.skip("no pids cgroup here, and RLIMIT_NPROC does not bind root")
     result = shell.run("for i in $(seq 40); do sleep 2 & done; wait; echo finished", tmp_path)
     assert "finished" not in result.output
@@ -226,7 +229,7 @@ import sys
 from pathlib import Path
 from codingagent.sandbox.shell import Limits, Shell
 shell = Shell(timeout=20, sandbox="bwrap", limits=Limits(nproc=16))
-print(shell._process_limit())
+print(shell.process_limit())
 print(shell.run("for i in $(seq 40); do sleep 2 & done; wait; echo finished", Path.cwd()).output)
 print(shell.run("for i in $(seq 8); do sleep 0.1 & done; wait; echo ok", Path.cwd()).output)
 """
@@ -266,7 +269,10 @@ def test_for_a_user_the_process_limit_is_an_rlimit_in_the_user_namespace() -> No
 
 # setreuid(): real, effective and saved uid all change, so no capability is left.
 _AS_NOBODY_KWARGS: dict[str, Any] = {"user": 65534, "group": 65534, "extra_groups": []}
-_SOURCE = str(Path(__file__).resolve().parent.parent)
+# The source, and where the package's metadata is (the sandbox registry is its entry points).
+_SOURCE = os.pathsep.join(
+    [str(Path(__file__).resolve().parent.parent), str(distribution("codingagent").locate_file(""))]
+)
 
 
 def _nobody_can_run(python: str) -> bool:

@@ -1,4 +1,5 @@
-"""The page's per-turn diffs (codingagent.frontends.page.diffs) and session views, from real turns."""
+"""The page's per-turn diffs (codingagent.frontends.page.diffs) and session views, from real
+turns."""
 
 from __future__ import annotations
 

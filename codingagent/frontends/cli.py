@@ -95,8 +95,9 @@ def tuning_options(command: Callable) -> Callable:
         click.option("--copy/--no-copy", "clipboard", default=None, help="Copy new prompts."),
         click.option(
             "--sandbox",
-            type=click.Choice(["auto", "bwrap", "none"]),
-            help="RUN_COMMAND inside bubblewrap (auto: when it works here).",
+            metavar="NAME",
+            help="RUN_COMMAND's OS sandbox: auto (the first that works here), none, or a "
+            "backend's name (doctor lists them).",
         ),
         click.option(
             "--commands",

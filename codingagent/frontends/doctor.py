@@ -16,8 +16,8 @@ from typing import Any
 
 from codingagent import __version__
 from codingagent.faults import describe
-from codingagent.sandbox.bubblewrap import hidden_paths
-from codingagent.sandbox.shell import default_approval, protections, sandbox_status
+from codingagent.sandbox.backends import default_approval, status
+from codingagent.sandbox.protections import protections
 from codingagent.session.history import TurnRecord
 from codingagent.session.journal import Journal
 from codingagent.session.store import SessionStore
@@ -56,17 +56,21 @@ def report(root: Path, session: str | None, interactive: bool) -> tuple[list[Row
 def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
     """What works here: the sandbox and each protection, approval, file events, clipboard; the
     settings and where each came from; the versions of the packages the agent runs on."""
-    layer, reason = sandbox_status(settings.sandbox)
-    approval = settings.commands or default_approval(layer, interactive)
+    backend, reason = status(settings.sandbox)
+    approval = settings.commands or default_approval(backend.isolated, interactive)
+    hidden = ", ".join(backend.hidden_paths(settings.sandbox_hide))
     origins = settings.origins
     return [
         (
             "codingagent",
             f"{__version__} on Python {platform.python_version()}, {platform.platform()}",
         ),
-        ("RUN_COMMAND sandbox", f"{layer}: {reason} (setting sandbox = {settings.sandbox!r})"),
+        (
+            "RUN_COMMAND sandbox",
+            f"{backend.name}: {reason} (setting sandbox = {settings.sandbox!r})",
+        ),
         ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
-        ("hidden from commands", ", ".join(hidden_paths(settings.sandbox_hide)) or "nothing"),
+        ("hidden from commands", hidden or "nothing"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
         ("clipboard", describe_clipboard()),
         *protections(settings),

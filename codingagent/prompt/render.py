@@ -212,8 +212,9 @@ def _environment(env: Environment, options: PromptOptions) -> list[str]:
         lines.append("Network: there is a route out (commands may reach the network)")
     else:
         lines.append("Network: none (commands cannot reach the network)")
-    if env.sandboxed:
-        lines.append("Sandbox: the system is read-only, the workspace writable, /tmp private")
+    if env.sandbox or env.sandboxed:  # (states written before the note was kept: sandboxed)
+        note = env.sandbox or "the system is read-only, the workspace writable, /tmp private"
+        lines.append(f"Sandbox: {note}")
     lines.append(
         f"Limits: {seconds(options.command_timeout)} a command, then it is killed; "
         f"{options.max_output:,} characters of output kept (stdout and stderr merged)"

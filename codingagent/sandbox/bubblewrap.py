@@ -1,4 +1,4 @@
-"""bubblewrap's command line: what a sandboxed command sees of the machine.
+"""The bubblewrap backend (Linux): what a sandboxed command sees of the machine.
 
 - The whole system read-only, the workspace writable (minus the agent's own folders).
 - A fresh, size-limited tmpfs on ``/tmp``, ``$TMPDIR`` and ``$HOME``; the tool folders found
@@ -19,16 +19,22 @@ import fnmatch
 import functools
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-TOOL_VARS = (
-    *("VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR"),
-    *("GOROOT", "GOPATH", "JAVA_HOME", "GRADLE_HOME", "GEM_HOME"),
-)
+from codingagent.sandbox.scrub import TOOL_VARS, scrub_env
+
+if TYPE_CHECKING:
+    from codingagent.sandbox.backends import Job
+
+_PROBE_TIMEOUT_S = 10.0
+_NO_SPACE = "No space left on device"
 # Files a toolchain keeps tokens in (cargo's credentials.toml, npm's .npmrc, ...): hidden in
 # every toolchain home and its direct subfolders, whatever their case.
 CREDENTIAL_PATTERNS = (
@@ -39,6 +45,84 @@ CREDENTIAL_PATTERNS = (
 _CREDENTIAL_NAME = re.compile("|".join(fnmatch.translate(p) for p in CREDENTIAL_PATTERNS))
 _CREDENTIAL_DEPTH = 2  # the home itself and its direct subfolders (cargo's, gradle's, ...)
 _RUNTIME_DIRS = ("/run", "/var/run", "/run/user")
+
+
+class Bubblewrap:
+    """bubblewrap, where it works (detected by one test run, cached for the process)."""
+
+    name = "bwrap"
+    isolated = True
+    user_namespace = True
+
+    def __init__(self) -> None:
+        self.program = shutil.which("bwrap")
+
+    def problem(self) -> str | None:
+        if not sys.platform.startswith("linux"):
+            return "bubblewrap needs Linux"
+        if self.program is None:
+            return "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
+        failed = _probe(self.program)
+        return f"bubblewrap does not work here ({failed})" if failed else None
+
+    def describe(self) -> str:
+        return (
+            "bubblewrap: read-only system, writable workspace, private /tmp and home, no host"
+            " socket files, no network, own process namespace"
+        )
+
+    def model_note(self) -> str | None:
+        return "the system is read-only, the workspace writable, /tmp private"
+
+    def wrap(self, argv: list[str], job: Job) -> list[str]:
+        program = self.program or "bwrap"
+        return bwrap_argv(program, job.workspace, job.read_only, job.tmp_bytes, job.hide) + argv
+
+    def hidden_paths(self, extra: Iterable[str]) -> list[str]:
+        return hidden_paths(extra)
+
+    def limit_note(self, output: str, tmp_bytes: int | None) -> str:
+        if tmp_bytes is not None and _NO_SPACE in output:
+            return f"\n[limit reached: {tmp_bytes >> 20} MiB in /tmp (or the disk is full)]"
+        return ""
+
+    def protections(self, tmp_bytes: int | None) -> list[tuple[str, str]]:
+        if tmp_bytes is None:
+            tmp_limit = "off (setting)"
+        elif not sizes_tmpfs(self.program or "bwrap"):
+            tmp_limit = "off: this bubblewrap has no --size (0.5 and later)"
+        else:
+            tmp_limit = f"active: {tmp_bytes >> 20} MiB per tmpfs"
+        return [
+            ("read-only system", "active: only the workspace is writable"),
+            ("no network", "active: own network namespace"),
+            ("no host socket files", "active: fresh /run, socket files covered"),
+            ("private /tmp and home", "active: fresh tmpfs"),
+            (
+                "tool credential files",
+                "active: hidden: " + ", ".join(CREDENTIAL_PATTERNS[:4]) + ", ...",
+            ),
+            ("/tmp size limit", tmp_limit),
+        ]
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """Run the sandbox once, as a command would run (cached for the process): None if it
+    works, else the first line of what went wrong."""
+    python = os.path.realpath(sys.executable)
+    with tempfile.TemporaryDirectory() as folder:
+        argv = [*bwrap_argv(bwrap, Path(folder), (), None), python, "-I", "-S", "-c", "pass"]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, env=scrub_env(os.environ)
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return str(e)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[0] if lines else f"exit code {done.returncode}"
 
 
 def bwrap_argv(

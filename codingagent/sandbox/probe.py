@@ -71,11 +71,11 @@ def probe(shell: Shell, workspace: Path) -> Environment:
             output = unattended.run(PROBE_SCRIPT, workspace).output
         except OSError:
             output = ""
-        _cache[key] = parse_probe(output, sandboxed=shell.sandbox_layer == "bwrap")
+        _cache[key] = parse_probe(output, shell.backend.model_note())
     return _cache[key]
 
 
-def parse_probe(output: str, sandboxed: bool = False) -> Environment:
+def parse_probe(output: str, sandbox: str | None = None) -> Environment:
     """The facts in the probe script's ``key=value`` lines (unknown lines are ignored)."""
     facts: dict[str, list[str]] = {}
     for line in output.splitlines():
@@ -101,5 +101,6 @@ def parse_probe(output: str, sandboxed: bool = False) -> Environment:
         pytest_module=first("pytest-module"),
         tools=facts.get("tool", []),
         network=None if not network else "route" in network,
-        sandboxed=sandboxed,
+        sandboxed=sandbox is not None,
+        sandbox=sandbox,
     )

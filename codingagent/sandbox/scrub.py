@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from codingagent.sandbox.bubblewrap import TOOL_VARS
-
+TOOL_VARS = (
+    *("VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME", "NVM_DIR"),
+    *("GOROOT", "GOPATH", "JAVA_HOME", "GRADLE_HOME", "GEM_HOME"),
+)
 # The environment a command gets: these names (and prefixes), minus anything secret-looking.
 _ENV_NAMES = frozenset(
     {

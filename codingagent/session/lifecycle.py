@@ -8,12 +8,9 @@ from typing import TYPE_CHECKING
 
 from codingagent.faults import Fault, describe, remedy
 from codingagent.prompt.render import PromptOptions
+from codingagent.sandbox.backends import SandboxUnavailable
 from codingagent.sandbox.probe import probe
-from codingagent.sandbox.shell import (
-    Limits,
-    SandboxUnavailable,
-    Shell,
-)
+from codingagent.sandbox.shell import Limits, Shell
 from codingagent.session.store import SessionStore
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Environment, SessionError, SessionState
@@ -122,7 +119,9 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             hide=settings.sandbox_hide,
         )
     except SandboxUnavailable as e:
-        raise SettingsError(f"sandbox = 'bwrap' was asked for, but {e}") from None
+        raise SettingsError(f"sandbox = '{settings.sandbox}' was asked for, but {e}") from None
+    except ValueError as e:  # a backend name the registry does not know
+        raise SettingsError(str(e)) from None
 
 
 def new_session(

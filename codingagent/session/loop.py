@@ -4,7 +4,7 @@
                                 session or one at its turn limit, make sure the prompt exists
     while the session goes on:
         reply = source.next_reply(prompt)   the inbox, the clipboard, a page, an endpoint
-        report = apply(reply)               one turn as a transaction (:mod:`codingagent.session.turn`)
+        report = apply(reply)               one turn as a transaction (session/turn.py)
         source.done_with(reply, report)     the inbox removes the file it handed over
         report = ask_user(report)           an ASK: the user answers now, if they can here
         stop = should_stop(report)          the ONE place that decides when a session stops
@@ -41,18 +41,10 @@ from typing import TYPE_CHECKING, TypedDict, cast
 
 from codingagent.faults import Fault, describe, remedy
 from codingagent.prompt.render import PromptOptions
-from codingagent.sandbox.bubblewrap import hidden_paths
+from codingagent.sandbox.backends import default_approval
 from codingagent.sandbox.probe import probe
-from codingagent.sandbox.shell import (
-    Shell,
-    ShellResult,
-    default_approval,
-)
-from codingagent.session.lifecycle import (
-    answer_question,
-    follow_up_session,
-    make_shell,
-)
+from codingagent.sandbox.shell import Shell, ShellResult
+from codingagent.session.lifecycle import answer_question, follow_up_session, make_shell
 from codingagent.session.outbox import ensure_outbox
 from codingagent.session.recovery import recover
 from codingagent.session.rollback import TurnInterrupted
@@ -353,8 +345,8 @@ class SessionLoop:
             elif policy == "ask":
                 shell.approve = self._listener.approve
             self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
-            if shell.sandbox_layer == "bwrap":
-                hidden = ", ".join(hidden_paths(shell.hide))
+            if shell.isolated:
+                hidden = ", ".join(shell.hidden_paths())
                 self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
             self._shell = shell
         return self._shell
@@ -425,17 +417,12 @@ def approval_policy(
     """``allow``, ``ask`` or ``deny``: the setting, else ask where no OS sandbox is active and
     someone can answer. An automatic loop with neither a sandbox nor someone to ask needs
     the setting: a SettingsError says so."""
-    if (
-        settings.commands is None
-        and automatic
-        and shell.sandbox_layer == "none"
-        and not interactive
-    ):
+    if settings.commands is None and automatic and not shell.isolated and not interactive:
         raise SettingsError(
             f"A model would run RUN_COMMANDs unattended, and {shell.sandbox_reason}; run "
             "it on a terminal to approve each command, or choose --commands allow (or deny)"
         )
-    return settings.commands or default_approval(shell.sandbox_layer, interactive)
+    return settings.commands or default_approval(shell.isolated, interactive)
 
 
 class _ObservedShell:

@@ -13,13 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from codingagent.prompt.compose import (
-    compose,
-)
-from codingagent.prompt.render import (
-    DEFAULT_PROMPT,
-    PromptOptions,
-)
+from codingagent.prompt.compose import compose
+from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.session.store import SessionStore
 from codingagent.state import SessionError, SessionState
 from codingagent.workspace import Workspace

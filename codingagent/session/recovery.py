@@ -15,9 +15,7 @@ from codingagent.session.outbox import open_workspace
 from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnReport, _apply
 from codingagent.session.undo import finish_undo
-from codingagent.state import (
-    SessionError,
-)
+from codingagent.state import SessionError
 
 
 def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:

@@ -6,9 +6,7 @@ from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
 from codingagent.protocol.parser import parse, unwrapped_diff
-from codingagent.state import (
-    CommandResult,
-)
+from codingagent.state import CommandResult
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
 

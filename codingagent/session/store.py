@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from codingagent.fsio import atomic_write
-from codingagent.state import (
-    SESSION_ID,
-    SessionError,
-    SessionState,
-    damaged,
-    utc_now,
-)
+from codingagent.state import SESSION_ID, SessionError, SessionState, damaged, utc_now
 
 if TYPE_CHECKING:
     from filelock import FileLock

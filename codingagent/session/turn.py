@@ -3,7 +3,8 @@
     reply bytes -> dedupe -> journal -> decode -> parse -> execute (pre-images first)
       -> history -> next outbox -> state (the commit point) -> journal removed
 
-The journal (:mod:`codingagent.session.journal`) exists exactly while a turn is in flight.  Before any
+The journal (:mod:`codingagent.session.journal`) exists exactly while a turn is in flight.
+Before any
 workspace file is written or deleted, its pre-image is appended to the turn's history and
 fsynced.  The reply, the state before the turn and the journal are durable before the first
 command runs; every other file the turn writes has its data fsynced as it is written and each
@@ -15,8 +16,8 @@ back and the reply is applied afresh.  Recovery is idempotent at every kill poin
 crash the workspace and session equal "turn not applied" or "turn fully applied".  A Ctrl-C
 rolls the turn back at once, and its reply is not applied again unless forced.  A fault of the
 machine (a full disk) rolls it back too (:mod:`codingagent.faults`).  Which replies are not
-applied at all is :mod:`codingagent.session.admission`.  At most ``MAX_COMMANDS`` commands of a reply
-run, and a turn's pre-images are capped (``preimage_cap``): no reply stalls or fills the disk.
+applied at all is :mod:`codingagent.session.admission`.  At most ``MAX_COMMANDS`` commands of a
+reply run, and a turn's pre-images are capped (``preimage_cap``): no reply stalls or fills the disk.
 
 Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back."""
 
@@ -44,13 +45,7 @@ from codingagent.session.outbox import ensure_outbox, next_outbox, open_workspac
 from codingagent.session.replies import REPLY_SIZE_CAP, _read_reply, _unreadable
 from codingagent.session.rollback import TurnInterrupted, _roll_back_failed, _roll_back_interrupted
 from codingagent.session.store import SessionStore
-from codingagent.state import (
-    CommandResult,
-    Environment,
-    SessionError,
-    SessionState,
-    utc_now,
-)
+from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
 from codingagent.workspace import Workspace, autorun
 
 

@@ -1,1 +1,2 @@
-"""Reply sources for the session loop (:class:`codingagent.session.seams.ReplySource`): one module each."""
+"""Reply sources for the session loop (:class:`codingagent.session.seams.ReplySource`): one
+module each."""
