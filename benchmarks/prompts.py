@@ -19,8 +19,9 @@ from codingagent.prompt.render import PromptOptions, estimate_tokens
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 
 TASK = "Add a --verbose flag to cli.py that prints each step, with a test"
 REPLY = """\
@@ -67,7 +68,7 @@ def prompts(folder: Path, protocol: str) -> tuple[int, int]:
     )
     reply = REPLY.format(sid=state.session_id).encode()
     report = apply_reply(
-        store, state.session_id, reply, source="r.txt", shell=shell, prompt=options
+        store, state.session_id, Reply(reply, "r.txt"), TurnOptions(shell=shell, prompt=options)
     )
     assert report.outbox is not None
     return (

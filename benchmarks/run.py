@@ -37,8 +37,9 @@ from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.outbox import write_outbox
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
 from codingagent.settings import Settings
 from codingagent.sources.inbox import InboxSource
 from codingagent.workspace import Workspace
@@ -419,7 +420,8 @@ from pathlib import Path
 from codingagent.session.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
-from codingagent.session.turn import apply_reply
+from codingagent.session.seams import Reply
+from codingagent.session.turn import TurnOptions, apply_reply
 
 def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would include the parent's, pre-exec)
     for line in open("/proc/self/status"):
@@ -430,7 +432,7 @@ store = SessionStore(Path.cwd())
 state, _ = start_session(store, "memory")
 before = peak_mb()
 reply = f"[RUN_COMMAND]\\n{sys.argv[1]}\\n[/RUN_COMMAND]\\n".encode()
-apply_reply(store, state.session_id, reply, source="r", shell=Shell(timeout=300))
+apply_reply(store, state.session_id, Reply(reply, "r"), TurnOptions(shell=Shell(timeout=300)))
 print(before, peak_mb())
 """
 
@@ -530,7 +532,9 @@ def bench_replace_blocks(scale: Scale) -> list[Row]:
             (store.workspace / "f.py").write_text(numbered_lines(1000))
             data = f"Run {next(runs_so_far)}.\n{text}".encode()  # never a skipped duplicate
             return timed(
-                lambda: apply_reply(store, state.session_id, data, source="r", shell=shell)
+                lambda: apply_reply(
+                    store, state.session_id, Reply(data, "r"), TurnOptions(shell=shell)
+                )
             )
 
         many = median_of(runs, lambda: turn(replace_reply(20, one_command=False)))
@@ -569,7 +573,10 @@ def bench_floods(scale: Scale) -> list[Row]:
             state, _ = start_session(store, "benchmark")
             seconds = timed(
                 lambda text=text, sid=state.session_id: apply_reply(
-                    store, sid, text.encode(), source="r", shell=shell, max_reply_bytes=10**8
+                    store,
+                    sid,
+                    Reply(text.encode(), "r"),
+                    TurnOptions(shell=shell, max_reply_bytes=10**8),
                 )
             )
             outbox = store.outbox_path(state.session_id, 2).stat().st_size

@@ -29,6 +29,7 @@ from codingagent.session.crashpoints import CRASH_ENV
 from codingagent.session.lifecycle import make_shell, start_session
 from codingagent.session.recovery import recover
 from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnOptions
 from codingagent.settings import load_settings
 
 REPLIES = [
@@ -123,7 +124,7 @@ def step_process(store: SessionStore, sid: str, turn: int, crash_at: str | None)
 
 
 def check_recovery_and_finish(store, sid, turn, snaps, reference_view) -> None:
-    recover(store, sid, shell=Shell())
+    recover(store, sid, TurnOptions(shell=Shell()))
     assert snapshot(store.workspace) in (snaps[turn], snaps[turn + 1])
     if store.load(sid).sequence_number == turn + 1:  # the turn was not applied: apply it now
         apply(store, sid, turn)
@@ -188,7 +189,7 @@ def test_kill_at_random_instants(tmp_path):
         process.kill()
         process.wait()
         mid_turn += store.journal_path(sid).exists()
-        recover(store, sid, shell=Shell())
+        recover(store, sid, TurnOptions(shell=Shell()))
         after = snapshot(store.workspace)
         files = {k for k in after if k.startswith("many/f")}
         assert after == before or len(files) == 150, f"half-applied turn: {len(files)} files"

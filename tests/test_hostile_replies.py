@@ -34,8 +34,9 @@ from codingagent.prompt.render import FILE_VIEW_CAP
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.replies import REPLY_SIZE_CAP
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 
 pytestmark = [
     pytest.mark.skipif(os.name != "posix", reason="uses /bin/sh, symlinks and FIFOs"),
@@ -98,9 +99,8 @@ class Agent:
         report = apply_reply(
             self.store,
             self.session_id,
-            data,
-            source="hostile.txt",
-            shell=shell or Shell(timeout=10),
+            Reply(data, "hostile.txt"),
+            TurnOptions(shell=shell or Shell(timeout=10)),
         )
         assert report.outbox == self.store.outbox_path(self.session_id, sequence + 1)
         return self.outbox(sequence + 1)

@@ -17,7 +17,7 @@ import pytest
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
-from codingagent.session.seams import Prompt, Reply, Stop, StopReason
+from codingagent.session.seams import Listener, Prompt, Reply, Stop, StopReason
 from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnReport
 from codingagent.session.undo import UndoReport
@@ -48,7 +48,7 @@ class ScriptedSource:
         self.done.append((reply.source, report.skipped))
 
 
-class Recording:
+class Recording(Listener):
     """A listener that writes down what it was told."""
 
     def __init__(self, answer: bool = True) -> None:

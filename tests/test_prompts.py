@@ -19,8 +19,9 @@ from codingagent.sandbox.probe import parse_probe, probe
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.outbox import ensure_outbox, prompt_text
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import Environment, SessionState
 from codingagent.workspace.listing import UNSIZED
 from tests.invoking import run
@@ -63,7 +64,9 @@ def session(tmp_path: Path, files: dict[str, str] | None = None, **options) -> t
 
 def reply(store: SessionStore, sid: str, text: str, prompt: PromptOptions) -> str:
     shell = Shell(timeout=10, sandbox="none")
-    report = apply_reply(store, sid, text.encode(), source="r.txt", shell=shell, prompt=prompt)
+    report = apply_reply(
+        store, sid, Reply(text.encode(), "r.txt"), TurnOptions(shell=shell, prompt=prompt)
+    )
     assert report.outbox is not None
     return report.outbox.read_text()
 

@@ -22,8 +22,9 @@ from executing import sha
 
 from codingagent.sandbox.shell import Shell
 from codingagent.session.outbox import write_outbox
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
 from codingagent.state import SessionState
 
 REPLIES = Path(__file__).parent / "replies"
@@ -553,7 +554,9 @@ def run_case(tmp: Path, name: str, case: Case) -> tuple[TurnReport, SessionStore
     store.save(state)
     write_outbox(store, state)
     data = (REPLIES / f"{name}.txt").read_bytes()
-    report = apply_reply(store, SID, data, source=f"{name}.txt", shell=Shell(timeout=20))
+    report = apply_reply(
+        store, SID, Reply(data, f"{name}.txt"), TurnOptions(shell=Shell(timeout=20))
+    )
     return report, store
 
 

@@ -17,7 +17,7 @@ from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Prompt
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources.inbox import FileReply, InboxSource
 from codingagent.sources.watching import open_for_writing
 
@@ -98,7 +98,7 @@ def test_a_reply_open_for_writing_is_never_removed(store, sid):
     with InboxSource(store.inbox, 1_000_000) as source:
         reply = source.next_reply(prompt(store, sid), threading.Event())
         assert reply is not None
-        report = apply_reply(store, sid, reply.data, source=reply.source, shell=Shell())
+        report = apply_reply(store, sid, reply, TurnOptions(shell=Shell()))
         with open(path, "ab"):  # the writer is back, appending
             source.done_with(reply, report)
         assert path.exists()
@@ -116,12 +116,12 @@ def test_a_reply_written_in_two_closes_is_applied_once_and_its_tail_never_comple
         assert reply is not None and reply.data == first.encode()
         with open(path, "a") as f:  # the second close
             f.write("[DONE]\nall done\n[/DONE]\n")
-        report = apply_reply(store, sid, reply.data, source=reply.source, shell=Shell())
+        report = apply_reply(store, sid, reply, TurnOptions(shell=Shell()))
         assert not report.outcome.results[0].success
         source.done_with(reply, report)
         grown = source.next_reply(prompt(store, sid), threading.Event())
         assert grown is not None and grown.data.endswith(b"[/DONE]\n")
-        refused = apply_reply(store, sid, grown.data, source=grown.source, shell=Shell())
+        refused = apply_reply(store, sid, grown, TurnOptions(shell=Shell()))
         source.done_with(grown, refused)
     assert refused.skipped
     assert "begins with the whole reply applied in turn 1 and goes on" in refused.notes[0]

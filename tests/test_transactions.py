@@ -40,8 +40,9 @@ from codingagent.session.crashpoints import CRASH_ENV
 from codingagent.session.history import TurnRecord, append_frame, frame, read_frames
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.session.undo import undo
 from codingagent.state import SessionError
 
@@ -172,7 +173,7 @@ def test_recovery_names_a_damaged_record_and_goes_on(store, sid):
     reply = write(store, '[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n' + REPLIES[0])
     killed(agent(store, "step", sid, str(reply), crash_at="result:3"))
     damage_line(TurnRecord(store.turn_dir(sid, 1)), 2)
-    report = recover(store, sid, shell=Shell())
+    report = recover(store, sid, TurnOptions(shell=Shell()))
     assert report is not None and "could not put back the file saved in record 2" in report.notes[0]
     assert (store.workspace / "a.txt").read_text() == "one\n"
     assert store.load(sid).sequence_number == 2
@@ -197,7 +198,7 @@ def test_a_folder_swapped_for_a_symlink_out_never_wedges_recovery(store, sid):
         "[RUN_COMMAND]\nsleep 20\n[/RUN_COMMAND]\n",
     )
     killed(agent(store, "step", sid, str(reply), crash_at="result:2"))
-    report = recover(store, sid, shell=Shell())
+    report = recover(store, sid, TurnOptions(shell=Shell()))
     assert report is not None
     assert "could not put back 'src/f.txt' (" in report.notes[0]
     assert not store.journal_path(sid).exists()
@@ -210,7 +211,7 @@ def test_a_journal_whose_folder_an_older_agent_set_aside_is_recovered(store, sid
     removing the journal: the reply is found in aborted/ and applied."""
     killed(agent(store, "step", sid, str(write(store, REPLIES[0])), crash_at="result:2"))
     store.set_aside(sid, store.turn_dir(sid, 1), "aborted")
-    report = recover(store, sid, shell=Shell())
+    report = recover(store, sid, TurnOptions(shell=Shell()))
     assert report is not None and (store.workspace / "dir/b.txt").read_text() == "bee\n"
     assert store.load(sid).sequence_number == 2 and not store.journal_path(sid).exists()
 
@@ -474,7 +475,7 @@ def test_undo_killed_at_random_instants_is_finished_by_the_next(tmp_path):
     for attempt in range(12):
         store, sid = new_session(tmp_path / f"run{attempt}")
         before = snapshot(store.workspace)
-        apply_reply(store, sid, BIG_TURN.encode(), source="big.txt", shell=Shell())
+        apply_reply(store, sid, Reply(BIG_TURN.encode(), "big.txt"), TurnOptions(shell=Shell()))
         process = agent(store, "undo", sid)
         deadline = time.monotonic() + 20
         while not store.journal_path(sid).exists() and process.poll() is None:

@@ -17,6 +17,7 @@ from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
 from codingagent.session.store import SessionStore
+from codingagent.session.turn import TurnOptions
 from codingagent.session.undo import undo
 from codingagent.state import SessionError
 
@@ -183,7 +184,7 @@ def test_recover_rolls_back_an_uncommitted_turn_and_applies_it_afresh(store, sid
     (ws(store) / "keep.txt").write_text("half-written by the dead agent\n")
     (ws(store) / ".keep.txt.abc123.tmp").write_text("stray temp file")
 
-    report = recover(store, sid, shell=Shell())
+    report = recover(store, sid, TurnOptions(shell=Shell()))
     assert report is not None and report.notes[0] == (
         "Recovered turn 1, interrupted when the agent stopped: put back 1 file(s) and applied "
         "r.txt again"
@@ -193,13 +194,13 @@ def test_recover_rolls_back_an_uncommitted_turn_and_applies_it_afresh(store, sid
     assert store.load(sid).sequence_number == state.sequence_number
     assert not store.journal_path(sid).exists()
     assert len(list((store.sessions / sid / "aborted").iterdir())) == 1
-    assert recover(store, sid, shell=Shell()) is None
+    assert recover(store, sid, TurnOptions(shell=Shell())) is None
 
 
 def test_recover_after_the_commit_point_only_removes_the_journal(store, sid):
     step(store, sid, '[CREATE_FILE path="a.txt"]\n1\n[/CREATE_FILE]\n')
     store.journal_path(sid).write_text(json.dumps({"sequence": 1, "turn": "0001"}))
-    assert recover(store, sid, shell=Shell()) is None
+    assert recover(store, sid, TurnOptions(shell=Shell())) is None
     assert not store.journal_path(sid).exists()
     assert store.load(sid).sequence_number == 2 and len(store.turns(sid)) == 1
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from codingagent.sandbox.shell import Shell
 from codingagent.session.replies import REPLY_SIZE_CAP
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
 from codingagent.sources.inbox import hand_off, read_reply_file
 
 
@@ -17,15 +18,9 @@ def apply_file(
     store: SessionStore, sid: str, path: Path, max_reply_bytes: int = REPLY_SIZE_CAP, **options: Any
 ) -> TurnReport:
     reply = read_reply_file(path, max_reply_bytes)
-    report = apply_reply(
-        store,
-        sid,
-        reply.data,
-        source=reply.source,
-        size=reply.size,
-        max_reply_bytes=max_reply_bytes,
-        **options,
-    )
+    force = options.pop("force", False)
+    turn = TurnOptions(max_reply_bytes=max_reply_bytes, **options)
+    report = apply_reply(store, sid, reply, turn, force)
     hand_off(reply, report, store.inbox)
     return report
 
@@ -34,4 +29,6 @@ def step(store: SessionStore, sid: str, text: str | bytes, **options: Any) -> Tu
     """Apply the reply ``text`` (saved as ``r.txt``) to the session as one turn."""
     data = text.encode() if isinstance(text, str) else text
     options.setdefault("shell", Shell(timeout=10))
-    return apply_reply(store, sid, data, source=options.pop("source", "r.txt"), **options)
+    reply = Reply(data, options.pop("source", "r.txt"), meta=options.pop("extra_meta", {}))
+    force = options.pop("force", False)
+    return apply_reply(store, sid, reply, TurnOptions(**options), force)

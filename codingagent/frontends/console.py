@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
+from codingagent.session.seams import Listener
+
 if TYPE_CHECKING:
     from codingagent.session.seams import Prompt, Reply, ReplySource, Stop
     from codingagent.session.turn import TurnReport
@@ -48,7 +50,7 @@ def print_result(result: CommandResult) -> None:
     say(result.headline, STYLE[result.success])
 
 
-class ConsoleListener:
+class ConsoleListener(Listener):
     """Shows a session loop on the terminal: one line per result, a summary per turn, where
     the next prompt is, a spinner while a command runs, and a live line while a model
     answers. ``ask`` answers approval; ``answer``, if given, asks the user the LLM's question

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
 from codingagent.faults import Fault, describe, remedy
 from codingagent.prompt.render import PromptOptions
@@ -50,25 +50,14 @@ from codingagent.session.recovery import recover
 from codingagent.session.rollback import TurnInterrupted
 from codingagent.session.seams import Listener, Prompt, Reply, ReplySource, Stop, StopReason
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport, apply_reply
+from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
 from codingagent.session.undo import UndoReport, undo
 from codingagent.settings import Settings, SettingsError
 from codingagent.sources import pasteboard as clipboard
-from codingagent.state import CommandResult, Environment, SessionError, SessionState
+from codingagent.state import Environment, SessionError, SessionState
 
 if TYPE_CHECKING:
     from filelock import FileLock
-
-
-class TurnOptions(TypedDict):
-    """What every turn of a loop is applied with (:func:`turn.apply_reply`'s options)."""
-
-    shell: Shell
-    on_result: Callable[[CommandResult], None]
-    max_reply_bytes: int
-    prompt: PromptOptions
-    preimage_cap: int
-    environment: Environment
 
 
 class SessionLoop:
@@ -141,15 +130,8 @@ class SessionLoop:
                 if reply is None:
                     return self._stopped(Stop(StopReason.SOURCE_ENDED, ""))
                 self._listener.reply_received(reply)
-                report = self.apply(reply)
-                try:
-                    source.done_with(reply, report)
-                except Fault as fault:
-                    self._passing(fault)
-                report = self.ask_user(report)
-                self._count(report)
-                prompt = self.deliver(report) or prompt
-                stop = self.should_stop(report)
+                _, delivered, stop = self._turn(reply, False, source.done_with)
+                prompt = delivered or prompt
                 if stop is not None:
                     return self._stopped(stop)
         except KeyboardInterrupt as e:
@@ -194,29 +176,41 @@ class SessionLoop:
         force: bool = False,
         done_with: Callable[[Reply, TurnReport], None] | None = None,
     ) -> TurnReport:
-        """Apply one reply outside a loop (``codingagent step``, the page's Apply), deliver the
-        next prompt and say if the session stops; ``done_with`` is the reply's source's
-        hand-off, if it has one."""
+        """Apply one reply outside a loop (``codingagent step``, the page's Apply) as a turn of
+        :meth:`run` is applied, and say if the session stops; ``done_with`` is the reply's
+        source's hand-off, if it has one."""
         self.recover()
         self._refuse_over_limit(self.store.load(self.session_id))
+        report, _, stop = self._turn(reply, force, done_with)
+        if stop is not None:
+            self._stopped(stop)
+        return report
+
+    def _turn(
+        self,
+        reply: Reply,
+        force: bool,
+        done_with: Callable[[Reply, TurnReport], None] | None,
+    ) -> tuple[TurnReport, Prompt | None, Stop | None]:
+        """One reply, in a loop or alone: applied, handed back to its source, an ASK put to
+        the user, the next prompt delivered; the report, that prompt, and why the session
+        stops (None while it goes on)."""
         report = self.apply(reply, force)
         if done_with is not None:
             try:
                 done_with(reply, report)
             except Fault as fault:
                 self._passing(fault)
-        self.deliver(report)
-        stop = self.should_stop(report)
-        if stop is not None:
-            self._stopped(stop)
-        return report
+        report = self.ask_user(report)
+        self._count(report)
+        return report, self.deliver(report), self.should_stop(report)
 
     def recover(self) -> TurnReport | None:
         """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
         if not self.store.journal_path(self.session_id).exists():
             return None  # nothing to do: no shell needed either
         try:
-            report = recover(self.store, self.session_id, **self._turn_options())
+            report = recover(self.store, self.session_id, self._turn_options())
         except OSError as e:
             raise Fault(
                 f"The interrupted turn of session {self.session_id} could not be finished: "
@@ -229,16 +223,7 @@ class SessionLoop:
 
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
         """One turn: the reply applied as a transaction; the listener sees every result."""
-        report = apply_reply(
-            self.store,
-            self.session_id,
-            reply.data,
-            source=reply.source,
-            size=reply.size,
-            force=force,
-            extra_meta=reply.meta,
-            **self._turn_options(),
-        )
+        report = apply_reply(self.store, self.session_id, reply, self._turn_options(), force)
         self._listener.turn_applied(report)
         return report
 
@@ -391,14 +376,14 @@ class SessionLoop:
         return stop
 
     def _turn_options(self) -> TurnOptions:
-        return {
-            "shell": self._observed_shell(),
-            "on_result": self._listener.result,
-            "max_reply_bytes": self.settings.max_reply_bytes,
-            "prompt": self.prompt_options,
-            "preimage_cap": self.settings.max_preimage_bytes,
-            "environment": self._environment(),
-        }
+        return TurnOptions(
+            shell=self._observed_shell(),
+            on_result=self._listener.result,
+            max_reply_bytes=self.settings.max_reply_bytes,
+            prompt=self.prompt_options,
+            preimage_cap=self.settings.max_preimage_bytes,
+            environment=self._environment(),
+        )
 
 
 def interrupted_turn(error: KeyboardInterrupt) -> str:

@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from codingagent.fsio import atomic_write
 from codingagent.session.crashpoints import crash_point
 from codingagent.session.history import Restored, TurnRecord, turn_record
 from codingagent.session.journal import Journal
 from codingagent.session.outbox import open_workspace
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport, _apply
+from codingagent.session.turn import TurnOptions, TurnReport, apply_admitted
 from codingagent.session.undo import finish_undo
 from codingagent.state import SessionError
 
 
-def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport | None:
+def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnReport | None:
     """Finish what an agent killed mid-turn (or mid-undo) left behind; ``None`` if there was
     nothing to apply.
 
@@ -27,7 +27,8 @@ def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport 
     out of the workspace, is named in the report), the journal is marked rolled back, and the
     reply is applied afresh (its unfinished history copied into ``aborted/``).  Each step can be
     run again: a kill anywhere in recovery leaves a journal the next recovery completes.
-    ``options`` are :func:`apply_reply`'s.
+    The reply is applied again with ``options``, as :func:`~codingagent.session.turn.apply_reply`
+    would.
     """
     journal_path = store.journal_path(session_id)
     journal = Journal.read(journal_path)
@@ -62,7 +63,7 @@ def recover(store: SessionStore, session_id: str, **options: Any) -> TurnReport 
         atomic_write(journal_path, json.dumps(marked))
         crash_point("rolled-back")
     data = reply.read_bytes()
-    report = _apply(store, state, data, source=source, **options)
+    report = apply_admitted(store, state, Reply(data, source), options)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
         f"{len(restored.paths)} file(s) and applied {source} again"

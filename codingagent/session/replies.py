@@ -14,7 +14,7 @@ REPLY_SIZE_CAP = 5 * 1024 * 1024
 MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them would stall the turn
 
 
-def _read_reply(
+def read_reply(
     data: bytes, max_reply_bytes: int, size: int | None
 ) -> tuple[list[Command], list[CommandResult]]:
     """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
@@ -78,7 +78,7 @@ def _unwrapped_diff(text: str) -> CommandResult | None:
     )
 
 
-def _unreadable(commands: Iterable[object]) -> bool:
+def unreadable(commands: Iterable[object]) -> bool:
     """Whether a reply had a command the parser could not read, or no command at all."""
     commands = list(commands)
     return not commands or any(isinstance(c, ParseError) for c in commands)

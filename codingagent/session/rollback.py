@@ -34,7 +34,7 @@ def _put_back(
     return record.restore(ws).problems
 
 
-def _roll_back_interrupted(
+def roll_back_interrupted(
     store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
 ) -> list[str]:
     """Undo an interrupted (Ctrl-C) turn at once: its files put back, its journal removed and
@@ -48,7 +48,7 @@ def _roll_back_interrupted(
     return problems
 
 
-def _roll_back_failed(
+def roll_back_failed(
     store: SessionStore,
     session_id: str,
     record: TurnRecord,

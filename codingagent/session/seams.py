@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codingagent.prompt.render import estimate_tokens
-from codingagent.session.turn import TurnReport
-from codingagent.session.undo import UndoReport
-from codingagent.state import CommandResult
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # for annotations only: the turn itself takes a Reply from here
+    from codingagent.session.turn import TurnReport
+    from codingagent.session.undo import UndoReport
+    from codingagent.state import CommandResult
 
 
 @dataclass(frozen=True)
@@ -59,38 +58,52 @@ class ReplySource(Protocol):
     def done_with(self, reply: Reply, report: TurnReport) -> None: ...
 
 
-class Listener(Protocol):
+class Listener:
     """What a front end is told, and the questions it puts to the user (RUN_COMMAND approval,
-    the LLM's ASK)."""
+    the LLM's ASK). Every method does nothing here, and the questions get the safe answer
+    (a command is not approved, a question is not answered): a front end overrides what it
+    shows."""
 
-    def note(self, text: str) -> None: ...
+    def note(self, text: str) -> None:
+        """A line for the user: which sandbox holds, a warning, a recovered turn."""
 
     def progress(self, text: str | None) -> None:
         """A live line while a source waits (tokens received, seconds); None clears it."""
 
-    def reply_received(self, reply: Reply) -> None: ...
+    def reply_received(self, reply: Reply) -> None:
+        """A source handed over a reply; the turn is about to be applied."""
 
-    def running(self, command: str) -> AbstractContextManager[None]: ...
+    def running(self, command: str) -> AbstractContextManager[None]:
+        """Held while a RUN_COMMAND runs (a spinner on the console)."""
+        return nullcontext()
 
-    def approve(self, command: str) -> bool: ...
+    def approve(self, command: str) -> bool:
+        """Whether the user lets ``command`` run (asked only where approval is ``ask``)."""
+        return False
 
     def answer_question(self, question: str) -> str | None:
         """Ask the user the LLM's question (an ASK, shown already); their answer, or None when
         they give none here (they answer later with ``codingagent answer``)."""
+        return None
 
-    def result(self, result: CommandResult) -> None: ...
+    def result(self, result: CommandResult) -> None:
+        """One command's result, as it comes."""
 
-    def turn_applied(self, report: TurnReport) -> None: ...
+    def turn_applied(self, report: TurnReport) -> None:
+        """A turn was applied, skipped or recovered."""
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
         """``copy_problem`` is None when the prompt was copied to the clipboard, else why not
         ("" when copying is off). A prompt over ``token_budget`` deserves a warning."""
 
-    def undone(self, report: UndoReport) -> None: ...
+    def undone(self, report: UndoReport) -> None:
+        """Turns were undone; their prompt is offered again."""
 
-    def watching(self, source: ReplySource) -> None: ...
+    def watching(self, source: ReplySource) -> None:
+        """The loop waits on ``source`` (its ``description`` says how to hand a reply over)."""
 
-    def stopped(self, stop: Stop) -> None: ...
+    def stopped(self, stop: Stop) -> None:
+        """The loop stopped, and why."""
 
 
 class StopReason(Enum):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -36,14 +35,15 @@ from codingagent.fsio import folder_syncs_grouped
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
-from codingagent.session import admission as refusals
+from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
 from codingagent.session.crashpoints import OnResult, after_each_result, crash_point
 from codingagent.session.history import TurnRecord, digest_of, turn_record
 from codingagent.session.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
 from codingagent.session.outbox import ensure_outbox, next_outbox, open_workspace
-from codingagent.session.replies import REPLY_SIZE_CAP, _read_reply, _unreadable
-from codingagent.session.rollback import TurnInterrupted, _roll_back_failed, _roll_back_interrupted
+from codingagent.session.replies import REPLY_SIZE_CAP, read_reply, unreadable
+from codingagent.session.rollback import TurnInterrupted, roll_back_failed, roll_back_interrupted
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
 from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
 from codingagent.workspace import Workspace, autorun
@@ -64,28 +64,32 @@ class TurnReport:
     auto_run: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TurnOptions:
+    """How a session's turns are applied: the same for every reply of one run."""
+
+    shell: Shell  # what RUN_COMMANDs run in
+    on_result: OnResult | None = None  # told each command's result as it comes
+    max_reply_bytes: int = REPLY_SIZE_CAP  # a reply's bytes past this are not read
+    prompt: PromptOptions = DEFAULT_PROMPT  # how the next prompt is written
+    preimage_cap: int = PREIMAGE_CAP  # bytes of pre-images one turn may keep
+    # What commands run in as probed now, kept in the state with the turn (the next prompt
+    # shows it when it changed); None keeps the state's.
+    environment: Environment | None = None
+
+
 def apply_reply(
     store: SessionStore,
     session_id: str,
-    data: bytes,
-    *,
-    source: str,
-    shell: Shell,
-    on_result: OnResult | None = None,
+    reply: Reply,
+    options: TurnOptions,
     force: bool = False,
-    max_reply_bytes: int = REPLY_SIZE_CAP,
-    size: int | None = None,
-    prompt: PromptOptions = DEFAULT_PROMPT,
-    extra_meta: Mapping[str, object] | None = None,
-    preimage_cap: int = PREIMAGE_CAP,
-    environment: Environment | None = None,
 ) -> TurnReport:
-    """Apply the reply ``data`` to the session as one all-or-nothing turn.
+    """Apply ``reply`` to the session as one all-or-nothing turn.
 
-    ``size`` is the reply's real size when ``data`` holds only its first bytes (a file over
-    ``max_reply_bytes`` is read no further). ``extra_meta`` goes into the turn's ``meta.json``
-    (a model's name, tokens and seconds). ``environment``, what commands run in as probed
-    now, is kept in the state with the turn (the next prompt shows it when it changed).
+    ``reply.size`` is the reply's real size when ``reply.data`` holds only its first bytes (a
+    file over ``max_reply_bytes`` is read no further); ``reply.meta`` goes into the turn's
+    ``meta.json`` (a model's name, tokens and seconds).
 
     While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
     kept in ``refused/``. A reply whose content (trailing whitespace aside) was already applied
@@ -98,65 +102,44 @@ def apply_reply(
     """
     state = store.load(session_id)
     refuse_if_interrupted(store, session_id)
-    refusal = refusals.check(store, state, data, source, max_reply_bytes, force)
+    refusal = admission.check(
+        store, state, reply.data, reply.source, options.max_reply_bytes, force
+    )
     if refusal is not None:
-        return _skipped(store, state, refusal, prompt)
+        return _skipped(store, state, refusal, options.prompt)
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
-    return _apply(
-        store,
-        state,
-        data,
-        source=source,
-        shell=shell,
-        on_result=on_result,
-        max_reply_bytes=max_reply_bytes,
-        size=size,
-        prompt=prompt,
-        extra_meta=extra_meta,
-        preimage_cap=preimage_cap,
-        environment=environment,
-    )
+    return apply_admitted(store, state, reply, options)
 
 
-def _apply(
-    store: SessionStore,
-    state: SessionState,
-    data: bytes,
-    *,
-    source: str,
-    shell: Shell,
-    on_result: OnResult | None = None,
-    max_reply_bytes: int = REPLY_SIZE_CAP,
-    size: int | None = None,
-    prompt: PromptOptions = DEFAULT_PROMPT,
-    extra_meta: Mapping[str, object] | None = None,
-    preimage_cap: int = PREIMAGE_CAP,
-    environment: Environment | None = None,
+def apply_admitted(
+    store: SessionStore, state: SessionState, reply: Reply, options: TurnOptions
 ) -> TurnReport:
-    """:func:`apply_reply` after its checks (also recovery's way to apply a reply again)."""
+    """:func:`apply_reply` once admission let the reply in (also recovery's way to apply a
+    reply again)."""
+    data, source = reply.data, reply.source
     started = time.perf_counter()
     received = utc_now()
     session_id = state.session_id
     ws = open_workspace(store, state)
     answered = state.sequence_number
     try:
-        record, journal = _open_turn(store, state, data, source, preimage_cap)
+        record, journal = _open_turn(store, state, data, source, options.preimage_cap)
     except OSError as error:  # no journal yet: nothing was changed
         raise TurnNotApplied(session_id, answered, source, error) from error
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
-            commands, problems = _read_reply(data, max_reply_bytes, size)
-            if on_result is not None:
+            commands, problems = read_reply(data, options.max_reply_bytes, reply.size)
+            if options.on_result is not None:
                 for each in problems:
-                    on_result(each)
+                    options.on_result(each)
             began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
-            outcome = _execute(commands, ws, shell, journal, state, problems, on_result)
+            outcome = _execute(commands, ws, options, journal, state, problems)
             auto_run = _auto_run(ws, commands, outcome, began_ns)
             _advance(state, outcome)
-            state.parse_failed = _unreadable(commands)
-            if environment is not None:
-                state.environment = environment
+            state.parse_failed = unreadable(commands)
+            if options.environment is not None:
+                state.environment = options.environment
             record.write_outcome(
                 [c.model_dump() for c in commands],
                 [r.model_dump(by_alias=True) for r in outcome.results],
@@ -164,7 +147,7 @@ def _apply(
             )
             crash_point("history")
             waiting = state.is_complete or state.question is not None
-            written = None if waiting else next_outbox(store, state, prompt)
+            written = None if waiting else next_outbox(store, state, options.prompt)
             outbox = written.path if written else None
             masked = written.masked if written else 0
             record.write_meta(
@@ -179,7 +162,7 @@ def _apply(
                     "nextOutbox": outbox.name if outbox else None,
                     "masked": masked,
                     "autoRun": auto_run,
-                    **(extra_meta or {}),
+                    **reply.meta,
                 }
             )
             crash_point("outbox")
@@ -188,12 +171,12 @@ def _apply(
         if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
             raise
         raise TurnInterrupted(
-            _roll_back_interrupted(store, session_id, record, ws, answered)
+            roll_back_interrupted(store, session_id, record, ws, answered)
         ) from None
     except Exception as error:
         if store.load(session_id).sequence_number != answered:
             raise  # the state was saved: committed after all; recovery removes the journal
-        left, kept = _roll_back_failed(store, session_id, record, journal, ws, answered)
+        left, kept = roll_back_failed(store, session_id, record, journal, ws, answered)
         if not isinstance(error, OSError | SessionError):
             raise  # a bug: rolled back, and shown as one
         raise TurnNotApplied(session_id, answered, source, error, left, kept) from error
@@ -253,17 +236,21 @@ def _open_turn(
 def _execute(
     commands: list[Command],
     ws: Workspace,
-    shell: Shell,
+    options: TurnOptions,
     journal: Journal,
     state: SessionState,
     problems: list[CommandResult],
-    on_result: OnResult | None,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes."""
     ws.before_change = journal.record
     try:
         return execute(
-            commands, ws, shell, after_each_result(on_result), problems, shown=state.shown_files
+            commands,
+            ws,
+            options.shell,
+            after_each_result(options.on_result),
+            problems,
+            shown=state.shown_files,
         )
     finally:
         ws.before_change = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codingagent.frontends.page.views import result_json
+from codingagent.session.seams import Listener
 
 if TYPE_CHECKING:
     from codingagent.session.seams import Prompt, Reply, ReplySource, Stop
@@ -114,7 +115,7 @@ class Approvals:
             return [q.event for q in self._waiting.values() if q.event["session"] == session_id]
 
 
-class PageListener:
+class PageListener(Listener):
     """A :class:`codingagent.session.seams.Listener` that streams what the loop does to the page."""
 
     def __init__(self, session_id: str, hub: EventHub, approvals: Approvals) -> None:
