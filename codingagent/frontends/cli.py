@@ -175,6 +175,7 @@ def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = Fal
     from codingagent.frontends.console import ConsoleListener
     from codingagent.session.loop import SessionLoop
     from codingagent.session.store import SessionStore
+    from codingagent.sources import pasteboard
 
     store = SessionStore(root)
     settings = _settings(root, flags, Path(store.load(store.resolve(session)).workspace))
@@ -192,6 +193,7 @@ def _loop(root: Path, session: str, flags: dict[str, Any], automatic: bool = Fal
         ),
         interactive=sys.stdin.isatty(),
         automatic=automatic,
+        copy=pasteboard.copy,
     )
 
 

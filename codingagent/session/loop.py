@@ -8,7 +8,7 @@
         source.done_with(reply, report)     the inbox removes the file it handed over
         report = ask_user(report)           an ASK: the user answers now, if they can here
         stop = should_stop(report)          the ONE place that decides when a session stops
-        prompt = deliver(report)            the next prompt: listener, clipboard
+        prompt = deliver(report)            the next prompt: listener, the front end's copy
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
 :class:`Listener` shows what happens (the console, or a page), answers RUN_COMMAND approval and
@@ -53,7 +53,6 @@ from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
 from codingagent.session.undo import UndoReport, undo
 from codingagent.settings import Settings, SettingsError
-from codingagent.sources import pasteboard as clipboard
 from codingagent.state import Environment, SessionError, SessionState
 
 if TYPE_CHECKING:
@@ -74,10 +73,13 @@ class SessionLoop:
         interactive: bool = False,
         automatic: bool = False,
         shell: Shell | None = None,
+        copy: Callable[[str], str | None] | None = None,
     ) -> None:
         """``interactive``: the user can answer approval questions and the LLM's ASK.
         ``automatic``: replies come from a model, with nobody between turns (see the module
-        doc). ``shell``: made from the settings when the first turn needs it, if not given."""
+        doc). ``shell``: made from the settings when the first turn needs it, if not given.
+        ``copy`` puts a prompt on the clipboard (None when it did, else why not): the front
+        end's, used when the settings copy prompts; a model's prompts are never copied."""
         self.store = store
         self.settings = settings
         self.session_id = store.resolve(session_id)
@@ -87,6 +89,7 @@ class SessionLoop:
         self._replies = 0  # replies taken in this run
         self._idle = 0  # replies in a row that ran no command
         self._given_shell = shell
+        self._copy = copy
         self._shell: Shell | None = None
         self._probed: Environment | None = None
         self._stop = threading.Event()
@@ -340,8 +343,8 @@ class SessionLoop:
         prompt = Prompt(self.session_id, sequence, path, path.read_text(encoding="utf-8"))
         # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
         # clipboard is left alone.
-        wanted = self.settings.copies_prompts and not self._automatic
-        problem = clipboard.copy(prompt.text) if wanted else ""
+        wanted = self._copy is not None and self.settings.copies_prompts and not self._automatic
+        problem = self._copy(prompt.text) if self._copy is not None and wanted else ""
         self._listener.prompt_ready(prompt, self.settings.token_budget, problem)
         return prompt
 

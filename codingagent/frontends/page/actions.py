@@ -23,6 +23,7 @@ from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
+from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.state import SessionError
 
@@ -82,7 +83,12 @@ class SessionActions:
 
     def _loop(self, session_id: str) -> SessionLoop:
         return SessionLoop(
-            self.store, self.settings, session_id, self._listener(session_id), interactive=True
+            self.store,
+            self.settings,
+            session_id,
+            self._listener(session_id),
+            interactive=True,
+            copy=pasteboard.copy,
         )
 
     def _listener(self, session_id: str) -> PageListener:
