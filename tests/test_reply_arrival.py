@@ -19,7 +19,7 @@ from codingagent.session.seams import Prompt
 from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources.inbox import FileReply, InboxSource
-from codingagent.sources.watching import open_for_writing
+from codingagent.sources.writers import open_for_writing
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="needs /proc")
 

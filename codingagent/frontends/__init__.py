@@ -1,1 +1,7 @@
-"""TODO"""
+"""What the user touches: :mod:`.cli` (the ``codingagent`` command), :mod:`.console` (the
+terminal's Listener), :mod:`.approval` (RUN_COMMAND approval and the LLM's ASK on a terminal),
+:mod:`.doctor` (what works on this machine), and :mod:`.page` (the local web page: its server,
+actions, event stream and views).
+
+May import: every wing. Nothing imports it but ``__main__``.
+"""

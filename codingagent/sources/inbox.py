@@ -19,7 +19,8 @@ from codingagent.prompt.render import is_prompt
 from codingagent.session.history import TurnRecord
 from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
-from codingagent.sources.watching import InboxWatcher, open_for_writing
+from codingagent.sources.watching import InboxWatcher
+from codingagent.sources.writers import open_for_writing
 from codingagent.state import SessionError, utc_now
 from codingagent.workspace import display_name
 

@@ -28,10 +28,11 @@ A reply is read only when it is complete (SPEC §3 "Partial files"). Two kinds o
   that time. Where close-writes are reported (inotify), a file seen being written waits for its
   close instead (or, should the close event be lost, ``_UNCLOSED_SETTLE`` seconds unchanged).
 
-Whatever the evidence, a file some process still has open for writing (:func:`open_for_writing`,
-Linux ``/proc``) is never handed over, deleted or moved: a writer that pauses with the file open
-is waited for.  Downloads are still best written under a temporary name (``.part``,
-``.crdownload``) that :func:`is_reply_name` rejects, then renamed.
+Whatever the evidence, a file some process still has open for writing
+(:func:`~codingagent.sources.writers.open_for_writing`, Linux ``/proc``) is never handed over,
+deleted or moved: a writer that pauses with the file open is waited for.  Downloads are still
+best written under a temporary name (``.part``, ``.crdownload``) that :func:`is_reply_name`
+rejects, then renamed.
 
 A reply is one close: a writer that closes the file and opens it again later to append has
 written two replies as far as the inbox can tell.  If the first was already applied and the file
@@ -91,6 +92,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from codingagent.faults import Fault
+from codingagent.sources.writers import open_for_writing
 
 # watchdog logs an error when its inotify thread is stopped while events are still queued,
 # which happens whenever a session ends; it is harmless and must not reach the console.
@@ -149,40 +151,6 @@ def _signature(path: str | Path) -> _Signature | None:
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
-
-
-def open_for_writing(path: Path) -> bool:
-    """Whether a process this one can see has the file ``path`` open for writing.
-
-    Linux only (``/proc/*/fd`` and their ``fdinfo`` flags; without root, other users'
-    processes are not seen); elsewhere False.  A reply is never taken, deleted or moved while
-    it is open for writing.
-    """
-    try:
-        wanted = os.stat(path, follow_symlinks=False)
-        real = os.path.realpath(path)
-        pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
-    except OSError:
-        return False
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
-                    continue
-                info = os.stat(f"/proc/{pid}/fd/{fd}")
-                if (info.st_dev, info.st_ino) != (wanted.st_dev, wanted.st_ino):
-                    continue
-                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
-                    flags = next(int(line.split()[1], 8) for line in f if line.startswith("flags"))
-            except (OSError, StopIteration, ValueError):
-                continue
-            if flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR):
-                return True
-    return False
 
 
 def backend_name(poll: bool = False) -> str:

@@ -1,11 +1,14 @@
 """The sandbox the LLM's file commands run in: one path guard, listing, read, write, delete.
 
-- :mod:`.guard`: the path guard, the one place an untrusted path is turned into something
+- :mod:`.pathguard`: the path guard, the one place an untrusted path is turned into something
   to act on, and the reasons a path is rejected (the texts the LLM is shown).
 - :mod:`.listing`: the files the LLM is shown; :mod:`.gitignore`: what the ignore files hide.
 - :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back.
 
+:mod:`.autorun` finds files a turn left that would run code for the user.
 :class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
+
+May import: the base (``fsio``).
 """
 
 from __future__ import annotations

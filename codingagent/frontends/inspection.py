@@ -1,0 +1,137 @@
+"""Commands that read sessions and change nothing in them: ``log``, ``sessions`` and ``show``.
+Their data goes to stdout (tables, JSON, the prompt), so it can be piped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from codingagent.frontends.console import STYLE, console, safe_text, say, shorten
+from codingagent.frontends.options import root_option, session_argument
+
+
+@click.command()
+@session_argument
+@root_option
+@click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
+def log(session: str, root: Path, as_json: bool) -> None:
+    """Show each turn of SESSION: when, which reply, each command's result and duration."""
+    from codingagent.session.history import turn_log
+    from codingagent.session.store import SessionStore
+    from codingagent.state import CommandResult
+
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    entries = turn_log(store, session_id)
+    if as_json:
+        click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
+        return
+    out = Console(soft_wrap=True, highlight=False, markup=False)
+    if not entries:
+        out.print(f"Session {session_id} has no turns yet")
+    for entry in entries:
+        out.print(
+            safe_text(
+                f"Turn {entry['sequence']}  {entry['appliedAt']}  {entry['replyFile']}  "
+                f"{entry['durationMs']:.0f} ms",
+                style="bold",
+            )
+        )
+        if "model" in entry:
+            tokens = [
+                ("?" if n is None else f"{n:,}") for n in (entry["tokensIn"], entry["tokensOut"])
+            ]
+            out.print(
+                safe_text(
+                    f"  model {entry['model']}: {tokens[0]} tokens in, {tokens[1]} out, "
+                    f"{entry['modelSeconds']:.1f} s",
+                    style="dim",
+                )
+            )
+        for result in map(CommandResult.model_validate, entry["results"]):
+            out.print(
+                safe_text(f"  {result.headline}", style=STYLE[result.success])
+                + safe_text(f"  ({result.duration_ms:.0f} ms)", style="dim")
+            )
+        for line in entry.get("autoRun", []):
+            out.print(safe_text(f"  Runs code outside the sandbox: {line}", style="bold red"))
+        if entry.get("masked"):
+            out.print(safe_text(f"  {entry['masked']} secret(s) masked in the next prompt"))
+
+
+@click.command()
+@root_option
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+def sessions(root: Path, as_json: bool) -> None:
+    """List the sessions, most recent first."""
+    from rich.table import Table
+
+    from codingagent.session.store import SessionStore, age
+
+    store = SessionStore(root)
+    states = [store.load(session_id) for session_id in store.ids()]
+    if as_json:
+        click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
+        return
+    if not states:
+        console.print(safe_text(f"No sessions in {store.sessions}"))
+        return
+    table = Table("id", "task", "turn", "state", "age")
+    for state in states:
+        table.add_row(
+            state.session_id,
+            safe_text(shorten(state.task, 50)),
+            str(state.sequence_number),
+            "done" if state.is_complete else "asks" if state.question else "open",
+            age(state.updated_at),
+        )
+    Console(soft_wrap=True, markup=False).print(table)
+
+
+@click.command()
+@session_argument
+@root_option
+@click.option("--copy", is_flag=True, help="Also copy the prompt to the clipboard.")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="With the full PROTOCOL and Environment sections, for a new chat (protocol = first).",
+)
+def show(session: str, root: Path, copy: bool, full: bool) -> None:
+    """Print the current prompt of SESSION (default: the latest) to stdout."""
+    from dataclasses import replace
+
+    from codingagent.prompt.render import PromptOptions
+    from codingagent.session.outbox import ensure_outbox, prompt_text
+    from codingagent.session.store import SessionStore
+    from codingagent.settings import load_settings
+
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    prompt = PromptOptions.from_settings(load_settings(root))
+    # A watcher holding the session keeps its prompt; without its lock nothing is saved.
+    with store.held_if_free(session_id) as held:
+        state = store.load(session_id)
+        if state.is_complete:
+            say(f"Session {state.session_id} is complete: {state.summary or ''}")
+            return
+        if state.question is not None:
+            say(f"Session {state.session_id} waits for your answer to the LLM's question:")
+            say(state.question, "bold")
+            say(f'Answer with: codingagent answer {state.session_id} "..."')
+            return
+        if full:
+            text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
+        else:
+            path = ensure_outbox(store, state, prompt, keep_digests=held)
+            text = path.read_text(encoding="utf-8")
+    click.echo(text, nl=False)
+    if copy:
+        from codingagent.sources.pasteboard import copy as copy_text
+
+        problem = copy_text(text)
+        say("Copied to the clipboard." if problem is None else f"Not copied: {problem}")

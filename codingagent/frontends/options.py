@@ -1,0 +1,170 @@
+"""The command line's shared options, and the settings and session loop a command runs with.
+
+Heavy modules (pydantic, filelock, watchdog) are imported inside each function, so
+``codingagent --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from click.shell_completion import CompletionItem
+
+from codingagent.frontends.console import say, shorten
+
+if TYPE_CHECKING:
+    from codingagent.session.loop import SessionLoop
+    from codingagent.settings import Settings
+    from codingagent.sources.chat import ChatClient
+
+
+def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion: the session ids of the run directory, with their tasks."""
+    from codingagent.session.store import SessionStore
+    from codingagent.state import SessionError
+
+    root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
+    store = SessionStore(Path(root))
+    try:
+        states = [store.load(session_id) for session_id in store.ids()]
+    except SessionError:
+        return []
+    return [
+        CompletionItem(s.session_id, help=shorten(s.task, 40))
+        for s in states
+        if s.session_id.startswith(incomplete)
+    ]
+
+
+root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    envvar="CODINGAGENT_ROOT",
+    help="Run directory holding workspace/, outbox/, inbox/ and sessions/.",
+)
+session_argument = click.argument(
+    "session", default="latest", required=False, shell_complete=complete_session
+)
+
+
+def tuning_options(command: Callable) -> Callable:
+    """Flags that override settings; ``None`` means "not given, use the settings"."""
+    options = [
+        click.option("--timeout", "command_timeout", type=float, help="RUN_COMMAND time limit, s."),
+        click.option("--max-reply-bytes", type=int, help="Larger replies are not run."),
+        click.option("--max-turns", type=int, help="Stop the session after this many turns."),
+        click.option("--copy/--no-copy", "clipboard", default=None, help="Copy new prompts."),
+        click.option(
+            "--sandbox",
+            metavar="NAME",
+            help="RUN_COMMAND's OS sandbox: auto (the first that works here), none, or a "
+            "backend's name (doctor lists them).",
+        ),
+        click.option(
+            "--commands",
+            type=click.Choice(["allow", "ask", "deny"]),
+            help="RUN_COMMAND approval (default: ask without a sandbox on a terminal).",
+        ),
+        click.option(
+            "--mask/--no-mask",
+            "mask_secrets",
+            default=None,
+            help="Mask secrets in prompts (default: on).",
+        ),
+        click.option(
+            "--trust-settings",
+            is_flag=True,
+            default=None,
+            help="Let settings files inside the workspace loosen the sandbox, approval or limits.",
+        ),
+        click.option(
+            "--protocol",
+            type=click.Choice(["every", "first"]),
+            help="The full PROTOCOL in every prompt (default), or in the first only.",
+        ),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def model_options(command: Callable) -> Callable:
+    """The model endpoint that answers the prompts instead of the user (docs/models.md)."""
+    options = [
+        click.option(
+            "--model", "model_name", metavar="NAME", help="Let this [models.NAME] answer."
+        ),
+        click.option("--base-url", metavar="URL", help="Or an OpenAI-compatible API's root ..."),
+        click.option("--model-id", metavar="ID", help="... and the model id it serves."),
+        click.option("--api-key-env", metavar="VAR", help="The variable holding the API key."),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def model_client(
+    root: Path, flags: dict[str, Any], workspace: Path | None = None
+) -> ChatClient | None:
+    """Takes :func:`model_options` out of ``flags``: a client for the endpoint they name, if
+    any. Settings errors and a missing key stop us before a session is made or touched."""
+    from codingagent.sources.chat import ChatClient
+
+    given = [flags.pop(key) for key in ("model_name", "base_url", "model_id", "api_key_env")]
+    profile = run_settings(root, flags, workspace).model_profile(*given)
+    return None if profile is None else ChatClient(profile)
+
+
+poll_option = click.option(
+    "--poll/--no-poll",
+    default=None,
+    help="Poll inbox/ instead of using OS file events (network drives, WSL, containers).",
+)
+clipboard_option = click.option(
+    "--clipboard/--no-clipboard",
+    "clipboard_watch",
+    default=None,
+    help="Also take the LLM's reply from the clipboard: copy it in the chat, nothing else.",
+)
+
+
+def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:
+    """The settings for a run on ``workspace``; files in it may not loosen them (SPEC 4.1)."""
+    from codingagent.settings import load_settings
+
+    return load_settings(root, flags, workspaces=[workspace] if workspace is not None else [])
+
+
+def session_loop(
+    root: Path, session: str, flags: dict[str, Any], automatic: bool = False
+) -> SessionLoop:
+    """The session loop for SESSION in ROOT with the settings and these flags, on the console;
+    settings a workspace file tried to loosen are named on the console."""
+    from codingagent.frontends.approval import answer_on_terminal, ask_on_terminal
+    from codingagent.frontends.console import ConsoleListener
+    from codingagent.session.loop import SessionLoop
+    from codingagent.session.store import SessionStore
+    from codingagent.sources import pasteboard
+
+    store = SessionStore(root)
+    settings = run_settings(root, flags, Path(store.load(store.resolve(session)).workspace))
+    for line in settings.ignored:
+        say(line, "yellow")
+    return SessionLoop(
+        store,
+        settings,
+        session,
+        ConsoleListener(
+            ask=ask_on_terminal,
+            answer=answer_on_terminal,
+            pasting=not automatic,
+            clipboard_loop=settings.clipboard_watch and not automatic,
+        ),
+        interactive=sys.stdin.isatty(),
+        automatic=automatic,
+        copy=pasteboard.copy,
+    )
