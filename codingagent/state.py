@@ -1,25 +1,17 @@
-"""TODO docstring (split from codingagent/session/store.py)."""
+"""The session's data: what one session is (:class:`SessionState`, saved as JSON after every
+turn), what its commands gave (:class:`CommandResult`, :class:`FileRange`, :class:`ReadRequest`),
+the user's answers to the LLM's questions, what commands run in (:class:`Environment`), and the
+errors a user must fix (:class:`SessionError`, :class:`Damaged` for a file cut short or edited
+by hand). Part of the base: it imports nothing of ours."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
-if TYPE_CHECKING:
-    pass
-
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from pydantic import ValidationError
-
-if TYPE_CHECKING:
-    pass
-
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 SESSION_ID = re.compile(r"^[0-9a-f]{8}$")
 

@@ -1,4 +1,6 @@
-"""TODO docstring (split from codingagent/session/outbox.py)."""
+"""One prompt composed for a session: the requested file views read from the workspace, the
+listing, the results, the Environment section, rendered (:mod:`.render`) and fitted to the
+token budget (file views windowed first, then results cut), then masked for secrets."""
 
 from __future__ import annotations
 

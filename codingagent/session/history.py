@@ -1,4 +1,8 @@
-"""TODO docstring (split from codingagent/session/journal.py)."""
+"""A turn's history folder, ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`): the reply, the
+state before, the commands, results and meta, the digests of the files it left, and the
+pre-images of every file it changed, each written durably; the framed, checksummed lines of
+``preimages.jsonl`` (:func:`frame`, :func:`read_frames`); and :func:`turn_log`, what
+``codingagent log`` shows."""
 
 from __future__ import annotations
 

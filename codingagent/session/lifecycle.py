@@ -1,28 +1,23 @@
-"""TODO docstring (split from codingagent/session/turn.py)."""
+"""A session's life outside its turns: :func:`new_session` and :func:`start_session` create one
+and write its first prompt, :func:`follow_up_session` gives a complete session a new task,
+:func:`answer_question` records the user's answer to the LLM's ASK, and :func:`make_shell`
+builds the shell RUN_COMMAND runs in from the settings."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codingagent.faults import Fault, describe, remedy
-from codingagent.prompt.render import PromptOptions
+from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.sandbox.backends import SandboxUnavailable
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell
-from codingagent.session.store import SessionStore
-from codingagent.settings import Settings, SettingsError
-from codingagent.state import Environment, SessionError, SessionState
-
-if TYPE_CHECKING:
-    pass
-
-
-from codingagent.prompt.render import DEFAULT_PROMPT
 from codingagent.session.journal import refuse_if_interrupted
 from codingagent.session.outbox import next_outbox, write_outbox
-from codingagent.state import Answer, utc_now
+from codingagent.session.store import SessionStore
+from codingagent.settings import Settings, SettingsError
+from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 
 
 def start_session(

@@ -1,4 +1,6 @@
-"""TODO docstring (split from codingagent/session/turn.py)."""
+"""Recovery after a crash: :func:`recover` finishes what an agent killed mid-turn (or mid-undo)
+left, from the journal, so the workspace and session are exactly "turn not applied" or "turn
+fully applied"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring (split from codingagent/session/turn.py)."""
+"""Reading a reply's bytes into commands: decoded (UTF-8, BOM, other encodings named),
+parsed, capped at ``MAX_COMMANDS``, with a diff pasted bare recognized; the problems with the
+reply itself become results the model sees."""
 
 from __future__ import annotations
 

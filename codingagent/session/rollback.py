@@ -1,4 +1,7 @@
-"""TODO docstring (split from codingagent/session/turn.py)."""
+"""Putting a turn back when it cannot finish: after a Ctrl-C (:class:`TurnInterrupted`, the
+reply kept and applied again only with ``--force``) or after a fault or a bug, every file the
+turn changed is restored from its pre-image with SIGINT held off, and the history folder is
+set aside."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""TODO docstring (split from codingagent/session/loop.py)."""
+"""The seams between the session loop and what surrounds it: a :class:`Reply` and where it
+came from, the :class:`ReplySource` protocol every source implements, the :class:`Listener`
+base class every front end extends, the :class:`Prompt` the session waits on, and why a loop
+stopped (:class:`Stop`). The loop, the turn and every source import these from here."""
 
 from __future__ import annotations
 

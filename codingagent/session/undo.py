@@ -1,4 +1,6 @@
-"""TODO docstring (split from codingagent/session/journal.py)."""
+"""``codingagent undo``: put back the files of the last turns exactly and rewind the session, as
+a transaction of its own (an undo journal that recovery finishes after a crash, via
+:func:`finish_undo`). What undo cannot put back is named, never guessed."""
 
 from __future__ import annotations
 
