@@ -3,10 +3,11 @@
 A backend is one small class (:class:`Sandbox`): whether it works here (and why not), the
 command line that wraps a command in it, the paths commands do not see, and how to describe it
 to people (console, ``doctor``) and to the model (the Environment section). The registry maps
-the ``sandbox`` setting's values to backends; ``auto`` takes the first of :data:`AUTO` that
-works here, else :class:`NoSandbox`. Nothing outside this package names a backend: the rest of
-the agent asks :attr:`Sandbox.isolated`. docs/security.md says how to add one (macOS
-``sandbox-exec``, Landlock) and which tests it must pass.
+the ``sandbox`` setting's values to backends; ``auto`` takes the first isolating backend (by
+name) that works here, else :class:`NoSandbox`. Nothing outside this package names a backend:
+the rest of the agent asks :attr:`Sandbox.isolated`. docs/architecture.md says how to add one
+(macOS ``sandbox-exec``, Landlock) and which tests it must pass (tests/test_sandbox_backends.py
+runs every registered backend through the same contract).
 """
 
 from __future__ import annotations
