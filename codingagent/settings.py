@@ -27,7 +27,15 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 ENV_PREFIX = "CODINGAGENT_"
@@ -49,11 +57,22 @@ class SettingsError(Exception):
     """Settings the user must fix; the message says which and where."""
 
 
+KEY_IN_FILE = (
+    "API keys are never read from a settings file (it is easily committed or shown): put the "
+    'key in an environment variable and name that variable with api_key_env = "VARIABLE" '
+    "(docs/models.md, 'The API key')"
+)
+
+
 class ModelProfile(BaseModel):
-    """One ``[models.NAME]`` table: an OpenAI-compatible chat-completions endpoint."""
+    """One ``[models.NAME]`` table: a chat endpoint and the API it speaks (docs/models.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # One adapter each in sources/providers/ (docs/models.md, "Adding a provider").
+    api: Literal["openai", "anthropic", "azure", "copilot"] = Field(
+        "openai", description="the API: openai (chat completions), anthropic, azure, copilot"
+    )
     base_url: str = Field(description="the API's root, e.g. http://127.0.0.1:11434/v1")
     model: str = Field(description="the model id the server knows")
     api_key_env: str | None = Field(None, description="the environment variable with the key")
@@ -61,6 +80,22 @@ class ModelProfile(BaseModel):
     temperature: float | None = Field(None, ge=0, description="sampling temperature")
     timeout: float = Field(600.0, gt=0, description="seconds without an answer before giving up")
     stream: bool = Field(True, description="stream the reply (a live line shows its progress)")
+    deployment: str | None = Field(None, description="azure: the deployment's name")
+    api_version: str | None = Field(None, description="azure: the api-version of the path")
+
+    # The [models.NAME] the profile came from; None when flags alone named the endpoint.
+    _name: str | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "api_key" in data:
+            raise PydanticCustomError("api_key", KEY_IN_FILE)
+        return data
+
+    @property
+    def name(self) -> str | None:
+        return self._name
 
 
 class Settings(BaseModel):
@@ -105,6 +140,9 @@ class Settings(BaseModel):
     model_history_turns: int = Field(
         0, ge=0, description="earlier turns sent to a model with each prompt (0: stateless)"
     )
+    model_history_chars: int = Field(
+        40_000, ge=0, description="characters of history sent whole; older turns are trimmed"
+    )
 
     protocol: Literal["every", "first"] = Field(
         "every", description="the full PROTOCOL section in every prompt, or in the first only"
@@ -146,17 +184,22 @@ class Settings(BaseModel):
         base_url: str | None = None,
         model_id: str | None = None,
         api_key_env: str | None = None,
+        timeout: float | None = None,
     ) -> ModelProfile | None:
         """The endpoint ``--model NAME`` (a profile) or ``--base-url URL --model-id ID`` names;
         None when neither is given. The flags override the profile's fields."""
-        given = {"base_url": base_url, "model": model_id, "api_key_env": api_key_env}
+        given: dict[str, object] = {"base_url": base_url, "model": model_id}
+        given |= {"api_key_env": api_key_env, "timeout": timeout}
         given = {key: value for key, value in given.items() if value is not None}
         if name is None:
             if not given:
                 return None
             if base_url is None or model_id is None:
                 raise SettingsError("Give both --base-url URL and --model-id ID, or --model NAME")
-            return ModelProfile.model_validate(given)
+            try:
+                return ModelProfile.model_validate(given)
+            except ValidationError as e:
+                raise SettingsError(f"Invalid model flags: {e.errors()[0]['msg']}") from None
         if name not in self.models:
             known = ", ".join(sorted(self.models)) or "none yet"
             raise SettingsError(
@@ -164,7 +207,9 @@ class Settings(BaseModel):
                 "[models.NAME] table to codingagent.toml (see docs/models.md) or give "
                 "--base-url URL --model-id ID"
             )
-        return self.models[name].model_copy(update=given)
+        profile = self.models[name].model_copy(update=given)
+        profile._name = name
+        return profile
 
 
 _WORKSPACE_FIELD = re.compile(rb'"workspace":\s*("(?:[^"\\]|\\.)*")')  # not the whole state
@@ -232,6 +277,8 @@ def load_settings(
                 continue
             merged[key] = value
             sources[key] = source
+    if "api_key" in merged:
+        raise SettingsError(f"Invalid settings: api_key ({sources['api_key']}): {KEY_IN_FILE}")
     settings = _validated(merged, sources)
     settings._origins.update(sources)
     settings._ignored.extend(ignored)

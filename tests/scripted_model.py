@@ -1,25 +1,31 @@
-"""A scripted model: a real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions
-wire format (plain JSON, and server-sent events ending in ``data: [DONE]``) and answers each
-request with the next step of its script. It records every request it gets.
+"""A scripted model: fake servers of each API we speak (tests/fake_apis.py), answering each
+request with the next step of a script and recording every request.
 
-Steps: :class:`Say` (an answer, streamed when the request asks for it), :class:`Fail` (an HTTP
-error, with ``Retry-After`` if given), :class:`Cut` (a stream closed in the middle),
-:class:`Stall` (a stream that stops until the test releases it),
+In-process, ``model.transport`` (an ``httpx.MockTransport``) stands in for the network; as a
+context manager, the same fake is served over a real HTTP server on 127.0.0.1 (``model.url``),
+for the end-to-end tests and the ones that run the agent in a subprocess.
+
+Steps: :class:`Say` (an answer, streamed when the request asks for it; ``cut`` makes it stop at
+the output limit), :class:`Fail` (an HTTP error, with ``Retry-After`` if given), :class:`Cut` (a
+stream closed in the middle), :class:`Stall` (a stream that stops until the test releases it),
 :class:`Garbage` (a 200 whose body is not JSON). Past the script's end it answers HTTP 500.
 """
 
 from __future__ import annotations
 
-import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import httpx
 
 
 @dataclass(frozen=True)
 class Say:
     text: str
+    cut: bool = False  # the answer stopped at the output limit (finish_reason: length)
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class Fail:
 
 @dataclass(frozen=True)
 class Cut:
-    text: str  # sent in part, then the connection is closed without the rest or [DONE]
+    text: str  # sent in part, then the connection is closed without the rest or the end event
 
 
 @dataclass(frozen=True)
@@ -48,127 +54,106 @@ Step = Say | Fail | Cut | Stall | Garbage
 
 
 class ScriptedModel:
-    """The server, as a context manager; ``url`` is its API root (``.../v1``)."""
+    """A fake of ``api``'s server with a script; a context manager serves it on 127.0.0.1."""
 
-    def __init__(self, *steps: Step, models: tuple[str, ...] = ("scripted-1",), key: str = ""):
+    def __init__(
+        self,
+        *steps: Step,
+        models: tuple[str, ...] = ("scripted-1",),
+        key: str = "",
+        api: str = "openai",
+    ):
+        from fake_apis import FAKES
+
         self.steps = list(steps)
         self.models = models
-        self.key = key  # when set, requests must carry "Authorization: Bearer {key}"
+        self.key = key  # when set, requests must carry it as the API expects
+        self.api = api
         self.requests: list[dict[str, Any]] = []  # the JSON body of each completion request
+        self.headers: list[httpx.Headers] = []  # and its headers
         self.stalled = threading.Event()  # a Stall step has sent its first part
         self.release = threading.Event()  # lets a Stall step end
+        self.root = "http://fake.test"  # replaced by the real address once served
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.fake = FAKES[api](self)
+        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        """The profile's base_url for this API."""
+        return self.root + self.fake.prefix
+
+    @property
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.fake.handle)
 
     def __enter__(self) -> ScriptedModel:
-        self._thread.start()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _bridge(self))
+        self.root = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.release.set()
+        assert self._server is not None
         self._server.shutdown()
         self._server.server_close()
-        self._thread.join()
 
-    def next_step(self, body: dict[str, Any]) -> Step:
+    def next_step(self, body: dict[str, Any], headers: httpx.Headers) -> Step:
         with self._lock:
             self.requests.append(body)
+            self.headers.append(headers)
             return self.steps.pop(0) if self.steps else Fail(500, "the script has ended")
 
+    def pieces(self, step: Say | Cut | Stall) -> Iterator[str]:
+        """The text of a streamed step in pieces; a cut or stalled step stops half way."""
+        pieces = [step.text[i : i + 8] for i in range(0, len(step.text), 8)]
+        if isinstance(step, Say):
+            yield from pieces
+            return
+        yield from pieces[: max(1, len(pieces) // 2)]
+        if isinstance(step, Stall):
+            self.stalled.set()
+            self.release.wait(30)
+        raise httpx.RemoteProtocolError("the scripted stream was cut")
 
-def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+
+def _bridge(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
+    """A real HTTP server's handler that hands each request to the fake's ``handle``."""
+
+    class Bridge(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, format: str, *args: object) -> None:
             pass
 
         def do_GET(self) -> None:
-            if self.path == "/v1/models":
-                self._json(200, {"object": "list", "data": [{"id": m} for m in model.models]})
-            else:
-                self._json(404, {"error": {"message": "no such path"}})
+            self._bridge(b"")
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path != "/v1/chat/completions":
-                return self._json(404, {"error": {"message": "no such path"}})
-            if model.key and self.headers.get("Authorization") != f"Bearer {model.key}":
-                return self._json(401, {"error": {"message": "Incorrect API key provided"}})
-            if body.get("model") not in model.models:
-                message = f"The model `{body.get('model')}` does not exist"
-                return self._json(404, {"error": {"message": message, "code": "model_not_found"}})
-            step = model.next_step(body)
-            if isinstance(step, Fail):
-                headers = {"Retry-After": step.retry_after} if step.retry_after else {}
-                self._json(step.status, {"error": {"message": step.message}}, headers)
-            elif isinstance(step, Garbage):
-                self._send(200, step.body.encode(), "application/json")
-            elif body.get("stream"):
-                self._stream(body["model"], step)
-            else:
-                assert isinstance(step, Say), "a cut needs a streamed request"
-                self._json(200, _completion(body["model"], step.text))
+            self._bridge(self.rfile.read(int(self.headers.get("Content-Length", 0))))
 
-        def _json(self, status: int, value: object, headers: dict[str, str] | None = None):
-            self._send(status, json.dumps(value).encode(), "application/json", headers)
-
-        def _send(self, status: int, data: bytes, kind: str, headers: dict | None = None):
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _stream(self, name: str, step: Say | Cut | Stall) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+        def _bridge(self, content: bytes) -> None:
+            request = httpx.Request(
+                self.command,
+                model.root + self.path,
+                headers=list(self.headers.items()),
+                content=content,
+            )
+            response = model.fake.handle(request)
+            self.send_response(response.status_code)
+            for name, value in response.headers.items():
+                if name.lower() not in ("content-length", "transfer-encoding"):
+                    self.send_header(name, value)
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            pieces = [step.text[i : i + 8] for i in range(0, len(step.text), 8)]
-            if isinstance(step, Cut | Stall):
-                for piece in pieces[: max(1, len(pieces) // 2)]:
-                    self._event({"model": name, "choices": [{"delta": {"content": piece}}]})
-                if isinstance(step, Stall):
-                    model.stalled.set()
-                    model.release.wait(30)
-                self.close_connection = True  # no terminating chunk: the stream is cut
+            try:
+                for data in response.stream:
+                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                    self.wfile.flush()
+            except httpx.RemoteProtocolError:  # a cut: no terminating chunk
+                self.close_connection = True
                 return
-            for piece in pieces:
-                self._event({"model": name, "choices": [{"delta": {"content": piece}}]})
-            self._event({"model": name, "choices": [{"delta": {}, "finish_reason": "stop"}]})
-            self._event({"model": name, "choices": [], "usage": _usage(step.text)})
-            self._chunk(b"data: [DONE]\n\n")
-            self._chunk(b"")
+            self.wfile.write(b"0\r\n\r\n")
 
-        def _event(self, value: object) -> None:
-            self._chunk(f"data: {json.dumps(value)}\n\n".encode())
-
-        def _chunk(self, data: bytes) -> None:
-            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            self.wfile.flush()
-
-    return Handler
-
-
-def _usage(text: str) -> dict[str, int]:
-    return {"prompt_tokens": 1000, "completion_tokens": len(text) // 4, "total_tokens": 0}
-
-
-def _completion(name: str, text: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "model": name,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": _usage(text),
-    }
+    return Bridge

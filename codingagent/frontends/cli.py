@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import inspection
+from codingagent.frontends import accounts, inspection
 from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
     complete_session,
     model_client,
     model_options,
+    one_source,
     poll_option,
     root_option,
     run_settings,
@@ -35,7 +36,7 @@ from codingagent.frontends.options import (
 if TYPE_CHECKING:
     from codingagent.session.loop import SessionLoop
     from codingagent.session.seams import ReplySource
-    from codingagent.sources.chat import ChatClient
+    from codingagent.sources.providers.client import ChatClient
 
 
 class _Group(click.Group):
@@ -102,10 +103,13 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
+    one_source(flags)
     model = model_client(root, flags, workspace)
     settings = run_settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch:
         require_clipboard()
+    if model is not None and not no_watch:
+        model.check()  # an endpoint that is down, or without the model: no session is made
     state = new_session(SessionStore(root), settings, task, workspace)
     console.print(
         safe_text("Session ")
@@ -137,6 +141,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 
     A turn interrupted by a crash is first rolled back and applied again.
     """
+    one_source(flags)
     model = model_client(root, flags)
     loop = session_loop(root, session, flags, model is not None)
     _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
@@ -251,15 +256,17 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
 @main.command()
 @click.argument("session", required=False, shell_complete=complete_session)
 @root_option
-def doctor(session: str | None, root: Path) -> None:
+@click.option("--offline", is_flag=True, help="Do not ask the model profiles' endpoints.")
+def doctor(session: str | None, root: Path, offline: bool) -> None:
     """Say what works on this machine: sandbox, file events, clipboard, settings, versions,
-    free space; with SESSION, check that every file of that session can be read back.
+    free space, each model profile (its key variable, whether its endpoint answers); with
+    SESSION, check that every file of that session can be read back.
 
     Exits 1 when a session file is damaged or unreadable (each one is named).
     """
     from codingagent.frontends.doctor import report
 
-    rows, damaged = report(root, session, interactive=sys.stdin.isatty())
+    rows, damaged = report(root, session, interactive=sys.stdin.isatty(), offline=offline)
     width = max(len(key) for key, _ in rows)
     for key, value in rows:
         click.echo(f"{key:<{width}}  {value}")
@@ -315,8 +322,18 @@ def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManag
 
         inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
         return ClipboardSource(inbox) if settings.clipboard_watch else inbox
+    from codingagent.protocol.manual import protocol_text
     from codingagent.sources.endpoint import EndpointSource
 
     return EndpointSource(
-        model, loop.store, loop.listener, history_turns=settings.model_history_turns
+        model,
+        loop.store,
+        loop.listener,
+        protocol_text(settings.command_timeout, settings.max_output),
+        history_turns=settings.model_history_turns,
+        history_chars=settings.model_history_chars,
     )
+
+
+main.add_command(accounts.login)
+main.add_command(accounts.logout)

@@ -20,9 +20,11 @@ from codingagent.sandbox.backends import default_approval, status
 from codingagent.sandbox.protections import protections
 from codingagent.session.history import TurnRecord
 from codingagent.session.journal import Journal
+from codingagent.session.seams import SourceError
 from codingagent.session.store import SessionStore
-from codingagent.settings import Settings, load_settings
+from codingagent.settings import ModelProfile, Settings, load_settings
 from codingagent.sources.pasteboard import describe as describe_clipboard
+from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.watching import backend_name
 from codingagent.state import Damaged, SessionError
 
@@ -35,10 +37,18 @@ PACKAGES = (
 Row = tuple[str, str]
 
 
-def report(root: Path, session: str | None, interactive: bool) -> tuple[list[Row], list[str]]:
-    """``doctor``'s rows, and the damaged or unreadable session files among them."""
+def report(
+    root: Path, session: str | None, interactive: bool, offline: bool = False
+) -> tuple[list[Row], list[str]]:
+    """``doctor``'s rows, and the damaged or unreadable session files among them; each model
+    profile's endpoint is asked whether it answers unless ``offline``."""
     store = SessionStore(root)
-    rows = machine_rows(load_settings(root), interactive)
+    settings = load_settings(root)
+    rows = machine_rows(settings, interactive)
+    rows += [
+        (f"model {name}", profile_check(profile, offline))
+        for name, profile in settings.models.items()
+    ]
     rows.append(("free space", free_space(store.root)))
     rows += [("run folder", problem) for problem in folder_problems(store)]
     if session is not None:
@@ -81,6 +91,25 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         *(("ignored", line) for line in settings.ignored),
         *((package, _version(package)) for package in PACKAGES),
     ]
+
+
+def profile_check(profile: ModelProfile, offline: bool) -> str:
+    """A model profile's API and address, whether its key variable is set (never the key), and
+    whether the endpoint answers and offers the model (``offline``: not asked)."""
+    said = f"{profile.api} API at {profile.base_url}, model {profile.model}"
+    variable = profile.api_key_env
+    if variable and not os.environ.get(variable):
+        return f"{said}; ${variable} is not set: export it with the key"
+    if variable:
+        said += f"; ${variable} is set"
+    if offline:
+        return said + "; not asked (--offline)"
+    try:
+        with ChatClient(profile) as client:
+            client.check()
+    except SourceError as e:
+        return f"{said}; {e}"
+    return said + "; it answers"
 
 
 def _version(package: str) -> str:

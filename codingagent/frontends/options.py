@@ -21,7 +21,7 @@ from codingagent.frontends.console import say, shorten
 if TYPE_CHECKING:
     from codingagent.session.loop import SessionLoop
     from codingagent.settings import Settings
-    from codingagent.sources.chat import ChatClient
+    from codingagent.sources.providers.client import ChatClient
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
@@ -103,8 +103,20 @@ def model_options(command: Callable) -> Callable:
         click.option("--base-url", metavar="URL", help="Or an OpenAI-compatible API's root ..."),
         click.option("--model-id", metavar="ID", help="... and the model id it serves."),
         click.option("--api-key-env", metavar="VAR", help="The variable holding the API key."),
+        click.option(
+            "--model-timeout", type=float, help="Seconds without an answer before giving up."
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def one_source(flags: dict[str, Any]) -> None:
+    """A usage error when the flags name two sources of replies."""
+    if flags.get("clipboard_watch") and (flags.get("model_name") or flags.get("base_url")):
+        raise click.UsageError(
+            "--clipboard and --model (or --base-url) exclude each other: with a model, the "
+            "model gives the replies and nothing is taken from the clipboard"
+        )
 
 
 def model_client(
@@ -112,9 +124,10 @@ def model_client(
 ) -> ChatClient | None:
     """Takes :func:`model_options` out of ``flags``: a client for the endpoint they name, if
     any. Settings errors and a missing key stop us before a session is made or touched."""
-    from codingagent.sources.chat import ChatClient
+    from codingagent.sources.providers.client import ChatClient
 
-    given = [flags.pop(key) for key in ("model_name", "base_url", "model_id", "api_key_env")]
+    names = ("model_name", "base_url", "model_id", "api_key_env", "model_timeout")
+    given = [flags.pop(key) for key in names]
     profile = run_settings(root, flags, workspace).model_profile(*given)
     return None if profile is None else ChatClient(profile)
 

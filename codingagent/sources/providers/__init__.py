@@ -1,0 +1,26 @@
+"""Model endpoints, one adapter per API (docs/models.md): ``openai`` (chat completions: OpenAI,
+Ollama, llama.cpp, vLLM, SGLang, Z.AI, OpenRouter, ...), ``anthropic`` (the Messages API),
+``azure`` (Azure OpenAI) and ``copilot`` (GitHub Copilot, signed in by device flow).
+
+:mod:`.wire` holds what they share, :mod:`.base` the seam an adapter fills in, :mod:`.client`
+the one client that drives any of them. Imports the base, ``session.seams`` (for
+``SourceError``) and ``httpx``; nothing above ``sources/``."""
+
+from __future__ import annotations
+
+from codingagent.settings import ModelProfile
+from codingagent.sources.providers.anthropic import AnthropicAdapter
+from codingagent.sources.providers.azure import AzureAdapter
+from codingagent.sources.providers.base import Adapter
+from codingagent.sources.providers.copilot import CopilotAdapter
+from codingagent.sources.providers.openai import OpenAIAdapter
+
+ADAPTERS: dict[str, type[Adapter]] = {
+    adapter.api: adapter
+    for adapter in (OpenAIAdapter, AnthropicAdapter, AzureAdapter, CopilotAdapter)
+}
+
+
+def adapter_for(profile: ModelProfile) -> Adapter:
+    """The adapter of the API ``profile`` names (its key taken from the environment)."""
+    return ADAPTERS[profile.api](profile)

@@ -1,0 +1,94 @@
+"""The seam every API adapter fills in: :class:`Adapter`. An adapter knows one API's request
+shape, its auth headers, how its answers, streams, usage, finish reasons and error bodies read;
+:class:`codingagent.sources.providers.client.ChatClient` does the rest (retries, timeouts,
+progress, the errors the user must fix) the same way for all. docs/models.md, "Adding a
+provider", says what a new adapter must pass."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import httpx
+
+from codingagent.settings import ModelProfile
+from codingagent.sources.providers.wire import Answer, ChatError, Conversation, Streamed
+
+
+class Adapter:
+    """One API. Subclasses set ``api`` and ``shape`` and override what their API does
+    differently."""
+
+    api: ClassVar[str]
+    shape: ClassVar[str]  # "OpenAI chat-completions": what a wrong server is told it is not
+
+    def __init__(self, profile: ModelProfile) -> None:
+        self.profile = profile
+        self.url = profile.base_url.rstrip("/")
+        self.key = take_key(profile.api_key_env)
+
+    def post_url(self) -> str:
+        raise NotImplementedError
+
+    def headers(self, http: httpx.Client) -> dict[str, str]:
+        """The headers of a request: the key goes here and nowhere else."""
+        raise NotImplementedError
+
+    def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read_answer(self, body: dict[str, Any], started: float) -> Answer:
+        """A whole (not streamed) answer."""
+        raise NotImplementedError
+
+    def read_event(self, data: str, into: Streamed) -> None:
+        """One server-sent event's data, added to ``into`` (``into.ended`` at the API's end
+        event). An error event raises :class:`~codingagent.sources.providers.wire.Transient`."""
+        raise NotImplementedError
+
+    def models_url(self) -> str | None:
+        """Where the API lists its models (None: it lists none we can check against)."""
+        return f"{self.url}/models"
+
+    def model_ids(self, body: Any) -> list[str]:
+        data = body.get("data") if isinstance(body, dict) else None
+        return sorted(str(m.get("id")) for m in data or [] if isinstance(m, dict))
+
+    def unknown_model(self, status: int, message: str) -> bool:
+        """Whether an error answer says the model does not exist (wordings differ)."""
+        if status not in (400, 404):
+            return False
+        lower = message.lower()
+        unknown = ("not found", "not exist", "unknown", "invalid model", "no such", "not avail")
+        return "model" in lower and any(word in lower for word in unknown)
+
+    def not_found(self) -> str:
+        """What a plain HTTP 404 most likely means."""
+        return (
+            f"{self.post_url()} does not exist (HTTP 404): is base_url the API's root? It "
+            "usually ends in /v1"
+        )
+
+    def key_hint(self) -> str:
+        variable = self.profile.api_key_env
+        if variable:
+            return f"check the key in ${variable}"
+        return "set api_key_env in the model's profile to the variable that holds the key"
+
+    def refresh(self, http: httpx.Client) -> bool:
+        """After a refused key: get a fresh credential and say whether to try again."""
+        return False
+
+    def redact(self, text: str) -> str:
+        return text.replace(self.key, "***") if self.key else text
+
+
+def take_key(variable: str | None) -> str | None:
+    """The API key from ``variable``, removed from this process's environment, so no
+    RUN_COMMAND (nor anything else the agent starts) inherits it, whatever its name."""
+    if variable is None:
+        return None
+    key = os.environ.pop(variable, None)
+    if not key:
+        raise ChatError(f"The API key variable ${variable} is not set; export it with the key")
+    return key

@@ -1,0 +1,91 @@
+"""The OpenAI chat-completions API (``POST {base_url}/chat/completions``): OpenAI, OpenRouter,
+Ollama, llama.cpp, LM Studio, vLLM, SGLang, Z.AI, and the OpenAI-compatible endpoints of
+Anthropic and Gemini. The PROTOCOL goes first, as the system message."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import httpx
+
+from codingagent.sources.providers.base import Adapter
+from codingagent.sources.providers.wire import (
+    Answer,
+    ChatError,
+    Conversation,
+    Streamed,
+    Transient,
+    Usage,
+    error_message,
+    json_object,
+)
+
+
+class OpenAIAdapter(Adapter):
+    api: ClassVar[str] = "openai"
+    shape: ClassVar[str] = "OpenAI chat-completions"
+
+    def post_url(self) -> str:
+        return f"{self.url}/chat/completions"
+
+    def headers(self, http: httpx.Client) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+    def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
+        profile = self.profile
+        system = {"role": "system", "content": conversation.system}
+        body: dict[str, Any] = {
+            "model": profile.model,
+            "messages": [system, *conversation.messages],
+        }
+        if profile.max_tokens is not None:
+            body["max_tokens"] = profile.max_tokens
+        if profile.temperature is not None:
+            body["temperature"] = profile.temperature
+        if stream:  # usage comes in a last chunk, where the server supports it
+            body |= {"stream": True, "stream_options": {"include_usage": True}}
+        return body
+
+    def read_answer(self, body: dict[str, Any], started: float) -> Answer:
+        try:
+            choice = body["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise ChatError(
+                f"The answer has no choices[0].message.content: {str(body)[:200]}"
+            ) from None
+        return Answer(
+            text,
+            str(body.get("model") or self.profile.model),
+            _usage(body.get("usage")),
+            time.monotonic() - started,
+            choice.get("finish_reason"),
+        )
+
+    def read_event(self, data: str, into: Streamed) -> None:
+        if data == "[DONE]":
+            into.ended = True
+            return
+        chunk = json_object(data, self.url, self.shape)
+        if "error" in chunk:
+            raise Transient(f"{self.url} sent an error mid-answer: {error_message(chunk)}")
+        into.model = chunk.get("model") or into.model
+        if chunk.get("usage"):
+            into.usage = vars(_usage(chunk["usage"]))
+        for choice in chunk.get("choices") or []:
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                into.parts.append(text)
+            into.finish_reason = choice.get("finish_reason") or into.finish_reason
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage()
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        details.get("cached_tokens") if isinstance(details, dict) else None,
+    )
