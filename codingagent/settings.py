@@ -151,6 +151,10 @@ class Settings(BaseModel):
         8000, ge=500, description="characters the workspace listing of a prompt may take"
     )
 
+    tasks: tuple[str, ...] = Field(
+        (), description="a queue `codingagent start` runs when given no task (docs/queue.md)"
+    )
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
 
@@ -228,13 +232,15 @@ def _looser(key: str, old: Any, new: Any) -> bool:
         return bool(old and not new)
     if key == "sandbox_hide":
         return not set(new) >= set(old)
+    if key == "tasks":  # work for the LLM, chosen by a file it can write: never taken
+        return bool(new != old)
     return bool((_INFINITY if new is None else new) > (_INFINITY if old is None else old))
 
 
 # The keys a settings file the LLM can write may only tighten.
 LOOSER = frozenset(
     {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
-    | {"max_reply_bytes", "max_turns"}
+    | {"max_reply_bytes", "max_turns", "tasks"}
 )
 
 

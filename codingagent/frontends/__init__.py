@@ -1,6 +1,7 @@
 """What the user touches: :mod:`.cli` (the ``codingagent`` command), :mod:`.console` (the
 terminal's Listener), :mod:`.approval` (RUN_COMMAND approval and the LLM's ASK on a terminal),
-:mod:`.doctor` (what works on this machine), and :mod:`.page` (the local web page: its server,
+:mod:`.doctor` (what works on this machine), :mod:`.queueing` (a queue of tasks on the
+command line), and :mod:`.page` (the local web page: its server,
 actions, event stream and views).
 
 May import: every wing. Nothing imports it but ``__main__``.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import accounts, inspection
+from codingagent.frontends import accounts, inspection, queueing
 from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
@@ -77,12 +77,20 @@ def main() -> None:
     chat is enough.
 
     Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
-    130 stopped with Ctrl-C.
+    3 a queue ended with a task not completed, 130 stopped with Ctrl-C.
     """
 
 
 @main.command()
-@click.argument("task")
+@click.argument("tasks", nargs=-1, metavar="[TASK]...")
+@click.option(
+    "--tasks",
+    "task_file",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+    help="A queue: one task per block of FILE (blank lines between), or a JSON/TOML array.",
+)
+@click.option("--stop-on-failure", is_flag=True, help="A queue stops at its first task that stops.")
 @click.option(
     "--workspace",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -94,9 +102,20 @@ def main() -> None:
 @model_options
 @clipboard_option
 @tuning_options
-def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags: Any) -> None:
+def start(
+    tasks: tuple[str, ...],
+    task_file: str | None,
+    stop_on_failure: bool,
+    workspace: Path | None,
+    root: Path,
+    no_watch: bool,
+    **flags: Any,
+) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
-    LLM's replies, or let --model answer."""
+    LLM's replies, or let --model answer. Several TASKs, or --tasks FILE, make a queue: one
+    session per task, each started when the one before ends (docs/queue.md).
+
+    A queue exits 0 when every task completed, 3 when one stopped or was skipped."""
     from codingagent.session.lifecycle import new_session
     from codingagent.session.store import SessionStore
     from codingagent.sources.clipboard import require_clipboard
@@ -108,9 +127,17 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
     settings = run_settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch:
         require_clipboard()
+    if len(tasks) != 1 or task_file is not None or stop_on_failure:
+        queued = queueing.task_list(tasks, task_file, settings.tasks)
+        if model is not None and not no_watch:
+            model.check()  # an endpoint that is down, or without the model: no queue is made
+        queueing.start_queue(
+            root, queued, workspace, stop_on_failure, flags, model, _source, watch=not no_watch
+        )
+        return
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
-    state = new_session(SessionStore(root), settings, task, workspace)
+    state = new_session(SessionStore(root), settings, tasks[0], workspace)
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")
@@ -139,10 +166,15 @@ def start(task: str, workspace: Path | None, root: Path, no_watch: bool, **flags
 def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
-    A turn interrupted by a crash is first rolled back and applied again.
+    A turn interrupted by a crash is first rolled back and applied again. When SESSION is the
+    running task of a queue, the queue goes on after it.
     """
     one_source(flags)
     model = model_client(root, flags)
+    queue_id = None if follow_up is not None else queueing.queue_of(root, session)
+    if queue_id is not None:  # the session is a queue's task: the queue goes on after it
+        queueing.run_queue(root, queue_id, flags, model, _source, watch=not no_watch, reopen=True)
+        return
     loop = session_loop(root, session, flags, model is not None)
     _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
 
@@ -278,7 +310,7 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-for _command in (inspection.log, inspection.sessions, inspection.show):
+for _command in (inspection.log, inspection.sessions, inspection.show, queueing.queue_command):
     main.add_command(_command)
 
 

@@ -12,6 +12,8 @@ rebinding) and a POST from another origin (a cross-site form or script).
     POST /api/sessions/{id}/apply   {"reply"}: one turn (or into inbox/ for a terminal watcher)
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/approvals/{n}         {"allow"}: the answer to a RUN_COMMAND question
+    GET  /api/queue                 the latest queue of tasks: each task, and the one running
+    POST /api/queue/skip            ask that queue's runner to skip the running task
     GET  /api/events                server-sent events: what the loop does, as it does it
 """
 
@@ -41,7 +43,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codingagent.frontends.console import say
 from codingagent.frontends.page.actions import SessionActions
 from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub
-from codingagent.frontends.page.views import session_view, sessions_list
+from codingagent.frontends.page.views import queue_view, session_view, sessions_list
+from codingagent.session.queue import QueueStore
 from codingagent.session.store import SessionStore
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.state import SessionError
@@ -155,6 +158,14 @@ def create_app(
             raise SessionError("That question was already answered (or timed out)")
         return JSONResponse({"allowed": allow})
 
+    async def queue(request: Request) -> Response:
+        return JSONResponse({"queue": await run_in_threadpool(queue_view, store)})
+
+    async def skip(request: Request) -> Response:
+        queues = QueueStore(store)
+        session_id = await run_in_threadpool(queues.request_skip, queues.resolve("latest"))
+        return JSONResponse({"skipping": session_id})
+
     async def events(request: Request) -> Response:
         async def stream() -> Any:
             async with hub.subscribe() as queue:
@@ -173,6 +184,8 @@ def create_app(
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
         Route("/api/approvals/{question:int}", _api(answer), methods=["POST"]),
+        Route("/api/queue", _api(queue)),
+        Route("/api/queue/skip", _api(skip), methods=["POST"]),
         Route("/api/events", events),
     ]
     return Guard(Starlette(routes=routes), token)

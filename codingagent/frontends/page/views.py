@@ -14,6 +14,7 @@ from codingagent.frontends.page.diffs import session_diffs
 from codingagent.prompt.render import estimate_tokens
 from codingagent.session.history import TurnRecord
 from codingagent.session.outbox import ensure_outbox, open_workspace
+from codingagent.session.queue import QueueStore, summary_rows
 from codingagent.session.store import SessionStore
 from codingagent.state import CommandResult, SessionError, SessionState
 
@@ -88,4 +89,25 @@ def _turn(folder: Path) -> dict[str, Any]:
         "appliedAt": meta.get("appliedAt"),
         "results": [result_json(CommandResult.model_validate(r)) for r in results],
         "messages": [c["text"] for c in commands if c.get("kind") == "MESSAGE"],
+    }
+
+
+def queue_view(store: SessionStore) -> dict[str, Any] | None:
+    """The latest queue (docs/queue.md), for the page's "Task 2/5" banner: its tasks as the
+    summary shows them, and the task it runs now (None once it ended); None: no queue."""
+    queues = QueueStore(store)
+    ids = queues.ids()
+    if not ids:
+        return None
+    queue = queues.load(ids[0])
+    rows = summary_rows(store, queue)
+    position = queue.position
+    return {
+        "id": queue.queue_id,
+        "total": len(rows),
+        "position": None if position is None else position + 1,
+        "current": None if position is None else rows[position],
+        "completed": sum(row["outcome"] == "completed" for row in rows),
+        "halted": queue.halted,
+        "tasks": rows,
     }

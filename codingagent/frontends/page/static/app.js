@@ -8,6 +8,8 @@ let view = null; // its last JSON view
 let shown = ""; // that view as rendered: the same view again is not rendered again
 let live = null; // the card of the turn being applied
 let waiting = null; // timer while a terminal watcher applies a queued reply
+let queueSession = null; // the session of the queue's running task, as last seen
+const QUEUE_POLL_MS = 1500; // the queue's runner is another process: its progress is read
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -233,6 +235,42 @@ function dropApproval(event) {
   liveCard().append(el("div", "dim", `Command ${event.why}: ${event.command.split("\n")[0]}`));
 }
 
+// --- the queue of tasks (docs/queue.md) -----------------------------------------------------
+
+async function loadQueue() {
+  const q = (await api("api/queue")).queue;
+  $("queue").hidden = !q;
+  if (!q) return;
+  $("queue-title").textContent = q.current
+    ? `Task ${q.position}/${q.total}: ${q.current.task}`
+    : `Queue ${q.id} ended: ${q.completed} of ${q.total} tasks completed` +
+      (q.halted ? ` (halted: ${q.halted})` : "");
+  $("queue-skip").hidden = !(q.current && q.current.session);
+  const list = $("queue-tasks");
+  list.replaceChildren();
+  for (const t of q.tasks) {
+    const item = el("li", t.outcome);
+    item.dataset.outcome = t.outcome;
+    item.append(el("span", "", t.task), el("span", "dim", ` · ${t.outcome}`));
+    if (t.reason) item.append(el("span", "dim", `: ${t.reason}`));
+    list.append(item);
+  }
+  // Follow the queue: when it moves to the next task, show that task's session, unless the
+  // user went to look at another session.
+  const running = q.current ? q.current.session : null;
+  if (running && running !== queueSession) {
+    const following = !current || current === queueSession;
+    queueSession = running;
+    if (following) await show(running);
+    else await loadSessions();
+  }
+}
+
+async function skipTask() {
+  const done = await api("api/queue/skip", {});
+  notice(`Asked the queue to skip the task of session ${done.skipping}; it moves on in a moment.`);
+}
+
 // --- events from the server -------------------------------------------------------------------
 
 function onEvent(event) {
@@ -341,6 +379,7 @@ window.addEventListener("DOMContentLoaded", async () => {
   $("copy").addEventListener("click", () => act($("copy"), copyPrompt));
   $("apply").addEventListener("click", () => act($("apply"), applyReply));
   $("start-form").addEventListener("submit", (e) => act($("start"), () => startSession(e)));
+  $("queue-skip").addEventListener("click", () => act($("queue-skip"), skipTask));
   window.addEventListener("hashchange", () => {
     const id = location.hash.slice(1);
     if (id && id !== current) show(id).catch((e) => showError(e.message));
@@ -349,8 +388,10 @@ window.addEventListener("DOMContentLoaded", async () => {
     const data = await loadSessions();
     const first = location.hash.slice(1) || data.first;
     if (first) await show(first);
+    await loadQueue();
   } catch (e) {
     showError(e.message);
   }
+  setInterval(() => loadQueue().catch(() => {}), QUEUE_POLL_MS);
   connect();
 });
