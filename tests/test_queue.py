@@ -304,6 +304,7 @@ def test_with_inbox_replies_the_next_prompt_is_written_at_once_and_a_skip_moves_
         third = the_queue(tmp_path)["tasks"][2]["sessionId"]
         assert (tmp_path / "outbox" / f"{third}_seq0001.txt").is_file()
         process.send_signal(signal.SIGINT)
+        until(f"stopped. Continue it with: codingagent resume {third}")
         assert process.wait(timeout=20) == 130
     finally:
         process.kill()

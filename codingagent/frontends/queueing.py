@@ -37,7 +37,9 @@ QUEUE_FAILED = 3  # the exit status of a queue that ended with a task not comple
 STYLES = {"completed": "green", "stopped": "yellow", "skipped": "yellow", "running": "bold"}
 
 
-def task_list(tasks: tuple[str, ...], task_file: str | None, configured: tuple[str, ...]) -> list:
+def task_list(
+    tasks: tuple[str, ...], task_file: str | None, configured: tuple[str, ...]
+) -> list[str]:
     """The queue's tasks: the arguments, then the file's; the settings' when neither is given."""
     from codingagent.session.queue import checked_tasks, parse_tasks
 
@@ -126,7 +128,10 @@ def run_queue(
     except KeyboardInterrupt:
         end = None
     if end is None or end.interrupted:
-        say(f"Queue stopped. Continue it with: codingagent resume (queue {queue_id})", "yellow")
+        queue = queues.load(queue_id)
+        index = queue.position
+        running = "" if index is None else f" {queue.tasks[index].session_id or ''}"
+        say(f"Queue {queue_id} stopped. Continue it with: codingagent resume{running}".rstrip())
         sys.exit(130)
     if not watch:
         return
