@@ -101,9 +101,9 @@ def test_a_model_runs_three_tasks_and_the_second_failing_does_not_stop_the_third
         assert len(SessionStore(tmp_path).turns(session_id)) == 2
     assert sorted(p.name for p in (tmp_path / "workspace").iterdir()) == ["t1.txt", "t3.txt"]
     # Each task's first request is its own session's first prompt.
-    first_prompts = [model.requests[i]["messages"][0]["content"] for i in (0, 2, 4)]
+    first_prompts = [model.requests[i]["messages"][-1]["content"] for i in (0, 2, 4)]
     for session_id, prompt in zip(sessions, first_prompts, strict=True):
-        assert prompt == (tmp_path / "outbox" / f"{session_id}_seq0001.txt").read_text()
+        assert prompt.startswith(f"=== HEADER ===\nSession: {session_id}\nSequence: 1\n")
     # The table on the console names all three.
     table = result.output[result.output.index(f"Queue {queue['queueId']}\n") :]
     for session_id in sessions:
