@@ -130,6 +130,9 @@ class Settings(BaseModel):
         (), description="more paths hidden from sandboxed commands (homes are always hidden)"
     )
     mask_secrets: bool = Field(True, description="mask secrets before a prompt is written")
+    secret_files_allow: tuple[str, ...] = Field(
+        (), description="workspace secret files (.env, *.pem, ...) sandboxed commands may read"
+    )
 
     clipboard_watch: bool = Field(
         False, description="also take replies copied to the clipboard (implies clipboard)"
@@ -234,13 +237,15 @@ def _looser(key: str, old: Any, new: Any) -> bool:
         return not set(new) >= set(old)
     if key == "tasks":  # work for the LLM, chosen by a file it can write: never taken
         return bool(new != old)
+    if key == "secret_files_allow":
+        return not set(new) <= set(old)
     return bool((_INFINITY if new is None else new) > (_INFINITY if old is None else old))
 
 
 # The keys a settings file the LLM can write may only tighten.
 LOOSER = frozenset(
     {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
-    | {"max_reply_bytes", "max_turns", "tasks"}
+    | {"max_reply_bytes", "max_turns", "tasks", "secret_files_allow"}
 )
 
 
@@ -374,7 +379,8 @@ def _table(table: Any, path: Path) -> dict[str, Any]:
 def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """``CODINGAGENT_COMMAND_TIMEOUT=60`` and so on; pydantic converts the strings.
 
-    ``CODINGAGENT_SANDBOX_HIDE`` is a list of paths separated like ``PATH``.
+    ``CODINGAGENT_SANDBOX_HIDE`` and ``CODINGAGENT_SECRET_FILES_ALLOW`` are lists separated
+    like ``PATH``.
     ``CODINGAGENT_ROOT`` is a flag's environment variable, not a setting; ``CODINGAGENT_CRASH_AT``
     is a test hook.
     """
@@ -383,7 +389,7 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
-            if key == "sandbox_hide":
+            if key in ("sandbox_hide", "secret_files_allow"):
                 values[key] = tuple(filter(None, value.split(os.pathsep)))
             elif key in fields:
                 values[key] = value

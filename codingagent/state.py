@@ -173,3 +173,8 @@ class Environment(BaseModel):
     network: bool | None = None  # a route out exists
     sandboxed: bool = False  # an OS sandbox contains the commands
     sandbox: str | None = None  # what the sandbox does, in one line for the model
+    hides_files: bool = False  # the sandbox keeps the workspace's secret files from commands
+    # The workspace's secret files when the prompt was written (docs/secrets.md): hidden from
+    # commands (if ``hides_files``), and those the user allowed them to read.
+    secret_files: list[str] = Field(default_factory=list)
+    secret_files_allowed: list[str] = Field(default_factory=list)

@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 
 from codingagent.frontends.cli import main
 from codingagent.sandbox.backends import sandbox_status
-from codingagent.secrecy import masking
-from codingagent.secrecy.masking import UnknownMask, mask, unmask
+from codingagent.secrecy.masking import Masker, UnknownMask
 from codingagent.settings import load_settings, user_settings_path
 from codingagent.workspace import autorun
 
@@ -367,15 +366,14 @@ def test_masking_can_be_turned_off_for_a_session(tmp_path: Path) -> None:
 
 def test_a_mask_is_put_back_after_the_agent_restarted(tmp_path: Path) -> None:
     """Ids are keyed, not remembered: a new process finds the secret in the file replaced."""
-    text, count = mask(CONFIG)
-    assert count == len(SECRETS)
-    masking._known.clear()  # what a new process starts with
-    assert unmask(text.replace("eu-west-1", "us-east-1"), [CONFIG]) == CONFIG.replace(
+    text, kinds = Masker().mask(CONFIG)
+    assert sum(kinds.values()) == len(SECRETS)
+    # What a new process starts with: a masker that has seen nothing.
+    assert Masker().unmask(text.replace("eu-west-1", "us-east-1"), [CONFIG]) == CONFIG.replace(
         "eu-west-1", "us-east-1"
     )
     with pytest.raises(UnknownMask):
-        masking._known.clear()
-        unmask(text, [])
+        Masker().unmask(text, [])
 
 
 # --- the parts on their own ----------------------------------------------------------------
@@ -400,11 +398,12 @@ WHOLE[PEM] = PRIVATE_KEY_BODY
 @settings(max_examples=300, deadline=None)
 def test_masked_text_is_put_back_exactly(parts: list[str]) -> None:
     text = "\n".join(parts)
-    masked, count = mask(text)
-    assert unmask(masked) == text
+    masker = Masker()
+    masked, kinds = masker.mask(text)
+    assert masker.unmask(masked) == text
     for part in parts:
         assert not any(secret in masked for secret in WHOLE.get(part, []))
-    assert count == masked.count("[masked: ")
+    assert sum(kinds.values()) == masked.count("[masked: ")
 
 
 def test_git_settings_that_run_programs_are_named(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ class Turn:
     track_shown: bool  # whether stale line numbers can be noticed (the caller passed `shown`)
     targets: list[str | None]  # the real path each command writes, if it writes one
     last_writes: dict[str, int]  # real path -> index of the last command writing it
+    session_id: str = ""  # whose secrets (codingagent.secrecy.masking.for_session)
     index: int = 0
     remaining: int = 0  # commands after the one running now
     runs: dict[str, EditRun] = field(default_factory=dict)
@@ -156,7 +157,7 @@ def unmasked(path: str, text: str, turn: Turn, what: str = "the new content") ->
     except (OSError, PathRejected):
         before = ""
     try:
-        return masking.unmask(text, [before])
+        return masking.for_session(turn.session_id).unmask(text, [before])
     except masking.UnknownMask as e:
         raise CommandFailed(
             f"Not written: {what} of '{path}' contains {e}, which stands for a secret "

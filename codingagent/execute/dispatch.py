@@ -58,13 +58,15 @@ def execute(
     on_result: Callable[[CommandResult], None] | None = None,
     preceding: Sequence[CommandResult] = (),
     shown: Mapping[str, str] | None = None,
+    session_id: str = "",
 ) -> TurnOutcome:
     """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
 
     ``preceding`` are results the turn already has (a problem with the reply itself); they
     come first and count as failures for DONE. ``shown`` maps a workspace path to the sha256
     of the content the LLM last saw; with it, an EDIT_FILE run on a file that changed since
-    warns that its line numbers may be stale.
+    warns that its line numbers may be stale. ``session_id`` names whose secrets are kept
+    from commands and put back into masked text (:mod:`codingagent.secrecy`).
     """
     targets = [_target(command, workspace) for command in commands]
     turn = Turn(
@@ -74,6 +76,7 @@ def execute(
         track_shown=shown is not None,
         targets=targets,
         last_writes={path: i for i, path in enumerate(targets) if path is not None},
+        session_id=session_id,
     )
     for index, command in enumerate(commands):
         turn.index = index

@@ -1,9 +1,12 @@
-"""RUN_COMMAND: one shell command in the workspace, through the shell (sandbox, limits)."""
+"""RUN_COMMAND: one shell command in the workspace, through the shell (sandbox, limits), the
+workspace's secret files kept from it where the sandbox can (docs/secrets.md)."""
 
 from __future__ import annotations
 
 from codingagent.execute.context import CommandFailed, Success, Turn
 from codingagent.protocol.commands import RunCommand
+from codingagent.secrecy.files import secret_files
+from codingagent.secrecy.masking import for_session
 
 
 def run_command(cmd: RunCommand, turn: Turn) -> Success:
@@ -12,7 +15,10 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
         raise CommandFailed("No command given")
     first, _, more = shown.partition("\n")
     shown = f"{first} ..." if more else first
-    result = turn.shell.run(cmd.command, turn.workspace.root)
+    root = turn.workspace.root
+    found = secret_files(root, turn.shell.secret_files_allow, for_session(turn.session_id))
+    hidden = [str(root / rel) for rel in found.hidden] if turn.shell.hides_files else []
+    result = turn.shell.run(cmd.command, root, hidden)
     if not result.approved:
         raise CommandFailed("not approved by the user")
     output = result.output or "(no output)"

@@ -60,7 +60,11 @@ def log(session: str, root: Path, as_json: bool) -> None:
         for line in entry.get("autoRun", []):
             out.print(safe_text(f"  Runs code outside the sandbox: {line}", style="bold red"))
         if entry.get("masked"):
-            out.print(safe_text(f"  {entry['masked']} secret(s) masked in the next prompt"))
+            kinds = entry.get("maskedKinds") or {}
+            by_kind = ": " + ", ".join(f"{kind} {n}" for kind, n in kinds.items()) if kinds else ""
+            out.print(
+                safe_text(f"  {entry['masked']} secret(s) masked in the next prompt{by_kind}")
+            )
 
 
 @click.command()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 from dataclasses import replace
 
 from codingagent.prompt.render import (
@@ -18,6 +19,7 @@ from codingagent.prompt.render import (
     render_outbox,
 )
 from codingagent.secrecy import masking
+from codingagent.secrecy.files import secret_files
 from codingagent.state import ReadRequest, SessionState
 from codingagent.workspace import PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED
@@ -147,9 +149,9 @@ def _shown_key(ws: Workspace, path: str) -> str:
 
 def compose(
     ws: Workspace, state: SessionState, prompt: PromptOptions
-) -> tuple[str, dict[str, str], int]:
+) -> tuple[str, dict[str, str], Counter[str]]:
     """The session's current prompt as it is written to ``outbox/``; the sha256 of each file
-    it shows whole; how many secrets were masked in it.
+    it shows whole; how many secrets of each kind were masked in it.
 
     Over ``prompt.token_budget``, the largest file views are shown in smaller windows first.
     With ``prompt.mask_secrets`` (setting ``mask_secrets``), secrets in it are masked.
@@ -168,12 +170,26 @@ def compose(
         file_views=views,
         size_of=functools.partial(_size_of, ws),
     )
+    _note_secret_files(ws, state, prompt)
     environment = environment_section(state, prompt)
     if environment is not None:
         state.environment_digest = digest(environment)
         state.environment_sequence = state.sequence_number
     text = _fit(state, context, prompt)
-    text, masked = masking.mask(text) if prompt.mask_secrets else (text, 0)
-    if masked:
+    kinds: Counter[str] = Counter()
+    if prompt.mask_secrets:
+        text, kinds = masking.for_session(state.session_id).mask(text)
+    if kinds:
         text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
-    return text, shown, masked
+    return text, shown, kinds
+
+
+def _note_secret_files(ws: Workspace, state: SessionState, prompt: PromptOptions) -> None:
+    """The workspace's secret files as they are now, in ``state.environment`` for the
+    Environment section; the session learns the secrets in them (docs/secrets.md)."""
+    if state.environment is None:
+        return
+    masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
+    found = secret_files(ws.root, prompt.secret_files_allow, masker)
+    update = {"secret_files": list(found.hidden), "secret_files_allowed": list(found.allowed)}
+    state.environment = state.environment.model_copy(update=update)

@@ -57,6 +57,7 @@ class PromptOptions:
     max_output: int = 4000
     token_budget: int = 100_000
     mask_secrets: bool = True  # secrets masked before the prompt is written (SPEC 4.1)
+    secret_files_allow: tuple[str, ...] = ()  # secret files commands may read (docs/secrets.md)
     full_protocol: bool = False  # the full PROTOCOL and Environment whatever else holds
 
     @classmethod
@@ -68,6 +69,7 @@ class PromptOptions:
             max_output=settings.max_output,
             token_budget=settings.token_budget,
             mask_secrets=settings.mask_secrets,
+            secret_files_allow=settings.secret_files_allow,
         )
 
 
@@ -215,11 +217,36 @@ def _environment(env: Environment, options: PromptOptions) -> list[str]:
     if env.sandbox or env.sandboxed:  # (states written before the note was kept: sandboxed)
         note = env.sandbox or "the system is read-only, the workspace writable, /tmp private"
         lines.append(f"Sandbox: {note}")
+    lines += _secret_files(env)
     lines.append(
         f"Limits: {seconds(options.command_timeout)} a command, then it is killed; "
         f"{options.max_output:,} characters of output kept (stdout and stderr merged)"
     )
     return lines
+
+
+def _secret_files(env: Environment) -> list[str]:
+    """What commands may read of the workspace's secret files (docs/secrets.md)."""
+    lines = []
+    if env.secret_files and env.hides_files:
+        lines.append(
+            f"Secret files: {_some(env.secret_files)}: commands read them as empty files (the"
+            " sandbox hides them). If a command needs one, ASK the user to allow it by name"
+            " (setting secret_files_allow); READ_FILE shows them with their secrets masked"
+        )
+    elif env.secret_files:
+        lines.append(
+            f"Secret files: {_some(env.secret_files)}: there is no OS sandbox, so commands can"
+            " read them; their secrets are masked in what you are shown"
+        )
+    if env.secret_files_allowed:
+        lines.append(f"Secret files commands may read: {_some(env.secret_files_allowed)}")
+    return lines
+
+
+def _some(paths: list[str], most: int = 10) -> str:
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(paths[:most]) + more
 
 
 def _context(state: SessionState, context: OutboxContext, options: PromptOptions) -> str:

@@ -27,6 +27,9 @@ class Job:
     read_only: tuple[Path, ...]  # the agent's own folders inside the workspace
     tmp_bytes: int | None  # size of each private tmpfs, if the backend makes them
     hide: tuple[str, ...]  # more paths commands must not see (setting ``sandbox_hide``)
+    # Workspace files that hold secrets: read as empty files, where the backend
+    # :attr:`Sandbox.hides_files` (docs/secrets.md, 'Secret files').
+    secret_files: tuple[str, ...] = ()
 
 
 class Sandbox(Protocol):
@@ -35,6 +38,7 @@ class Sandbox(Protocol):
     name: str  # the value of the ``sandbox`` setting that asks for it
     isolated: bool  # an OS layer contains the command (the approval default depends on it)
     user_namespace: bool  # commands get a user namespace of their own (RLIMIT_NPROC binds them)
+    hides_files: bool  # commands read :attr:`Job.secret_files` as empty files
 
     def problem(self) -> str | None:
         """None when it works here, else why not, for people (cached by the backend)."""
@@ -65,6 +69,7 @@ class NoSandbox:
     name = "none"
     isolated = False
     user_namespace = False
+    hides_files = False
     _ROWS = (
         "read-only system",
         "no network",

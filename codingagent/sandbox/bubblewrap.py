@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import fnmatch
 import functools
 import os
@@ -53,6 +55,7 @@ class Bubblewrap:
     name = "bwrap"
     isolated = True
     user_namespace = True
+    hides_files = True
 
     def __init__(self) -> None:
         self.program = shutil.which("bwrap")
@@ -76,7 +79,8 @@ class Bubblewrap:
 
     def wrap(self, argv: list[str], job: Job) -> list[str]:
         program = self.program or "bwrap"
-        return bwrap_argv(program, job.workspace, job.read_only, job.tmp_bytes, job.hide) + argv
+        argv = bwrap_argv(program, job.workspace, job.read_only, job.tmp_bytes, job.hide) + argv
+        return _hide_secret_files(argv, job.secret_files)
 
     def hidden_paths(self, extra: Iterable[str]) -> list[str]:
         return hidden_paths(extra)
@@ -162,6 +166,32 @@ def bwrap_argv(
         *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
         *("--chdir", str(workspace), "--"),
     ]
+
+
+def _hide_secret_files(argv: list[str], secret_files: tuple[str, ...]) -> list[str]:
+    """``argv`` with an empty, read-only file bound over each of ``secret_files`` (after the
+    workspace's own mounts, before ``--``)."""
+    if not secret_files:
+        return argv
+    empty = _empty_file()
+    binds = [arg for path in secret_files for arg in ("--ro-bind-try", empty, path)]
+    at = argv.index("--chdir")
+    return argv[:at] + binds + argv[at:]
+
+
+@functools.cache
+def _empty_file() -> str:
+    """An empty, read-only regular file of this process (removed at exit)."""
+    fd, path = tempfile.mkstemp(prefix="codingagent-empty-")
+    os.close(fd)
+    os.chmod(path, 0o444)
+    atexit.register(_remove, path)
+    return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def hidden_paths(extra: Iterable[str] = ()) -> list[str]:

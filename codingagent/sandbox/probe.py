@@ -71,7 +71,8 @@ def probe(shell: Shell, workspace: Path) -> Environment:
             output = unattended.run(PROBE_SCRIPT, workspace).output
         except OSError:
             output = ""
-        _cache[key] = parse_probe(output, shell.backend.model_note())
+        facts = parse_probe(output, shell.backend.model_note())
+        _cache[key] = facts.model_copy(update={"hides_files": shell.hides_files})
     return _cache[key]
 
 

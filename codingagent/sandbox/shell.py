@@ -103,7 +103,9 @@ class Shell:
     work here raises :class:`~codingagent.sandbox.backends.SandboxUnavailable`; ``"auto"``
     falls back to no OS sandbox. ``approve`` sees each command before it runs. ``read_only``
     folders (the agent's own, inside the workspace) stay read-only in the sandbox; the
-    ``hide`` paths (and every home folder) are not seen there.
+    ``hide`` paths (and every home folder) are not seen there. ``secret_files_allow`` names
+    the workspace's secret files commands may read (the caller finds the others and passes
+    them to :meth:`run`: docs/secrets.md).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class Shell:
         limits: Limits = Limits(),  # frozen, so one shared default is safe
         read_only: Iterable[Path] = (),
         hide: Iterable[str] = (),
+        secret_files_allow: Iterable[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_output = max_output
@@ -122,6 +125,7 @@ class Shell:
         self.limits = limits
         self.read_only = tuple(Path(os.path.realpath(p)) for p in read_only)
         self.hide = tuple(hide)
+        self.secret_files_allow = tuple(secret_files_allow)
         self.backend, self.sandbox_reason = choose(sandbox)
 
     @property
@@ -138,8 +142,14 @@ class Shell:
         """What commands do not see (empty without an OS sandbox)."""
         return self.backend.hidden_paths(self.hide)
 
-    def run(self, command: str, cwd: Path) -> ShellResult:
-        """Run ``command`` in ``cwd`` and return once it and everything it started are gone."""
+    @property
+    def hides_files(self) -> bool:
+        """Whether commands read the secret files given to :meth:`run` as empty files."""
+        return self.backend.hides_files
+
+    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
+        """Run ``command`` in ``cwd`` and return once it and everything it started are gone;
+        ``secret_files`` (absolute paths) read as empty files where the sandbox can hide them."""
         if self.approve is not None and not self.approve(command):
             return ShellResult(
                 None, "", timed_out=False, duration_s=0.0, cut_chars=0, approved=False
@@ -147,7 +157,9 @@ class Shell:
         started = time.monotonic()
         capture = Capture(self.max_output)
         group = self._pids_group()
-        process = Process(functools.partial(self._argv, command, Path(cwd), group), Path(cwd))
+        hidden = tuple(secret_files)
+        argv = functools.partial(self._argv, command, Path(cwd), group, hidden)
+        process = Process(argv, Path(cwd))
         try:
             timed_out = process.pump(capture, started + self.timeout)
         finally:  # also when the agent is interrupted: nothing the command started outlives it
@@ -166,7 +178,12 @@ class Shell:
         )
 
     def _argv(
-        self, command: str, cwd: Path, group: cgroup.PidsGroup | None, status_fd: int
+        self,
+        command: str,
+        cwd: Path,
+        group: cgroup.PidsGroup | None,
+        secret_files: tuple[str, ...],
+        status_fd: int,
     ) -> list[str]:
         """The command line that runs ``command``; the runner reports to ``status_fd``."""
         if not POSIX:
@@ -176,7 +193,7 @@ class Shell:
         limits = [cpu_s, self.limits.file_bytes, self.limits.memory_bytes, nproc]
         argv = [_PYTHON, "-I", "-S", "-c", _RUNNER_SOURCE, str(status_fd)]
         argv += ["-" if n is None else str(n) for n in limits] + [SHELL, command]
-        job = Job(cwd.resolve(), self.read_only, self.limits.tmp_bytes, self.hide)
+        job = Job(cwd.resolve(), self.read_only, self.limits.tmp_bytes, self.hide, secret_files)
         argv = self.backend.wrap(argv, job)
         return argv if group is None else group.join_argv(argv)
 

@@ -112,6 +112,7 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
             read_only=store.protected,
             limits=Limits.of(settings),
             hide=settings.sandbox_hide,
+            secret_files_allow=settings.secret_files_allow,
         )
     except SandboxUnavailable as e:
         raise SettingsError(f"sandbox = '{settings.sandbox}' was asked for, but {e}") from None

@@ -33,7 +33,7 @@ fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes o
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -44,6 +44,8 @@ from codingagent.prompt.render import PromptOptions
 from codingagent.sandbox.backends import default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
+from codingagent.secrecy.files import notes as secret_file_notes
+from codingagent.secrecy.files import secret_files
 from codingagent.session.lifecycle import answer_question, follow_up_session, make_shell
 from codingagent.session.outbox import ensure_outbox
 from codingagent.session.recovery import recover
@@ -336,6 +338,10 @@ class SessionLoop:
             if shell.isolated:
                 hidden = ", ".join(shell.hidden_paths())
                 self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
+            workspace = Path(self.store.load(self.session_id).workspace)
+            found = secret_files(workspace, shell.secret_files_allow)
+            for line in secret_file_notes(found, shell.hides_files):
+                self._listener.note(line)
             self._shell = shell
         return self._shell
 
@@ -423,6 +429,6 @@ class _ObservedShell:
     def __getattr__(self, name: str) -> object:
         return getattr(self._shell, name)
 
-    def run(self, command: str, cwd: Path) -> ShellResult:
+    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
         with self._listener.running(command):
-            return self._shell.run(command, cwd)
+            return self._shell.run(command, cwd, secret_files)

@@ -10,7 +10,10 @@ EDIT_FILE is checked against what the LLM really saw."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from codingagent.prompt.compose import compose
@@ -24,6 +27,9 @@ class WrittenOutbox(NamedTuple):
     path: Path
     shown: dict[str, str]  # sha256 of each file shown whole, keyed by its workspace path
     masked: int = 0  # secrets masked in it
+    masked_kinds: Mapping[str, int] = MappingProxyType(
+        {}
+    )  # of them, how many of each kind (never the values)
 
 
 def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
@@ -40,14 +46,14 @@ def write_outbox(
 
     The digest of the Environment section it shows goes into ``state`` (the caller saves it).
     """
-    text, shown, masked = prompt_text(store, state, prompt)
+    text, shown, kinds = prompt_text(store, state, prompt)
     path = store.write_outbox(state.session_id, state.sequence_number, text)
-    return WrittenOutbox(path, shown, masked)
+    return WrittenOutbox(path, shown, sum(kinds.values()), dict(sorted(kinds.items())))
 
 
 def prompt_text(
     store: SessionStore, state: SessionState, prompt: PromptOptions
-) -> tuple[str, dict[str, str], int]:
+) -> tuple[str, dict[str, str], Counter[str]]:
     """The session's current prompt as :func:`write_outbox` writes it (see
     :func:`codingagent.prompt.compose.compose`)."""
     return compose(open_workspace(store, state), state, prompt)

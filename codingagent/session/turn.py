@@ -150,6 +150,7 @@ def apply_admitted(
             written = None if waiting else next_outbox(store, state, options.prompt)
             outbox = written.path if written else None
             masked = written.masked if written else 0
+            masked_kinds = dict(written.masked_kinds) if written else {}
             record.write_meta(
                 {
                     "sequence": answered,
@@ -161,6 +162,7 @@ def apply_admitted(
                     "durationMs": round((time.perf_counter() - started) * 1000, 1),
                     "nextOutbox": outbox.name if outbox else None,
                     "masked": masked,
+                    "maskedKinds": masked_kinds,
                     "autoRun": auto_run,
                     **reply.meta,
                 }
@@ -251,6 +253,7 @@ def _execute(
             after_each_result(options.on_result),
             problems,
             shown=state.shown_files,
+            session_id=state.session_id,
         )
     finally:
         ws.before_change = None

@@ -1,0 +1,159 @@
+"""The workspace files that hold secrets: kept from commands where a sandbox can hide them
+(docs/secrets.md, 'Secret files').
+
+A file is a secret file by its name (:data:`NAME_PATTERNS`: ``.env*``, ``*.pem``, ``id_rsa*``,
+...) or by what is in it: a secret of a known format or a private key, or, in a file that is
+not source code, a value assigned to a secret-looking name (``password=...``). Source code
+is kept visible whatever it holds (tests and imports read it); the secrets found in it are
+still learned, so the session masks them in every later prompt, also in disguise. The user
+allows a file by name (setting ``secret_files_allow``: a path or a pattern, matched against
+the path in the workspace and against the file name).
+
+The walk skips version-control and dependency folders (:data:`SKIP_DIRS`) and looks inside
+files up to :data:`MAX_BYTES`; what it found in a file is cached by its size and change time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from codingagent.secrecy import rules
+from codingagent.secrecy.masking import Masker
+
+NAME_PATTERNS = (
+    *(".env", ".env.*", "*.env", ".envrc", ".netrc", "_netrc", ".npmrc", ".pypirc"),
+    *(".git-credentials", ".htpasswd", "credentials", "credentials.*", "*.credentials"),
+    *("*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.ovpn"),
+    *("id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.tfvars", "*.tfstate"),
+)
+# Source code and documentation: read by tests, imports and builds, never hidden.
+SOURCE_SUFFIXES = frozenset(
+    {
+        *(".py", ".pyi", ".pyx", ".ipynb", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx"),
+        *(".go", ".rs", ".java", ".kt", ".kts", ".scala", ".rb", ".php", ".pl", ".lua"),
+        *(".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".swift", ".m", ".sh", ".bash", ".zsh"),
+        *(".md", ".rst", ".html", ".css", ".vue", ".svelte", ".r", ".jl", ".ex"),
+    }
+)
+SKIP_DIRS = frozenset(
+    {
+        *(".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"),
+        *(".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"),
+    }
+)
+MAX_BYTES = 512 * 1024  # files looked inside; bigger ones are secret files by name only
+MAX_FILES = 50_000  # files a walk looks at; beyond, the rest of the tree is not seen
+_NAMES = [pattern.lower() for pattern in NAME_PATTERNS]
+
+
+class SecretFiles(NamedTuple):
+    """The workspace's secret files, by their posix paths in it."""
+
+    hidden: tuple[str, ...]  # kept from commands (where a sandbox can)
+    allowed: tuple[str, ...]  # secret files the user allowed by name
+
+
+def secret_files(
+    root: Path, allow: Iterable[str] = (), masker: Masker | None = None
+) -> SecretFiles:
+    """The secret files under ``root``, those ``allow`` names apart; ``masker`` learns each
+    secret found inside the files looked at (source code and allowed files too)."""
+    allow = tuple(allow)
+    hidden: list[str] = []
+    allowed: list[str] = []
+    for path, rel, stat in _walk(root):
+        by_name = _named_secret(rel)
+        if stat.st_size > MAX_BYTES:
+            holds = False
+        else:
+            holds, found = _examine(path, stat.st_mtime_ns, stat.st_size)
+            for secret, label in found:
+                if masker is not None:
+                    masker.learn(secret, label)
+        if not (by_name or holds):
+            continue
+        (allowed if _allowed(rel, allow) else hidden).append(rel)
+    return SecretFiles(tuple(sorted(hidden)), tuple(sorted(allowed)))
+
+
+def notes(found: SecretFiles, hides: bool) -> list[str]:
+    """Lines for people: which secret files commands do or do not see, and how to allow one."""
+    lines = []
+    if found.hidden and hides:
+        lines.append(
+            f"Secret files hidden from commands (they read as empty): {', '.join(found.hidden)};"
+            " to let commands read one, add its name to secret_files_allow in"
+            " ~/.config/codingagent/config.toml (or CODINGAGENT_SECRET_FILES_ALLOW)"
+        )
+    elif found.hidden:
+        lines.append(
+            f"No OS sandbox: commands CAN read these secret files: {', '.join(found.hidden)}"
+            " (their secrets are masked in prompts, not kept from commands)"
+        )
+    if found.allowed:
+        lines.append(
+            f"Secret files commands may read (secret_files_allow): {', '.join(found.allowed)}"
+        )
+    return lines
+
+
+def _named_secret(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1].lower()
+    if os.path.splitext(name)[1] in SOURCE_SUFFIXES:
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _NAMES)
+
+
+def _allowed(rel: str, allow: tuple[str, ...]) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return any(
+        fnmatch.fnmatchcase(rel, pattern.strip("/")) or fnmatch.fnmatchcase(name, pattern)
+        for pattern in allow
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _examine(path: str, mtime_ns: int, size: int) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    """Whether the file at ``path`` is a secret file by what it holds, and the secrets in
+    it; cached by its change time and size."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES)
+    except OSError:
+        return False, ()
+    if b"\0" in data[:8192]:
+        return False, ()  # binary
+    text = data.decode("utf-8", errors="replace")
+    source = os.path.splitext(path)[1].lower() in SOURCE_SUFFIXES
+    found = list(rules.find(text))
+    holds = not source and bool(found)
+    return holds, tuple((text[f.start : f.end], f.label) for f in found)
+
+
+def _walk(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(path, posix path in ``root``, stat) of each regular file under ``root`` (not
+    following links), outside :data:`SKIP_DIRS`, at most :data:`MAX_FILES` of them."""
+    seen = 0
+    folders = [(str(root), "")]
+    while folders and seen < MAX_FILES:
+        folder, prefix = folders.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS:
+                        folders.append((entry.path, rel + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    seen += 1
+                    yield entry.path, rel, entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
