@@ -10,19 +10,17 @@ import secrets
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codingagent.frontends.cli import main
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.secrecy.masking import Masker, UnknownMask
 from codingagent.settings import load_settings, user_settings_path
 from codingagent.workspace import autorun
+from tests.invoking import Run
 
 
 @pytest.fixture(autouse=True)
@@ -98,38 +96,6 @@ CONFIG = "\n".join(
         "",
     ]
 )
-
-
-@dataclass
-class Run:
-    """A run folder and workspace driven through ``codingagent start`` and ``step``."""
-
-    root: Path
-    ws: Path
-    session: str = ""
-    replies: int = 0
-
-    def cli(self, *args: str) -> Result:
-        return CliRunner().invoke(main, [*args, "--root", str(self.root)])
-
-    def start(self, *flags: str) -> None:
-        result = self.cli("start", "t", "--no-watch", "--workspace", str(self.ws), *flags)
-        assert result.exit_code == 0, result.output
-        (state,) = (self.root / "sessions").glob("*.json")
-        self.session = state.stem
-
-    def step(self, reply: str, *flags: str) -> Result:
-        """Apply ``reply`` (saved beside the run folder); the result of ``codingagent step``."""
-        self.replies += 1
-        path = self.root.parent / f"reply{self.replies}.txt"
-        path.write_text(reply)
-        result = self.cli("step", self.session, str(path), *flags)
-        assert result.exit_code == 0, result.output
-        return result
-
-    def prompt(self) -> str:
-        (latest,) = sorted((self.root / "outbox").glob("*.txt"))[-1:]
-        return latest.read_text()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from codingagent.workspace import Workspace
 class _TimedOutShell(Shell):
     """A shell that reports a timeout at once, to check the wording for the default timeout."""
 
-    def run(self, command: str, cwd: Path) -> ShellResult:
+    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
         return ShellResult(None, "partial\n", timed_out=True, duration_s=30.0, cut_chars=0)
 
 

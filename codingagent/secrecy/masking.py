@@ -77,20 +77,22 @@ class Masker:
         for each in found:
             self.learn(text[each.start : each.end], each.label)
         spans = found + self._everywhere(text) + self._disguised().find(text)
-        spans.sort(key=lambda s: (s.start, -s.end))
+        merged: list[rules.Found] = []  # overlapping spans joined: each is masked whole
+        for each in sorted(spans, key=lambda s: (s.start, -s.end)):
+            if merged and each.start < merged[-1].end:
+                merged[-1] = merged[-1]._replace(end=max(merged[-1].end, each.end))
+            else:
+                merged.append(each)
         parts: list[str] = []
-        kinds: Counter[str] = Counter()
         end = 0
-        for each in spans:
-            if each.start < end:
-                continue  # overlaps a secret masked already
+        for each in merged:
             parts += [
                 text[end : each.start],
                 self._mask_of(each.label, text[each.start : each.end]),
             ]
             end = each.end
-            kinds[each.label] += 1
         parts.append(text[end:])
+        kinds = Counter(each.label for each in merged)
         return Masked("".join(parts), kinds)
 
     def unmask(self, text: str, sources: Iterable[str] = ()) -> str:

@@ -3,7 +3,7 @@
 The provider patterns are detect-secrets' (Yelp, Apache-2.0, version 1.5.0), copied into this
 table rather than read from its plugins: its public scanning API runs every plugin on every
 line, about 300 times slower than one pass of each pattern over the whole text
-(``benchmarks/secrets.py``), and a prompt is masked every turn. ``tests/test_secrecy.py``
+(``benchmarks/secrecy.py``), and a prompt is masked every turn. ``tests/test_secrecy.py``
 checks that detect-secrets' public API finds what this table finds in a sample of each kind.
 
 Three rules are ours: a PEM private key's body (each base64 line on its own, so line numbers

@@ -1,0 +1,159 @@
+"""What keeping secrets home costs, and how often code is masked that holds none.
+
+    python benchmarks/secrecy.py            # the full run (about a minute)
+    python benchmarks/secrecy.py --smoke    # seconds: small inputs, one repeat
+
+Prints two markdown tables (docs/secrets.md has the figures):
+
+- times: masking a MB of command output with no secret known (the baseline) and with known
+  secrets looked for in all their disguises; detect-secrets' public scanning API against our
+  rule table on the same text (why we keep a table of our own); the secret-file scan a
+  command waits for, on a workspace of many files, first and again;
+- false masks: the share of the Python standard library's ``.py`` files (of the interpreter
+  running this) in which anything is masked, each file as a new session would see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import string
+import sys
+import sysconfig
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from codingagent.secrecy import rules
+from codingagent.secrecy.files import secret_files
+from codingagent.secrecy.masking import Masker
+
+
+def median_s(action: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def corpus() -> list[tuple[Path, str]]:
+    """The standard library's ``.py`` files that are UTF-8, by path."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "site-packages" in path.parts:
+            continue
+        try:
+            found.append((path.relative_to(root), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
+def sample_text(files: list[tuple[Path, str]], size: int) -> str:
+    """``size`` characters of real code, as a command's output would carry it."""
+    parts, total = [], 0
+    for _, text in files:
+        parts.append(text)
+        total += len(text)
+        if total >= size:
+            break
+    return "".join(parts)[:size]
+
+
+def known_secrets(count: int) -> list[str]:
+    rng = random.Random(27)
+    alphabet = string.ascii_letters + string.digits
+    return ["ghp_" + "".join(rng.choices(alphabet, k=36)) for _ in range(count)]
+
+
+def times(files: list[tuple[Path, str]], mb: float, runs: int) -> list[tuple[str, float, float]]:
+    """(measure, seconds, baseline seconds) rows."""
+    text = sample_text(files, int(mb * 1e6))
+    per_mb = 1e6 / len(text)
+    bare = median_s(lambda: Masker().mask(text), runs) * per_mb
+    rows = [("mask 1 MB of output, no secret known", bare, bare)]
+    for count in (10, 100):
+        masker = Masker()
+        for secret in known_secrets(count):
+            masker.learn(secret, "github-token")
+        masker.mask("")  # the disguises are made once per new secret, not per text
+        seconds = median_s(lambda m=masker: m.mask(text), runs) * per_mb  # type: ignore[misc]
+        rows.append(
+            (f"mask 1 MB of output, {count} known secrets in every disguise", seconds, bare)
+        )
+    ours = median_s(lambda: list(rules.find(text)), runs) * per_mb
+    theirs = _detect_secrets_public(text[: len(text) // 4]) * 4 * per_mb
+    rows.append(("rule table over 1 MB (ours: one pass a pattern)", ours, ours))
+    rows.append(("detect-secrets public API over 1 MB (scan_file)", theirs, ours))
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for index, (path, content) in enumerate(files[: int(2000 * mb)]):
+            target = root / f"d{index % 40}" / path.name
+            target.parent.mkdir(exist_ok=True)
+            target.write_text(content)
+        (root / ".env").write_text("TOKEN=" + known_secrets(1)[0] + "\n")
+        first = median_s(lambda: secret_files(root, (), Masker()), 1)
+        again = median_s(lambda: secret_files(root, (), Masker()), runs)
+    count = min(len(files), int(2000 * mb))
+    rows.append((f"secret-file scan, {count} files, first", first, again))
+    rows.append((f"secret-file scan, {count} files, again (cached)", again, again))
+    return rows
+
+
+def _detect_secrets_public(text: str) -> float:
+    """Seconds detect-secrets' documented API takes to scan ``text`` as one file."""
+    from detect_secrets import SecretsCollection
+    from detect_secrets.settings import default_settings
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "output.txt"
+        path.write_text(text)
+        with default_settings():
+            started = time.perf_counter()
+            SecretsCollection().scan_file(str(path))
+            return time.perf_counter() - started
+
+
+def false_masks(files: list[tuple[Path, str]]) -> tuple[int, Counter[str], list[str]]:
+    """How many files have anything masked, by kind, and which."""
+    kinds: Counter[str] = Counter()
+    masked = []
+    for path, text in files:
+        found = Masker().mask(text).kinds
+        if found:
+            kinds.update(found)
+            masked.append(str(path))
+    return len(masked), kinds, masked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="small inputs, one repeat")
+    smoke = parser.parse_args().smoke
+    files = corpus()
+    print(f"Python {sys.version.split()[0]}, {len(files)} standard library .py files\n")
+    print("| measure | median per MB or run | baseline | ratio |")
+    print("|---|---|---|---|")
+    for measure, seconds, baseline in times(files, 0.05 if smoke else 1.0, 1 if smoke else 5):
+        print(
+            f"| {measure} | {seconds * 1000:,.1f} ms | {baseline * 1000:,.1f} ms |"
+            f" {seconds / baseline:.2f} |"
+        )
+    count, kinds, masked = false_masks(files[:100] if smoke else files)
+    total = 100 if smoke else len(files)
+    print("\n| corpus | files | files with any mask | share | kinds |")
+    print("|---|---|---|---|---|")
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
+    print(f"| stdlib .py | {total} | {count} | {100 * count / total:.2f} % | {by_kind or '-'} |")
+    for path in masked:
+        print(f"  masked in: {path}")
+
+
+if __name__ == "__main__":
+    main()
