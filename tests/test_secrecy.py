@@ -88,7 +88,7 @@ def test_the_hostile_commands_print_no_form_of_the_keys(tmp_path: Path) -> None:
 
 def test_without_a_sandbox_the_disguises_are_masked_and_the_user_told(tmp_path: Path) -> None:
     run = session_with_env(tmp_path, "--sandbox", "none")
-    assert "there is no OS sandbox, so commands can read them" in run.prompt()
+    assert "Secret files: .env: no sandbox hides them, so commands can read them" in run.prompt()
     result = run.step(HOSTILE, "--sandbox", "none")
     assert "No OS sandbox: commands CAN read these secret files: .env" in result.stderr
     prompt = run.prompt()
@@ -163,7 +163,7 @@ def test_secret_files_by_name_and_by_content(tmp_path: Path) -> None:
         "deploy/server.pem": "not really\n",
         "config/settings.yaml": "db:\n  password: s3cr3t-Value\n",
         "config/plain.yaml": "db:\n  password: ${DB_PASSWORD}\n",
-        "src/app.py": f'TOKEN = "{GITHUB_TOKEN}"\n',  # source stays visible, secret learned
+        "src/app.py": f'TOKEN = "{GITHUB_TOKEN}"\n',  # source code stays visible
         "src/credentials.py": "def load(): ...\n",
         "node_modules/x/.env": "X=1\n",
         "notes.txt": f"my key: {AWS_SECRET} aws_key='{AWS_SECRET}'\n",
@@ -174,9 +174,8 @@ def test_secret_files_by_name_and_by_content(tmp_path: Path) -> None:
     found = secret_files(tmp_path, ["*.pem"], masker)
     assert found.hidden == (".env.production", "config/settings.yaml", "notes.txt")
     assert found.allowed == ("deploy/server.pem",)
-    assert masker.mask(f"echo {GITHUB_TOKEN[::-1]}").text.startswith(
-        "echo [masked: github-token-reversed "
-    )
+    assert masker.mask(f"echo {AWS_SECRET[::-1]}").text.startswith("echo [masked: aws-secret-key")
+    assert GITHUB_TOKEN[::-1] in masker.mask(GITHUB_TOKEN[::-1]).text  # not looked inside .py
 
 
 @pytest.mark.parametrize(

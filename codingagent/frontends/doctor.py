@@ -31,7 +31,7 @@ from codingagent.state import Damaged, SessionError
 LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
 PACKAGES = (
     *("click", "pydantic", "watchdog", "rich", "pathspec", "filelock", "pyperclip"),
-    *("httpx", "detect-secrets", "starlette", "uvicorn"),
+    *("httpx", "starlette", "uvicorn"),
 )
 
 Row = tuple[str, str]

@@ -236,7 +236,7 @@ def _secret_files(env: Environment) -> list[str]:
         )
     elif env.secret_files:
         lines.append(
-            f"Secret files: {_some(env.secret_files)}: there is no OS sandbox, so commands can"
+            f"Secret files: {_some(env.secret_files)}: no sandbox hides them, so commands can"
             " read them; their secrets are masked in what you are shown"
         )
     if env.secret_files_allowed:

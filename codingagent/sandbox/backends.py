@@ -76,6 +76,7 @@ class NoSandbox:
         "no host socket files",
         "private /tmp and home",
         "tool credential files",
+        "workspace secret files",
         "/tmp size limit",
     )
 

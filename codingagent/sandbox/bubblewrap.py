@@ -106,6 +106,7 @@ class Bubblewrap:
                 "tool credential files",
                 "active: hidden: " + ", ".join(CREDENTIAL_PATTERNS[:4]) + ", ...",
             ),
+            ("workspace secret files", "active: read as empty (setting secret_files_allow)"),
             ("/tmp size limit", tmp_limit),
         ]
 

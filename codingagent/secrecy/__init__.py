@@ -1,5 +1,9 @@
-"""Secrets kept out of prompts: :mod:`.masking` finds secrets in text the model would see
-(file contents, command output, the environment) and replaces each with a mask naming its kind.
+"""Secrecy: what of the user's secrets may reach a prompt, and what a command may read.
 
-May import: the standard library and detect-secrets (nothing of ours).
+Owns the rule table (:mod:`.rules`), a session's masking of prompts and putting masks back
+(:mod:`.masking`), known secrets in disguise (:mod:`.disguises`) and the workspace's secret
+files (:mod:`.files`); docs/secrets.md says all of it. The sandbox hides the files this
+package finds, through the ``Sandbox`` protocol, without this package naming a backend.
+
+May import: the standard library (nothing of ours).
 """

@@ -2,12 +2,12 @@
 (docs/secrets.md, 'Secret files').
 
 A file is a secret file by its name (:data:`NAME_PATTERNS`: ``.env*``, ``*.pem``, ``id_rsa*``,
-...) or by what is in it: a secret of a known format or a private key, or, in a file that is
-not source code, a value assigned to a secret-looking name (``password=...``). Source code
-is kept visible whatever it holds (tests and imports read it); the secrets found in it are
-still learned, so the session masks them in every later prompt, also in disguise. The user
-allows a file by name (setting ``secret_files_allow``: a path or a pattern, matched against
-the path in the workspace and against the file name).
+...) or, unless it is source code, by what is in it (a secret the rules find). The secrets
+found are learned, so the session masks them in every later prompt, also in disguise. Source
+code is kept visible and not looked inside (tests and imports read it, and a tree of code is
+big: its secrets are masked when they show up). The user allows a file by name (setting
+``secret_files_allow``: a path or a pattern, matched against the path in the workspace and
+against the file name).
 
 The walk skips version-control and dependency folders (:data:`SKIP_DIRS`) and looks inside
 files up to :data:`MAX_BYTES`; what it found in a file is cached by its size and change time.
@@ -44,6 +44,7 @@ SKIP_DIRS = frozenset(
     {
         *(".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"),
         *(".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"),
+        *("target", ".gradle", ".next", ".cache"),  # build output of Rust, Java, JS
     }
 )
 MAX_BYTES = 512 * 1024  # files looked inside; bigger ones are secret files by name only
@@ -68,7 +69,7 @@ def secret_files(
     allowed: list[str] = []
     for path, rel, stat in _walk(root):
         by_name = _named_secret(rel)
-        if stat.st_size > MAX_BYTES:
+        if stat.st_size > MAX_BYTES or _source(rel):
             holds = False
         else:
             holds, found = _examine(path, stat.st_mtime_ns, stat.st_size)
@@ -102,11 +103,13 @@ def notes(found: SecretFiles, hides: bool) -> list[str]:
     return lines
 
 
+def _source(rel: str) -> bool:
+    return os.path.splitext(rel)[1].lower() in SOURCE_SUFFIXES
+
+
 def _named_secret(rel: str) -> bool:
     name = rel.rsplit("/", 1)[-1].lower()
-    if os.path.splitext(name)[1] in SOURCE_SUFFIXES:
-        return False
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _NAMES)
+    return not _source(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in _NAMES)
 
 
 def _allowed(rel: str, allow: tuple[str, ...]) -> bool:
@@ -119,20 +122,19 @@ def _allowed(rel: str, allow: tuple[str, ...]) -> bool:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _examine(path: str, mtime_ns: int, size: int) -> tuple[bool, tuple[tuple[str, str], ...]]:
-    """Whether the file at ``path`` is a secret file by what it holds, and the secrets in
-    it; cached by its change time and size."""
+    """Whether the file at ``path`` holds secrets, and which; cached by its change time and
+    size."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES)
+            data = f.read(8192)
+            if b"\0" in data:
+                return False, ()  # binary
+            data += f.read(MAX_BYTES - len(data))
     except OSError:
         return False, ()
-    if b"\0" in data[:8192]:
-        return False, ()  # binary
     text = data.decode("utf-8", errors="replace")
-    source = os.path.splitext(path)[1].lower() in SOURCE_SUFFIXES
-    found = list(rules.find(text))
-    holds = not source and bool(found)
-    return holds, tuple((text[f.start : f.end], f.label) for f in found)
+    found = [(text[f.start : f.end], f.label) for f in rules.find(text)]
+    return bool(found), tuple(found)
 
 
 def _walk(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
