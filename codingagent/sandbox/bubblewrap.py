@@ -175,18 +175,25 @@ def _hide_secret_files(argv: list[str], secret_files: tuple[str, ...]) -> list[s
     if not secret_files:
         return argv
     empty = _empty_file()
-    binds = [arg for path in secret_files for arg in ("--ro-bind-try", empty, path)]
+    # Not --ro-bind-try: were the empty file gone, the command must fail, not see the secret.
+    binds = [arg for path in secret_files for arg in ("--ro-bind", empty, path)]
     at = argv.index("--chdir")
     return argv[:at] + binds + argv[at:]
 
 
-@functools.cache
+_EMPTY: list[str] = []  # the empty file made last
+
+
 def _empty_file() -> str:
-    """An empty, read-only regular file of this process (removed at exit)."""
+    """An empty, read-only regular file of this process (removed at exit; made again if
+    something cleaned the temporary folder)."""
+    if _EMPTY and os.path.isfile(_EMPTY[-1]) and os.path.getsize(_EMPTY[-1]) == 0:
+        return _EMPTY[-1]
     fd, path = tempfile.mkstemp(prefix="codingagent-empty-")
     os.close(fd)
     os.chmod(path, 0o444)
     atexit.register(_remove, path)
+    _EMPTY.append(path)
     return path
 
 
