@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codingagent.secrecy import rules
-from codingagent.secrecy.files import secret_files
 from codingagent.secrecy.masking import Masker
+from codingagent.secrecy.secret_files import secret_files
 
 
 def median_s(action: Callable[[], object], runs: int) -> float:

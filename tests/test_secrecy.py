@@ -18,8 +18,8 @@ from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import rules
 from codingagent.secrecy.disguises import encodings
-from codingagent.secrecy.files import secret_files
 from codingagent.secrecy.masking import Masker, environment_secrets, for_session
+from codingagent.secrecy.secret_files import secret_files
 from tests.invoking import Run
 
 needs_bwrap = pytest.mark.skipif(

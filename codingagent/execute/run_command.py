@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from codingagent.execute.context import CommandFailed, Success, Turn
 from codingagent.protocol.commands import RunCommand
-from codingagent.secrecy.files import secret_files
 from codingagent.secrecy.masking import for_session
+from codingagent.secrecy.secret_files import secret_files
 
 
 def run_command(cmd: RunCommand, turn: Turn) -> Success:

@@ -19,7 +19,7 @@ from codingagent.prompt.render import (
     render_outbox,
 )
 from codingagent.secrecy import masking
-from codingagent.secrecy.files import secret_files
+from codingagent.secrecy.secret_files import secret_files
 from codingagent.state import ReadRequest, SessionState
 from codingagent.workspace import PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED

@@ -2,7 +2,7 @@
 
 Owns the rule table (:mod:`.rules`), a session's masking of prompts and putting masks back
 (:mod:`.masking`), known secrets in disguise (:mod:`.disguises`) and the workspace's secret
-files (:mod:`.files`); docs/secrets.md says all of it. The sandbox hides the files this
+files (:mod:`.secret_files`); docs/secrets.md says all of it. The sandbox hides the files this
 package finds, through the ``Sandbox`` protocol, without this package naming a backend.
 
 May import: the standard library (nothing of ours).

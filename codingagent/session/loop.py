@@ -44,8 +44,8 @@ from codingagent.prompt.render import PromptOptions
 from codingagent.sandbox.backends import default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
-from codingagent.secrecy.files import notes as secret_file_notes
-from codingagent.secrecy.files import secret_files
+from codingagent.secrecy.secret_files import notes as secret_file_notes
+from codingagent.secrecy.secret_files import secret_files
 from codingagent.session.lifecycle import answer_question, follow_up_session, make_shell
 from codingagent.session.outbox import ensure_outbox
 from codingagent.session.recovery import recover
