@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
 from codingagent.workspace import Workspace
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C behaves as in a terminal even when pytest was started with SIGINT ignored (as
+    some CI runners start it): an ignored signal stays ignored in every process a test
+    starts, so the agent under test would never see its Ctrl-C. A handler (unlike SIG_IGN)
+    is reset to the default by ``exec``, so the processes the tests start get Python's
+    KeyboardInterrupt again."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
