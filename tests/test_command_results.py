@@ -4,6 +4,8 @@ what each command declares (its tag, whether it writes, the path it targets)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from executing import edit, headlines, only, put, replace, run
 
@@ -132,9 +134,10 @@ def test_python_that_does_not_compile_is_reported_after_the_last_write(ws) -> No
 
 
 def test_each_command_declares_its_tag_whether_it_writes_and_its_target() -> None:
-    for name, spec in TAGS.items():
-        assert spec.model.model_fields["kind"].default == name
-    assert {name for name, spec in TAGS.items() if spec.model.writes} == {
+    models: dict[str, Any] = {name: spec.model for name, spec in TAGS.items()}  # the classes
+    for name, model in models.items():
+        assert model.model_fields["kind"].default == name
+    assert {name for name, model in models.items() if model.writes} == {
         "CREATE_FILE",
         "EDIT_FILE",
         "REPLACE",

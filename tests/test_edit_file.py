@@ -14,7 +14,7 @@ from codingagent.sandbox.shell import Shell
 from codingagent.workspace import Workspace
 
 _LINE = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=4
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"), max_size=4
 )
 
 

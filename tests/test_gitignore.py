@@ -106,7 +106,7 @@ def test_an_ignored_folder_is_not_entered(
     scanned: list[object] = []
     real_scandir = os.scandir
 
-    def counting_scandir(folder):  # type: ignore[no-untyped-def]
+    def counting_scandir(folder):
         scanned.append(folder)
         return real_scandir(folder)
 

@@ -61,6 +61,9 @@ GUARDED = ("outside", "ws2")
 # --- harness ---------------------------------------------------------------------------
 
 
+Snapshots = dict[str, dict[str, tuple[object, ...]]]  # a snapshot of each guarded folder
+
+
 def snapshot(folder: Path) -> dict[str, tuple[object, ...]]:
     """Everything observable about a folder tree: kinds, bytes, link targets, modes, mtimes."""
     seen: dict[str, tuple[object, ...]] = {}
@@ -128,7 +131,7 @@ class Agent:
         return CliRunner().invoke(main, [*args, "--root", str(self.store.root)], input=stdin)
 
 
-def _make_agent(tmp_path: Path, workspace_is_root: bool) -> tuple[Agent, dict[str, object]]:
+def _make_agent(tmp_path: Path, workspace_is_root: bool) -> tuple[Agent, Snapshots]:
     outside = tmp_path / "outside"
     (outside / "sub").mkdir(parents=True)
     (outside / "secret.txt").write_text(SECRET + "\n")
@@ -147,7 +150,7 @@ def _make_agent(tmp_path: Path, workspace_is_root: bool) -> tuple[Agent, dict[st
     return Agent(store, state.session_id, ws, tmp_path), before
 
 
-def _check_containment(agent: Agent, before: dict[str, object]) -> None:
+def _check_containment(agent: Agent, before: Snapshots) -> None:
     """Nothing beside the workspace changed, and no secret reached an outbox."""
     assert {name: snapshot(agent.tmp / name) for name in GUARDED} == before
     for path in agent.store.outbox.glob("*.txt") if agent.store.outbox.is_dir() else ():

@@ -105,7 +105,7 @@ def open_loop(
     state, _ = start_session(store, "the task")
     return SessionLoop(
         store,
-        Settings(clipboard=False, **settings),  # type: ignore[arg-type]
+        Settings(clipboard=False, **settings),
         state.session_id,
         listener,
         automatic=automatic,

@@ -613,7 +613,7 @@ styles = st.builds(
 )
 
 BODY_CHARS = st.characters(
-    codec="utf-8", exclude_characters="\r\n", exclude_categories=("Cs",)
+    codec="utf-8", exclude_characters="\r\n", exclude_categories=["Cs"]
 ) | st.sampled_from(list("[]/\"' \t\f\x0b\x1c\x85\u2028"))
 TAG_LIKE_LINES = st.sampled_from(
     [

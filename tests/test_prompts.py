@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from invoking import run
 
 from codingagent.prompt.overview import overview
 from codingagent.prompt.render import OutboxContext, PromptOptions, estimate_tokens, render_outbox
@@ -24,7 +25,6 @@ from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import Environment, SessionState
 from codingagent.workspace.listing import UNSIZED
-from tests.invoking import run
 
 bwrap_works = pytest.mark.skipif(
     sandbox_status("auto")[0] != "bwrap", reason="bubblewrap does not work here"
@@ -49,6 +49,13 @@ def part(text: str, heading: str) -> str | None:
     """The body of one ``## heading`` part of the CONTEXT section, or None."""
     match = re.search(rf"^## {heading}\n(.*?)(?:\n\n## |\n\n=== |\Z)", text, re.S | re.M)
     return match.group(1) if match else None
+
+
+def body_of(text: str, heading: str) -> str:
+    """The body of a ``## heading`` part that must be there."""
+    body = part(text, heading)
+    assert body is not None, f"no ## {heading} in the prompt"
+    return body
 
 
 def session(tmp_path: Path, files: dict[str, str] | None = None, **options) -> tuple:
@@ -90,7 +97,7 @@ def test_the_prompt_states_the_limits_the_settings_give(tmp_path):
     _, _, _, first = session(tmp_path, command_timeout=12.5, max_output=900)
     assert "a time limit of 12.5 s" in section(first, "PROTOCOL")
     assert "at most 900 characters" in section(first, "PROTOCOL")
-    assert part(first, "Environment").endswith(
+    assert body_of(first, "Environment").endswith(
         "Limits: 12.5 s a command, then it is killed; 900 characters of output kept "
         "(stdout and stderr merged)"
     )
@@ -99,7 +106,7 @@ def test_the_prompt_states_the_limits_the_settings_give(tmp_path):
 def test_a_non_zero_exit_fails_the_command_and_done_after_it_is_refused(tmp_path):
     store, sid, prompt, _ = session(tmp_path)
     text = reply(store, sid, "[RUN_COMMAND]\nexit 3\n[/RUN_COMMAND]\n[DONE]\nok\n[/DONE]\n", prompt)
-    assert part(text, "Previous Command Results").splitlines()[::2] == [
+    assert body_of(text, "Previous Command Results").splitlines()[::2] == [
         "[FAILED] RUN_COMMAND: Ran 'exit 3' (exit code 3)",
         "[FAILED] DONE: Not accepted: 1 command(s) above failed; fix them, then send [DONE] again",
     ]
@@ -175,7 +182,7 @@ def test_the_protocol_setting_and_flag_and_show_full(tmp_path):
     assert part(shown, "Environment") is None  # unchanged since the first prompt
     full = run(root, "show", "--full").output
     assert section(full, "PROTOCOL") == protocol_text(30, 4000).rstrip("\n")
-    assert part(full, "Environment").startswith("OS: ")
+    assert body_of(full, "Environment").startswith("OS: ")
     assert run(root, "show").output == shown, "show --full leaves the prompt file as it was"
     # The flag wins over the file.
     result = run(
@@ -216,29 +223,34 @@ def test_the_environment_is_shown_again_only_when_it_changes(tmp_path):
     # Another limit is a change...
     longer = replace(prompt, command_timeout=60)
     third = reply(store, sid, "[MESSAGE]\n2\n[/MESSAGE]\n", longer)
-    assert "Limits: 60 s a command" in part(third, "Environment")
+    assert "Limits: 60 s a command" in body_of(third, "Environment")
     store.outbox_path(sid, 3).unlink()
     rewritten = ensure_outbox(store, store.load(sid), longer).read_text()
-    assert "Limits: 60 s a command" in part(rewritten, "Environment")
+    assert "Limits: 60 s a command" in body_of(rewritten, "Environment")
     assert part(reply(store, sid, "[MESSAGE]\n3\n[/MESSAGE]\n", longer), "Environment") is None
     # ... and so is a tool found.
     state = store.load(sid)
     state.environment = ENV.model_copy(update={"tools": [*ENV.tools, "node"]})
     store.save(state)
     fifth = reply(store, sid, "[MESSAGE]\n4\n[/MESSAGE]\n", longer)
-    assert "Tools found: bash, git, make, node, pytest" in part(fifth, "Environment")
+    assert "Tools found: bash, git, make, node, pytest" in body_of(fifth, "Environment")
 
 
 def test_show_full_shows_the_environment_whatever_was_shown(tmp_path):
     store, sid, prompt, _ = session(tmp_path)
     reply(store, sid, "[MESSAGE]\n1\n[/MESSAGE]\n", prompt)
     text = prompt_text(store, store.load(sid), replace(prompt, full_protocol=True))[0]
-    assert part(text, "Environment").startswith("OS: Linux 6.1")
+    assert body_of(text, "Environment").startswith("OS: Linux 6.1")
 
 
 def test_the_probe_runs_without_approval_and_finds_this_python(tmp_path):
-    asked = []
-    shell = Shell(timeout=10, sandbox="none", approve=lambda c: bool(asked.append(c)))
+    asked: list[str] = []
+
+    def approve(command: str) -> bool:
+        asked.append(command)
+        return False
+
+    shell = Shell(timeout=10, sandbox="none", approve=approve)
     env = probe(shell, tmp_path)
     assert asked == [], "the agent's own probe is not the LLM's command"
     assert env.pythons.get("python3", "").count(".") == 2
@@ -273,7 +285,7 @@ def test_an_unknown_environment_still_reads_well():
         SessionState(session_id="a1b2c3d4", task="t", workspace="/w", environment=Environment()),
         OutboxContext(),
     )
-    assert part(text, "Environment").splitlines()[:5] == [
+    assert body_of(text, "Environment").splitlines()[:5] == [
         "OS: unknown",
         "Shell: /bin/sh -c",
         "Python: not found",
@@ -297,7 +309,7 @@ def test_a_folder_of_20000_files_does_not_hide_the_code(tmp_path):
     (store.workspace / "src" / "main.py").write_text("print('hi')\n")
     prompt = PromptOptions(listing_chars=2000)
     _, first = start_session(store, "t", None, prompt)
-    listing = part(first.read_text(), "Workspace Files")
+    listing = body_of(first.read_text(), "Workspace Files")
     assert "  src/main.py (12 bytes)" in listing.splitlines()
     assert "  data/ 20,000 files, 117 KB: *.txt" in listing.splitlines()
     assert len(listing) + 1 <= prompt.listing_chars
@@ -377,7 +389,7 @@ def test_read_file_of_a_folder_lists_it(tmp_path):
         "[OK] READ_FILE: The files in './data/' are listed under Requested File Contents\n"
         "[FAILED] READ_FILE: 'data' is a folder: READ_FILE lists it without lines"
     )
-    view = part(text, "Requested File Contents").splitlines()
+    view = body_of(text, "Requested File Contents").splitlines()
     assert view[0] == "--- data ---" and view[-1] == "--- end data ---"
     assert "  data/r000.txt (2 bytes)" in view and "  data/r149.txt (2 bytes)" in view
     assert "  data/sub/s.py (5 bytes)" in view

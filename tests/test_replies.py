@@ -586,6 +586,7 @@ def test_reply(tmp_path: Path, name: str) -> None:
     if case.done:
         assert report.outbox is None
         return
+    assert report.outbox is not None
     text = report.outbox.read_text()
     assert text.startswith(
         f"=== HEADER ===\nSession: {SID}\nSequence: {case.sequence + 1}\nTask: Work on the "

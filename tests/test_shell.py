@@ -23,7 +23,11 @@ def run(command: str, cwd: Path, timeout: float = 10.0, max_output: int = 4000) 
 
 def test_exit_codes_and_plain_output(tmp_path: Path) -> None:
     assert run("true", tmp_path) == ShellResult(
-        exit_code=0, output="", timed_out=False, duration_s=pytest.approx(0, abs=1), cut_chars=0
+        exit_code=0,
+        output="",
+        timed_out=False,
+        duration_s=pytest.approx(0, abs=1),  # type: ignore[arg-type]
+        cut_chars=0,
     )
     assert run("exit 3", tmp_path).exit_code == 3
     assert run("no-such-command-xyz", tmp_path).exit_code == 127

@@ -57,7 +57,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Page]]:
         store = SessionStore(tmp_path / "run")
         sock = listen(0)
         token = new_token()
-        chosen = Settings(clipboard=False, sandbox="none", **settings)  # type: ignore[arg-type]
+        chosen = Settings(clipboard=False, sandbox="none", **settings)
         hub = EventHub()
         uvicorn_server = PageServer(create_app(store, chosen, token, hub, first), hub)
         thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]})
