@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -165,16 +165,18 @@ def applied(tmp_path_factory: pytest.TempPathFactory) -> dict:
 # Free bytes left when the turn starts: every page (4 KiB) from none to room enough.  The turn
 # needs about 270 KB (a 72 KB reply and pre-image among it); the last levels let it through.
 FILL_LEVELS = range(0, 284 * 1024, 4 * 1024)
+# The fast tier's sample (each level costs four runs of the CLI): no room at all (the reply's
+# copy in the history fails), room for the history but not a pre-image, and room for all but
+# the session state, the commit point.
+SAMPLED_LEVELS = (0, 96 * 1024, 260 * 1024)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_a_full_disk_at_every_point_of_a_turn(disk: Path, applied: dict) -> None:
-    """At each fill level: one line naming the fault and a file, the workspace as before, no
-    journal left; once space is freed, the retry the message names applies it exactly once."""
-    named: set[str] = set()
-    stopped = 0
-    for leave in FILL_LEVELS:
+def turns_on_a_full_disk(disk: Path, applied: dict, levels: Iterable[int]) -> list[str | None]:
+    """The turn applied with ``leave`` bytes free, for each level: at each, one line naming the
+    fault and a file, the workspace as before, no journal left; once space is freed, the retry
+    the message names applies it exactly once. The file each fault named (None: no fault)."""
+    named: list[str | None] = []
+    for leave in levels:
         root = disk / "run"
         sid = new_session(root)
         before = snapshot(root / "workspace")
@@ -182,20 +184,35 @@ def test_a_full_disk_at_every_point_of_a_turn(disk: Path, applied: dict) -> None
         filler = fill(disk, leave)
         result = cli(root, "step", sid, str(reply))
         filler.unlink()
-        if result.returncode != 0:
-            stopped += 1
+        if result.returncode == 0:
+            named.append(None)
+        else:
             line = failed_cleanly(result, "the disk is full", f"Turn 1 of session {sid}")
             assert "Nothing was changed: the turn was rolled back" in line
             assert f"then run 'codingagent step {sid} {reply}' again" in line
             assert snapshot(root / "workspace") == before, f"changed at {leave} bytes free"
             assert not (root / "sessions" / sid / "journal.json").exists()
             assert sequence(root, sid) == 1
-            named.add(line.split("(", 2)[2].split(")")[0].replace(str(root), "").split(sid)[-1])
+            named.append(line.split("(", 2)[2].split(")")[0].replace(str(root), "").split(sid)[-1])
             retried = cli(root, "step", sid, str(reply))
             assert retried.returncode == 0, retried.stderr
         applied_once(root, sid, reply, applied)
         shutil.rmtree(root)
-    assert stopped >= len(FILL_LEVELS) // 2
+    return named
+
+
+def test_a_full_disk_at_sampled_points_of_a_turn(disk: Path, applied: dict) -> None:
+    """The fast tier's sample of the sweep below: the turn stops cleanly at each."""
+    named = turns_on_a_full_disk(disk, applied, SAMPLED_LEVELS)
+    assert all(named), named
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_full_disk_at_every_point_of_a_turn(disk: Path, applied: dict) -> None:
+    """Every level, from no room to room enough."""
+    named = [name for name in turns_on_a_full_disk(disk, applied, FILL_LEVELS) if name]
+    assert len(named) >= len(FILL_LEVELS) // 2
     # The faults met every kind of write of a turn: the history, a pre-image, the workspace,
     # the results, the next prompt and the state (the commit point).
     for kind in ("reply.txt", "preimages.jsonl", "pre/", "big.txt", "results.json", ".json"):
