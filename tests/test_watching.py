@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from clocks import ManualClock
 from watchdog.events import FileClosedEvent, FileModifiedEvent, FileMovedEvent
 
 from codingagent.sources.watching import InboxWatcher, is_reply_name
@@ -168,35 +169,37 @@ def test_pending_lists_replies_oldest_first_and_ties_by_name(inbox: Path) -> Non
     assert watcher.pending()[0] == inbox / "c.txt"
 
 
-@pytest.mark.slow
 def test_pending_waits_until_the_file_has_settled(inbox: Path) -> None:
     reply = inbox / "reply.txt"
     reply.write_text("part one\n", encoding="utf-8")
-    watcher = InboxWatcher(inbox, settle=0.3)
+    clock = ManualClock()
+    watcher = InboxWatcher(inbox, settle=0.3, clock=clock)
 
     assert watcher.pending() == []
-    time.sleep(0.35)
+    clock.advance(0.29)
+    assert watcher.pending() == []
+    clock.advance(0.06)
     assert watcher.pending() == [reply]
     with reply.open("a", encoding="utf-8") as f:
         f.write("part two\n")
     assert watcher.pending() == []
-    time.sleep(0.35)
+    clock.advance(0.35)
     assert watcher.pending() == [reply]
 
 
-@pytest.mark.slow
 def test_a_close_hint_counts_once_confirmed_and_only_while_nothing_was_written(
     inbox: Path,
 ) -> None:
     """Events fed by hand to the watcher's event handler; settle is too long to matter."""
     reply = inbox / "reply.txt"
     reply.write_text("head\n", encoding="utf-8")
-    watcher = InboxWatcher(inbox, settle=30)
+    clock = ManualClock()
+    watcher = InboxWatcher(inbox, settle=30, clock=clock)
     events = watcher._hints
 
     events.dispatch(FileClosedEvent(str(reply)))
     assert watcher.pending() == []  # a write event queued behind the close may still come
-    time.sleep(0.05)
+    clock.advance(0.05)
     assert watcher.pending() == [reply]
 
     with reply.open("a", encoding="utf-8") as f:  # a write whose events were lost
@@ -205,36 +208,37 @@ def test_a_close_hint_counts_once_confirmed_and_only_while_nothing_was_written(
 
     events.dispatch(FileClosedEvent(str(reply)))
     events.dispatch(FileModifiedEvent(str(reply)))  # reopened and written after the close
-    time.sleep(0.05)
+    clock.advance(0.05)
     assert watcher.pending() == []
 
 
-@pytest.mark.slow
 def test_a_move_hint_counts_for_the_destination_in_the_inbox_only(
     inbox: Path, tmp_path: Path
 ) -> None:
     part, reply = inbox / "reply.txt.part", inbox / "reply.txt"
     part.write_text("downloaded\n", encoding="utf-8")
     part.rename(reply)
-    watcher = InboxWatcher(inbox, settle=30)
+    clock = ManualClock()
+    watcher = InboxWatcher(inbox, settle=30, clock=clock)
     elsewhere = tmp_path / "reply.txt"
     elsewhere.write_text("downloaded\n", encoding="utf-8")
     os.utime(elsewhere, ns=(reply.stat().st_mtime_ns, reply.stat().st_mtime_ns))
 
     watcher._hints.dispatch(FileClosedEvent(str(elsewhere)))
-    time.sleep(0.05)
+    clock.advance(0.05)
     assert watcher.pending() == []
     watcher._hints.dispatch(FileMovedEvent(str(part), str(reply)))
-    time.sleep(0.05)
+    clock.advance(0.05)
     assert watcher.pending() == [reply]
 
 
 def test_a_file_changed_after_the_scan_is_judged_again(inbox: Path) -> None:
     reply = inbox / "reply.txt"
     reply.write_text("head\n", encoding="utf-8")
-    watcher = InboxWatcher(inbox, settle=30)
+    clock = ManualClock()
+    watcher = InboxWatcher(inbox, settle=30, clock=clock)
     watcher._hints.dispatch(FileClosedEvent(str(reply)))
-    time.sleep(0.05)
+    clock.advance(0.05)
     assert watcher.pending() == [reply]
     with reply.open("a", encoding="utf-8") as f:
         f.write("tail\n")

@@ -102,6 +102,9 @@ logging.getLogger("watchdog.observers.inotify").addHandler(logging.NullHandler()
 _Signature = tuple[int, int]
 """``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
 
+Clock = Callable[[], float]
+"""Seconds on a clock that never goes back (:func:`time.monotonic`)."""
+
 # Editors and downloaders mark their temporary files with these leading characters:
 # vim ``.x.swp``, emacs ``.#x`` and ``#x#``, Office ``~$x``; hidden files are never replies either.
 _TEMP_PREFIXES = (".", "~", "#")
@@ -181,10 +184,13 @@ class _HintRecorder(FileSystemEventHandler):
     monotonic time of that; a later write event for the file withdraws it.
     """
 
-    def __init__(self, inbox: str, wake: threading.Event, closes: bool = False) -> None:
+    def __init__(
+        self, inbox: str, wake: threading.Event, clock: Clock, closes: bool = False
+    ) -> None:
         """``closes``: the backend reports close-writes (inotify), so a write not yet followed
         by one means the file may still be open."""
         self._inbox = inbox
+        self._clock = clock
         self._wake = wake
         self._closes = closes
         self._lock = threading.Lock()
@@ -243,7 +249,7 @@ class _HintRecorder(FileSystemEventHandler):
             if signature is None:
                 self._hints.pop(name, None)
             else:
-                self._hints[name] = (signature, time.monotonic())
+                self._hints[name] = (signature, self._clock())
 
     def _forget(self, raw: bytes | str, written: bool = False) -> None:
         name = self._name(raw)
@@ -262,6 +268,8 @@ class InboxWatcher:
     Use it as a context manager (the observer runs inside it) and call :meth:`next_ready`.
     ``poll=True`` uses watchdog's PollingObserver, for mounts where native events do not work.
     ``backend`` names the observer in use ("inotify", "polling", ...) for the console.
+    ``clock`` gives the seconds the settle, confirm and rescan times count in (tests pass one
+    they advance by hand).
     """
 
     def __init__(
@@ -271,18 +279,20 @@ class InboxWatcher:
         poll: bool = False,
         settle: float = 0.5,
         rescan_interval: float = 1.0,
+        clock: Clock = time.monotonic,
     ) -> None:
         # Absolute, so event paths (built from the watched path) compare equal to it.
         self.inbox = Path(os.path.abspath(inbox))
         self.backend = backend_name(poll)
         self._settle = settle
         self._rescan_interval = rescan_interval
+        self._clock = clock
         self._new_observer = _observer_factory(poll)
         self._observer: BaseObserver | None = None
         self._folder: tuple[int, int] | None = None  # the folder the observer watches
         self._entered = False
         self._wake = threading.Event()
-        self._hints = _HintRecorder(str(self.inbox), self._wake, self.backend == "inotify")
+        self._hints = _HintRecorder(str(self.inbox), self._wake, clock, self.backend == "inotify")
         self._first_seen: dict[str, tuple[_Signature, float]] = {}
         self._handed: dict[str, _Signature] = {}
         # Versions found open for writing, and when: looked at again on the writer's next
@@ -365,7 +375,7 @@ class InboxWatcher:
             if _signature(self.inbox / name) != signature:  # changed since the scan
                 continue
             if open_for_writing(self.inbox / name):  # a writer that paused: not complete
-                self._busy[name] = (signature, time.monotonic())
+                self._busy[name] = (signature, self._clock())
                 continue
             self._handed[name] = signature
             return self.inbox / name
@@ -385,14 +395,14 @@ class InboxWatcher:
         The wait is cut into short slices so a set ``stop`` is noticed promptly however long
         ``rescan_interval`` is: Python cannot wait on two Events at once.
         """
-        deadline = time.monotonic() + self._wait_timeout()
+        deadline = self._clock() + self._wait_timeout()
         while not stop.is_set():
-            left = deadline - time.monotonic()
+            left = deadline - self._clock()
             if left <= 0 or self._wake.wait(min(left, _STOP_CHECK)):
                 return
 
     def _ready(self) -> list[tuple[str, _Signature]]:
-        now = time.monotonic()
+        now = self._clock()
         present = self._scan(now)
         ready = [(n, sig) for n, sig in present.items() if self._ready_in(n, sig, now) <= 0]
         return sorted(ready, key=lambda item: (item[1][1], item[0]))
@@ -437,7 +447,7 @@ class InboxWatcher:
 
     def _wait_timeout(self) -> float:
         """Seconds until the next file could become complete, or the periodic rescan is due."""
-        now = time.monotonic()
+        now = self._clock()
         waits = [self._ready_in(name, sig, now) for name, (sig, _) in self._first_seen.items()]
         return max(0.0, min([self._rescan_interval, *waits]))
 
