@@ -1,4 +1,4 @@
-"""SPEC 4.1, issue 16: nothing a reply does waits for the user outside the sandbox, and
+"""docs/security.md §5, issue 16: nothing a reply does waits for the user outside the sandbox, and
 secrets do not go into prompts. Attacks tried through the real CLI and real bubblewrap."""
 
 from __future__ import annotations

@@ -185,6 +185,7 @@ def copy_until_read(text: str) -> None:
     copy(text, reads=1)
 
 
+@pytest.mark.slow  # a dozen copies, each read on the loop's 0.5 s poll
 @needs_x
 def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     """Start with --clipboard, copy replies (and things that are not replies) in turn."""

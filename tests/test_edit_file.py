@@ -1,5 +1,5 @@
 """EDIT_FILE: line ranges, line endings, and runs of edits that use the line numbers the LLM
-saw (SPEC 2.2), with a warning when those may be stale."""
+saw (docs/protocol.md §5.1), with a warning when those may be stale."""
 
 from __future__ import annotations
 

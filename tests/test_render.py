@@ -33,8 +33,8 @@ def test_first_outbox_has_the_four_sections_in_order():
     text = render_outbox(state(), OutboxContext())
     markers = [line for line in text.splitlines() if line.startswith("=== ")]
     assert markers == ["=== HEADER ===", "=== PROTOCOL ===", "=== CONTEXT ===", "=== PROMPT ==="]
-    # Protocol 1.1 (SPEC 2): the HEADER gains a `Protocol:` line after the 1.0 fields; 1.2
-    # says the task once, under PROMPT, in the first prompt.
+    # Protocol 1.1 (docs/protocol.md §9): the HEADER gains a `Protocol:` line after the 1.0
+    # fields; 1.2 says the task once, under PROMPT, in the first prompt.
     assert section(text, "HEADER") == (
         "Session: a1b2c3d4\nSequence: 1\nTask: (given under PROMPT below)\nProtocol: 1.2"
     )

@@ -295,7 +295,7 @@ CASES: dict[str, Case] = {
         after={"run.sh": '#!/bin/sh\necho "running"\n'},
         outbox=("  Output: running\n",),
     ),
-    # --- EDIT_FILE line numbers (SPEC 2.2) ------------------------------------------------------
+    # --- EDIT_FILE line numbers (docs/protocol.md §5.1) -----------------------------------------
     "edit_insert_and_append": Case(
         [
             "[OK] EDIT_FILE: Inserted 1 line before line 1 of 'calc.py'",
@@ -341,7 +341,7 @@ CASES: dict[str, Case] = {
         ],
         outbox=("  Output: 42\n",),
     ),
-    # --- REPLACE (SPEC 2.3) ---------------------------------------------------------------------
+    # --- REPLACE (docs/protocol.md §5.2) ----------------------------------------------------------
     "replace_trailing_whitespace": Case(
         [
             "[OK] REPLACE: Replaced lines 3-4 of 'notes.md' (2 lines replaced by 2, matched "
@@ -399,7 +399,7 @@ CASES: dict[str, Case] = {
         ["[OK] REPLACE: Replaced lines 8-9 of 'calc.py' (2 lines replaced by 2)"],
         after={"calc.py": CALC.replace("a - b\n", "a - b  # a minus b\n")},
     ),
-    # --- SEARCH and READ_FILE (SPEC 2.3, 2.4) ---------------------------------------------------
+    # --- SEARCH and READ_FILE (docs/protocol.md §5.4, §5.5) --------------------------------------
     "search_regex_glob": Case(
         [
             "[OK] SEARCH: 5 matches for '^def \\w+' in 2 files (shown under Search Results)",
@@ -520,7 +520,7 @@ CASES: dict[str, Case] = {
         ["[OK] DELETE_FILE: Deleted 'notes.md'", "[OK] CREATE_FILE: Created 'notes.md'"],
         after={"notes.md": "# Notes\n\nNothing yet.\n"},
     ),
-    # --- the session/sequence echo (SPEC 2.4) ---------------------------------------------------
+    # --- the session/sequence echo (docs/protocol.md §4.1, §7) -----------------------------------
     "wrong_session_refused": Case(
         [],
         refused="The reply wrong_session_refused.txt was not applied: it names session "

@@ -416,7 +416,7 @@ def test_requested_files_that_cannot_be_inlined_are_explained(store, sid):
     )
     text = outbox_text(store, sid, 2)
     assert "--- blob.bin ---\n(binary file, 70 bytes, not shown)\n--- end blob.bin ---" in text
-    # Protocol 1.1 (SPEC 2.4): a large file is shown numbered, in a window of 400 lines.
+    # Protocol 1.1 (docs/protocol.md §5.4): a large file is shown numbered, 400 lines at a time.
     assert (
         ' 400 | 0123456789\n(299,600 more lines below; READ_FILE with start_line="401" to see '
         "them)\n--- end big.txt ---"

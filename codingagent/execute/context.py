@@ -147,7 +147,7 @@ def remove(path: str, turn: Turn) -> None:
 
 
 def unmasked(path: str, text: str, turn: Turn, what: str = "the new content") -> str:
-    """``text`` with the secret put back for each mask in it (SPEC 4.1: the prompt showed
+    """``text`` with the secret put back for each mask in it (docs/security.md §6: the prompt showed
     masks, the file holds the secrets); ``what`` names the text in the failure when a mask
     stands for a secret the agent no longer knows."""
     if masking.MARKER not in text:

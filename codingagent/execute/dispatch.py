@@ -10,8 +10,9 @@ bug and propagates.
 
 An ``[ASK]`` ends the turn: the commands after it are not run, each with a result saying so.
 
-Memory across the commands of one reply (SPEC 2.2, 2.3): EDIT_FILE runs, the digests of what the
-LLM has seen, and the Python syntax check after the reply's last write to a ``.py`` file.
+Memory across the commands of one reply (docs/protocol.md §5.1, §5.2): EDIT_FILE runs, the
+digests of what the LLM has seen, and the Python syntax check after the reply's last write to a
+``.py`` file.
 """
 
 from __future__ import annotations

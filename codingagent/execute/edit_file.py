@@ -1,7 +1,7 @@
 """EDIT_FILE: line-number edits, and runs of them mapped through the earlier edits of the run.
 
 Consecutive EDIT_FILE commands on one file form a run: their line numbers are those of the file
-as it was when the run started (SPEC 2.2).
+as it was when the run started (docs/protocol.md §5.1).
 """
 
 from __future__ import annotations

@@ -146,7 +146,8 @@ clipboard_option = click.option(
 
 
 def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:
-    """The settings for a run on ``workspace``; files in it may not loosen them (SPEC 4.1)."""
+    """The settings for a run on ``workspace``; files in it may not loosen them
+    (docs/security.md §5)."""
     from codingagent.settings import load_settings
 
     return load_settings(root, flags, workspaces=[workspace] if workspace is not None else [])

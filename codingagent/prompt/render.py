@@ -56,7 +56,7 @@ class PromptOptions:
     command_timeout: float = 30.0
     max_output: int = 4000
     token_budget: int = 100_000
-    mask_secrets: bool = True  # secrets masked before the prompt is written (SPEC 4.1)
+    mask_secrets: bool = True  # secrets masked before the prompt is written (docs/security.md §6)
     secret_files_allow: tuple[str, ...] = ()  # secret files commands may read (docs/secrets.md)
     full_protocol: bool = False  # the full PROTOCOL and Environment whatever else holds
 

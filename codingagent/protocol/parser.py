@@ -7,11 +7,12 @@ anchored regexes whose adjacent parts cannot overlap, so nothing can backtrack.
 Everything the parser knows about a command lives in one row of ``TAGS``; adding a command is
 one new row plus its model in ``commands.py``.
 
-Tolerances (SPEC 2.1): tags in any letter case, with single, double, curly or no quotes, spaces
-around ``=``; CRLF/CR line endings and a BOM; fence lines and prose around commands (they are
-just prose); tags wrapped in markdown emphasis or inline code (``**[DONE]**``) or escaped by a
-markdown renderer (``\\[CREATE\\_FILE path="a"\\]``). What a body holds is read by
-:mod:`codingagent.protocol.bodies` (a code fence wrapping a file body, SEARCH/REPLACE blocks).
+Tolerances (docs/protocol.md §4.3): tags in any letter case, with single, double, curly or no
+quotes, spaces around ``=``; CRLF/CR line endings and a BOM; fence lines and prose around
+commands (they are just prose); tags wrapped in markdown emphasis or inline code
+(``**[DONE]**``) or escaped by a markdown renderer (``\\[CREATE\\_FILE path="a"\\]``). What
+a body holds is read by :mod:`codingagent.protocol.bodies` (a code fence wrapping a file body,
+SEARCH/REPLACE blocks).
 """
 
 from __future__ import annotations

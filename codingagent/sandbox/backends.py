@@ -154,6 +154,6 @@ def sandbox_status(mode: str = "auto") -> tuple[str, str]:
 
 
 def default_approval(isolated: bool, stdin_is_tty: bool) -> Literal["ask", "allow"]:
-    """The ``--commands`` policy when none is configured (docs/security.md, 'Approval'): ask
+    """The ``--commands`` policy when none is configured (docs/security.md §3, 'Approval'): ask
     only when no OS sandbox contains the command and a person at the terminal can answer."""
     return "ask" if not isolated and stdin_is_tty else "allow"

@@ -203,9 +203,10 @@ def _remove(path: str) -> None:
 
 
 def hidden_paths(extra: Iterable[str] = ()) -> list[str]:
-    """What sandboxed commands do not see (SPEC 4.1): every home folder (``/home``, ``/root``,
-    the home of each login account) and the ``extra`` paths (setting ``sandbox_hide``), those
-    that exist. The workspace and the tool folders a command needs are bound back on top."""
+    """What sandboxed commands do not see (docs/security.md §3): every home folder (``/home``,
+    ``/root``, the home of each login account) and the ``extra`` paths (setting
+    ``sandbox_hide``), those that exist. The workspace and the tool folders a command needs
+    are bound back on top."""
     candidates = ["/home", "/root", *_account_homes(), *extra]
     found: list[str] = []
     for path in candidates:
@@ -246,7 +247,7 @@ def _hide_argv(hidden: list[str]) -> list[str]:
 def _git_paths(workspace: Path) -> list[Path]:
     """The workspace's ``.git`` (folder, or a worktree's file) and, for a worktree, the
     repository it points to: read-only inside the sandbox, so no command plants config or
-    hooks that git would run outside it (SPEC 4.1), and bound back if a home hid them."""
+    hooks that git would run outside it (docs/security.md §5), and bound back if a home hid them."""
     git = workspace / ".git"
     if not os.path.isfile(git):
         return [git] if os.path.lexists(git) else []

@@ -100,9 +100,9 @@ def _stale(
     source: str,
     digest: str,
 ) -> Refusal | None:
-    """Why the reply is not applied, if it names another session or an older
-    prompt than the current one (SPEC 2.4), or is the last reply applied with more written
-    after it (a reply file appended to after it was read); the reply is kept (see
+    """Why the reply is not applied, if it names another session or an older prompt than
+    the current one (docs/protocol.md §7), or is the last reply applied with more written after
+    it (a reply file appended to after it was read); the reply is kept (see
     :func:`_keep_refused`)."""
     session, sequence = echo
     current = state.sequence_number

@@ -42,7 +42,7 @@ class SessionStore:
     @property
     def protected(self) -> tuple[Path, ...]:
         """What the LLM may not write, by file command or inside the command sandbox: the
-        agent's folders and its settings file (SPEC 4.1)."""
+        agent's folders and its settings file (docs/security.md §5)."""
         return (*self.agent_dirs, self.root / "codingagent.toml")
 
     def ensure_dirs(self) -> None:

@@ -193,7 +193,7 @@ def apply_admitted(
 def _auto_run(
     ws: Workspace, commands: list[Command], outcome: TurnOutcome, began_ns: int
 ) -> list[str]:
-    """What the turn left that would run code for the user (SPEC 4.1): the workspace is
+    """What the turn left that would run code for the user (docs/security.md §5): the workspace is
     walked after a turn that ran a command or wrote such a file itself."""
     ran = any(isinstance(command, RunCommand) for command in commands)
     wrote = any(PurePosixPath(path).name in autorun.WATCHED for path in outcome.changed)

@@ -12,7 +12,7 @@ every ``rescan_interval`` seconds without any event, so a missed event costs lat
 
 When a reply is complete
 ------------------------
-A reply is read only when it is complete (SPEC §3 "Partial files"). Two kinds of evidence count:
+A reply is read only when it is complete (docs/guarantees.md §4). Two kinds of evidence count:
 
 * a *close-after-write* (inotify ``IN_CLOSE_WRITE``) or a *moved-into-place* event (a rename onto
   a ``*.txt`` name, as browsers and atomic writers do at the end of a download or save) for the

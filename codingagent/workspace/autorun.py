@@ -1,4 +1,4 @@
-"""Files a turn left that run code when the user merely works in the folder (SPEC 4.1).
+"""Files a turn left that run code when the user merely works in the folder (docs/security.md §5).
 
 Git runs programs named in a repository's config (``core.fsmonitor`` on every ``git status``,
 ``core.pager``, filter drivers...) and its hooks, outside every sandbox; direnv runs
