@@ -251,6 +251,7 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     assert len(xclip_servers(x_display)) <= 1, "each copy ends the xclip of the one before"
 
 
+@pytest.mark.slow
 @needs_x
 def test_resume_with_the_clipboard_takes_the_next_reply(tmp_path, x_display):
     assert run(tmp_path, "start", "t", "--no-watch", "--no-copy").exit_code == 0
@@ -263,6 +264,7 @@ def test_resume_with_the_clipboard_takes_the_next_reply(tmp_path, x_display):
     assert "Session complete: nothing to do" in err
 
 
+@pytest.mark.slow
 @needs_x
 def test_replies_copied_and_saved_at_once_are_both_applied_in_turn(tmp_path, x_display):
     """Both sources at once: one reply is handed over, the other is judged for the next prompt
@@ -394,6 +396,7 @@ def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, n
     assert "\x1b]52" not in shown and "Not copied: no clipboard tool found" in shown
 
 
+@pytest.mark.slow
 @needs_x
 def test_ctrl_c_stops_the_clipboard_loop(tmp_path, x_display):
     with running_agent(tmp_path, "start", "t", "--clipboard") as agent:
@@ -425,6 +428,7 @@ needs_wl = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_x
 @needs_wl
 def test_on_wayland_with_xwayland_the_loop_reads_through_x11(tmp_path, x_display, monkeypatch):

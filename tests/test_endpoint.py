@@ -353,6 +353,7 @@ def test_an_unattended_model_without_a_sandbox_needs_an_explicit_commands_settin
     assert state_of(tmp_path)["isComplete"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_model_answers_stops_cleanly(tmp_path):
     with ScriptedModel(Stall(SOLVE_1)) as model:
         profile(tmp_path, model.url)

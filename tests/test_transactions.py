@@ -330,6 +330,7 @@ def test_undo_run_again_finishes_an_interrupted_undo(tmp_path, reference):  # no
 # --- 6. Ctrl-C rolls the turn back --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_turn_rolls_it_back_and_it_is_not_applied_again(store, sid):
     (store.workspace / "keep.txt").write_text("original\n")
     reply = (
@@ -354,6 +355,7 @@ def test_ctrl_c_during_a_turn_rolls_it_back_and_it_is_not_applied_again(store, s
     assert not forced.skipped and (store.workspace / "keep.txt").read_text() == "changed\n"
 
 
+@pytest.mark.slow
 def test_ctrl_c_after_a_folder_became_a_symlink_out_says_what_it_could_not_put_back(store, sid):
     reply = write(
         store,

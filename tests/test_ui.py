@@ -522,6 +522,7 @@ def test_a_damaged_history_file_is_a_message_on_the_page_not_a_traceback(serve, 
 UI = [sys.executable, "-m", "codingagent", "ui"]
 
 
+@pytest.mark.slow
 def test_codingagent_ui_prints_its_address_serves_the_page_and_stops_on_ctrl_c(tmp_path):
     ui = subprocess.Popen(
         [*UI, "--root", str(tmp_path), "--port", "0", "--no-open"],
