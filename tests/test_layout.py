@@ -42,8 +42,9 @@ def test_only_the_sandbox_wing_names_a_backend():
         if _relative(path).startswith("sandbox/"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            literal = isinstance(node, ast.Constant) and isinstance(node.value, str)
-            if literal and node.value.strip().lower() in isolating:
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            if node.value.strip().lower() in isolating:
                 named.append(f"{_relative(path)}:{node.lineno} {node.value!r}")
     assert named == []
 
