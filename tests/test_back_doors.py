@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from invoking import Run
 
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.secrecy.masking import Masker, UnknownMask
 from codingagent.settings import load_settings, user_settings_path
 from codingagent.workspace import autorun
-from tests.invoking import Run
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from invoking import Run
 
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.shell import Shell
@@ -20,7 +21,6 @@ from codingagent.secrecy import rules
 from codingagent.secrecy.disguises import encodings
 from codingagent.secrecy.masking import Masker, environment_secrets, for_session
 from codingagent.secrecy.secret_files import secret_files
-from tests.invoking import Run
 
 needs_bwrap = pytest.mark.skipif(
     sandbox_status("bwrap")[0] != "bwrap", reason="bubblewrap does not work here"

@@ -11,9 +11,9 @@ could not read and for ``show --full``; the Environment section is shown in the 
 prompt, when it changes, and for ``show --full``. The listing fits a budget of characters
 (:mod:`codingagent.prompt.overview`).
 
-Requested files are shown with line numbers (``  12 | code``, SPEC 2.4), numbered exactly as
-EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most ``VIEW_LINES`` lines
-and ``FILE_VIEW_CAP`` characters, with a note saying how to see the rest.
+Requested files are shown with line numbers (``  12 | code``, docs/protocol.md §5.4), numbered
+exactly as EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most
+``VIEW_LINES`` lines and ``FILE_VIEW_CAP`` characters, with a note saying how to see the rest.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ budget, and write it to ``outbox/``.
 
 Rendering itself is :mod:`codingagent.prompt.render` (pure); the finished text goes through
 the session's :meth:`codingagent.secrecy.masking.Masker.mask` before it is written
-(docs/security.md §6: the prompt goes to a third-party chat). :func:`write_outbox` returns the sha256 of every file
-it showed whole; the caller keeps them in ``state.shown_files`` (the turn before
-its commit point, :func:`ensure_outbox` at once, under the session's lock), so a later
+(docs/security.md §6: the prompt goes to a third-party chat). :func:`write_outbox` returns the
+sha256 of every file it showed whole; the caller keeps them in ``state.shown_files`` (the turn
+before its commit point, :func:`ensure_outbox` at once, under the session's lock), so a later
 EDIT_FILE is checked against what the LLM really saw."""
 
 from __future__ import annotations
