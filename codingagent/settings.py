@@ -148,7 +148,7 @@ class Settings(BaseModel):
     )
 
     protocol: Literal["every", "first"] = Field(
-        "every", description="the full PROTOCOL section in every prompt, or in the first only"
+        "first", description="the full PROTOCOL in the first prompt (then a short form), or every"
     )
     listing_chars: int = Field(
         8000, ge=500, description="characters the workspace listing of a prompt may take"

@@ -102,6 +102,15 @@ class SessionState(BaseModel):
     # Protocol 1.2: the last reply had a command the parser could not read, or no command at
     # all; with protocol = "first" the next prompt carries the full PROTOCOL section again.
     parse_failed: bool = False
+    # What the model knows of the workspace listing (docs/prompts.md): each file with its size
+    # rounded (None beyond prompt.changes.LISTED_FILES files), their digest, and the message
+    # that last showed the listing or its changes.
+    listed: dict[str, int] | None = None
+    listed_digest: str | None = None
+    listed_sequence: int | None = None
+    # The options the session was started or resumed with (flags given on the command line
+    # or the page): later runs use them unless a flag says otherwise (docs/prompts.md).
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -44,3 +44,21 @@ def test_smoke_benchmark_prints_every_measure():
     ):
         assert measure in measures
     assert all(row.count(" | ") == 5 for row in table)
+
+
+@pytest.mark.slow
+def test_the_prompts_benchmark_shows_continuations_under_35_percent_by_default():
+    script = SCRIPT.parent / "prompts.py"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {
+        row.split(" | ")[0].removeprefix("| "): row.split(" | ")
+        for row in done.stdout.splitlines()
+        if row.startswith("| protocol = ")
+    }
+    default = rows["protocol = first (default), stateless requests"]
+    assert int(default[3].removesuffix("%")) < 35, done.stdout
+    every = rows["protocol = every, stateless requests"]
+    assert int(every[3].removesuffix("%")) > 70, "the baseline repeats the PROTOCOL"

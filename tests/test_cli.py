@@ -205,8 +205,10 @@ def test_start_on_an_existing_project_folder_protects_the_agent_folders(tmp_path
     stepped = CliRunner().invoke(main, ["step", "latest", "-", "--root", str(project)], input=reply)
     assert "[FAILED] CREATE_FILE: REJECTED: Path is protected (agent folder)" in stepped.stderr
     assert not (project / "sessions/evil.json").exists()
+    first = next((project / "outbox").glob("*_seq0001.txt")).read_text()
+    assert "  main.py (9 bytes)" in first and "outbox/" not in first
     outbox = next((project / "outbox").glob("*_seq0002.txt")).read_text()
-    assert "  main.py (9 bytes)" in outbox and "outbox/" not in outbox
+    assert "(unchanged since message 1)" in outbox and "outbox/" not in outbox
 
 
 # --- the whole loop through real processes and a real observer ---------------------------
@@ -237,7 +239,11 @@ def test_whole_session_through_the_watcher(tmp_path):
         assert state_of(tmp_path)["sequenceNumber"] == 2
         text = second.read_text()
         context = text.split("=== CONTEXT ===\n", 1)[1]
-        assert context.startswith("## Workspace Files\n  hello.py (30 bytes)\n")
+        assert context.startswith(
+            "## Workspace Files\n"
+            '(changes since message 1; READ_FILE path="." lists every file)\n'
+            "  added: hello.py (30 bytes)\n"
+        )
         assert (
             "## Previous Command Results\n"
             "[OK] CREATE_FILE: Created 'hello.py'\n"

@@ -31,8 +31,7 @@ def outbox(store, sid, sequence: int) -> str:
 
 def test_the_header_names_protocol_1_2(store, sid):
     assert outbox(store, sid, 1).startswith(
-        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: (given under PROMPT below)\n"
-        "Protocol: 1.2\n\n"
+        f"=== HEADER ===\nSession: {sid}\nSequence: 1\nTask: task\nProtocol: 1.2\n\n"
     )
 
 
@@ -144,8 +143,9 @@ def test_search_results_are_shown_in_the_next_outbox_only(store, sid):
     step(store, sid, '[SEARCH query="def parse"]\n')
     assert outbox(store, sid, 2).endswith(
         "## Search Results\n"
-        'SEARCH "def parse": 1 match in 1 file\n'
-        "a.py:1: def parse():\n\n"
+        'SEARCH "def parse":\n'
+        "a.py:1: def parse():\n"
+        "a.py-2-     pass\n\n"
         "=== PROMPT ===\n"
         "Continue working on the task based on the results above. If the task is complete, "
         "send [DONE] with a summary.\n"

@@ -88,3 +88,93 @@ def test_read_file_requests_are_one_per_file_whatever_the_spelling(ws):
         FileRange(path="sub/../big.txt", start_line=2, end_line=3),
         FileRange(path="big.txt", start_line=2),
     ]
+
+
+MODULE = '''\
+import os
+
+
+def helper():
+    return 1
+
+
+class Parser:
+    """Parses."""
+
+    @staticmethod
+    def parse(text):
+        return text.split()
+
+    async def close(self):
+        pass
+
+
+def parse(text):
+    return Parser.parse(text)
+'''
+
+
+def test_read_file_symbol_shows_a_function_class_or_method_by_name(ws):
+    put(ws, "mod.py", MODULE)
+    outcome = run(
+        ws,
+        ReadFile(line=1, path="mod.py", symbol="helper"),
+        ReadFile(line=2, path="mod.py", symbol="Parser.parse"),
+        ReadFile(line=3, path="mod.py", symbol="parse"),
+        ReadFile(line=4, path="mod.py", symbol="close"),
+        ReadFile(line=5, path="mod.py", symbol="Parser"),
+        ReadFile(line=6, path="mod.py", symbol="missing"),
+        ReadFile(line=7, path="mod.py", symbol="helper", start_line=1),
+    )
+    assert headlines(outcome) == [
+        "[OK] READ_FILE: 'helper' (lines 4-5 of 'mod.py') is shown under Requested File Contents",
+        "[OK] READ_FILE: 'Parser.parse' (lines 11-13 of 'mod.py') is shown under Requested "
+        "File Contents",
+        "[OK] READ_FILE: 'parse' (lines 19-20 of 'mod.py') is shown under Requested File Contents",
+        "[OK] READ_FILE: 'close' (lines 15-16 of 'mod.py') is shown under Requested File Contents",
+        "[OK] READ_FILE: 'Parser' (lines 8-16 of 'mod.py') is shown under Requested File Contents",
+        "[FAILED] READ_FILE: No function, class or method 'missing' found in 'mod.py'; SEARCH "
+        "for it, or READ_FILE with start_line and end_line",
+        "[FAILED] READ_FILE: Give either symbol or start_line/end_line, not both",
+    ]
+    assert outcome.read_requests[:2] == [
+        FileRange(path="mod.py", start_line=4, end_line=5),
+        FileRange(path="mod.py", start_line=11, end_line=13),
+    ]
+
+
+def test_a_bare_name_finds_every_method_of_that_name():
+    from codingagent.execute.symbols import find_symbol
+
+    method = "    def run(self):\n        pass\n"
+    text = f"class A:\n{method}\nclass B:\n{method}"
+    assert find_symbol(text, "run", python=True) == [(2, 3), (6, 7)]
+    assert find_symbol(text, "B.run", python=True) == [(6, 7)]
+    assert find_symbol(text, "", python=True) == []
+
+
+def test_other_languages_use_the_text_fallback():
+    from codingagent.execute.symbols import find_symbol
+
+    js = (
+        "import x from 'x';\n"
+        "export async function load(path) {\n"
+        "  if (path) {\n"
+        "    return read(path);\n"
+        "  }\n"
+        "}\n"
+        "const save = (data) => {\n"
+        "  write(data);\n"
+        "};\n"
+        "load('a');\n"
+    )
+    assert find_symbol(js, "load", python=False) == [(2, 6)]
+    assert find_symbol(js, "save", python=False) == [(7, 9)]
+    go = "package main\n\nfunc (s *Server) Start() error {\n\treturn nil\n}\n"
+    assert find_symbol(go, "Server.Start", python=False) == [(3, 5)]
+    c = "static int\nadd(int a, int b);\nint add(int a, int b)\n{\n    return a + b;\n}\n"
+    assert find_symbol(c, "add", python=False) == [(3, 6)]
+    ruby = "class Greeter\n  def hello\n    puts 'hi'\n  end\nend\n"
+    assert find_symbol(ruby, "hello", python=False) == [(2, 4)]
+    broken = "def ok():\n    return 1\n\ndef broken(:\n"
+    assert find_symbol(broken, "ok", python=True) == [(1, 2)]

@@ -8,6 +8,7 @@ from codingagent.prompt.render import (
     VIEW_LINES,
     FileView,
     OutboxContext,
+    PromptOptions,
     estimate_tokens,
     render_outbox,
 )
@@ -34,9 +35,9 @@ def test_first_outbox_has_the_four_sections_in_order():
     markers = [line for line in text.splitlines() if line.startswith("=== ")]
     assert markers == ["=== HEADER ===", "=== PROTOCOL ===", "=== CONTEXT ===", "=== PROMPT ==="]
     # Protocol 1.1 (docs/protocol.md §9): the HEADER gains a `Protocol:` line after the 1.0
-    # fields; 1.2 says the task once, under PROMPT, in the first prompt.
+    # fields; the HEADER names the task, as the protocol document has it.
     assert section(text, "HEADER") == (
-        "Session: a1b2c3d4\nSequence: 1\nTask: (given under PROMPT below)\nProtocol: 1.2"
+        "Session: a1b2c3d4\nSequence: 1\nTask: Create a calculator app in C#\nProtocol: 1.2"
     )
     assert PROTOCOL_VERSION == "1.2"
     assert section(text, "PROTOCOL") == PROTOCOL_TEXT.rstrip("\n")
@@ -119,18 +120,38 @@ def test_file_views_without_trailing_newline_and_unshowable_files():
         file_views=[FileView("a.txt", "no newline"), FileView("b.bin", None, "binary file")]
     )
     context_text = section(render_outbox(state(sequence_number=3), context), "CONTEXT")
-    assert "--- a.txt ---\n   1 | no newline\n--- end a.txt ---" in context_text
+    assert (
+        "--- a.txt ---\n   1 | no newline\n(no newline at the end of the file)\n--- end a.txt ---"
+        in context_text
+    )
     assert "--- b.bin ---\n(binary file)\n--- end b.bin ---" in context_text
 
 
 def test_multiline_task_stays_on_one_header_line_and_whole_in_the_prompt():
     text = render_outbox(state(task="Fix the bug\nin parser.py"), OutboxContext())
-    assert "Task: (given under PROMPT below)\n" in text
+    assert "Task: Fix the bug in parser.py\n" in text
     assert text.endswith("=== PROMPT ===\nFix the bug\nin parser.py\n")
     later = render_outbox(
         state(task="Fix the bug\nin parser.py", sequence_number=2), OutboxContext()
     )
     assert "Task: Fix the bug in parser.py\n" in later
+
+
+def test_a_long_task_is_named_by_its_first_line_in_the_header():
+    task = "Speed up the parser\n" + "It is slow on large inputs because of backtracking. " * 10
+    first = render_outbox(state(task=task), OutboxContext())
+    assert "Task: Speed up the parser (the whole task is under PROMPT below)\n" in first
+    assert first.endswith(f"=== PROMPT ===\n{task}\n")
+    later = render_outbox(state(task=task, sequence_number=2), OutboxContext())
+    assert "Task: Speed up the parser (the whole task is under PROMPT in the first message)\n" in (
+        later
+    )
+    full = render_outbox(
+        state(task=task, sequence_number=2), OutboxContext(), PromptOptions(full_protocol=True)
+    )
+    assert f"Task: {' '.join(task.split())}\n" in full
+    one_line = render_outbox(state(task="x" * 300), OutboxContext())
+    assert f"Task: {'x' * 197}... (the whole" in one_line
 
 
 def test_protocol_section_teaches_every_command():
@@ -160,9 +181,23 @@ def view(text: str, **fields) -> str:
 def test_numbers_split_lines_exactly_as_edit_file_does():
     # Only \n ends a line: form feeds and U+2028 stay inside their line; \r of CRLF is hidden.
     assert view("a\fb\r\nc\u2028d\n\ne") == (
-        "--- f.txt ---\n   1 | a\fb\n   2 | c\u2028d\n   3 |\n   4 | e\n--- end f.txt ---"
+        "--- f.txt ---\n   1 | a\fb\n   2 | c\u2028d\n   3 |\n   4 | e\n"
+        "(no newline at the end of the file)\n--- end f.txt ---"
     )
     assert view("") == "--- f.txt ---\n(empty file)\n--- end f.txt ---"
+
+
+def test_the_end_of_a_file_is_told_apart_blank_lines_and_no_final_newline():
+    assert view("a\n").split("\n")[1:-1] == ["   1 | a"]
+    assert view("a").split("\n")[1:-1] == ["   1 | a", "(no newline at the end of the file)"]
+    assert view("a\n\n").split("\n")[1:-1] == [
+        "   1 | a",
+        "   2 |",
+        "(the file ends with 1 blank line)",
+    ]
+    assert view("a\n \n\n").split("\n")[-2] == "(the file ends with 2 blank lines)"
+    assert view("a\n\n\nb").split("\n")[-2] == "(no newline at the end of the file)"
+    assert view("a\n\n", end_line=1).split("\n")[-2].startswith("(1 more line below")
 
 
 def test_a_large_file_is_shown_in_a_window_with_a_way_to_the_rest():

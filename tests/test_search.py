@@ -44,26 +44,61 @@ def test_search_is_case_insensitive_by_default_and_skips_binary_and_hidden_place
         "[OK] SEARCH: 3 matches for 'main' in 3 files (shown under Search Results)"
     )
     assert text == (
-        'SEARCH "main": 3 matches in 3 files\n'
+        'SEARCH "main":\n'
         "README.md:1: Run main() to start.\n"
+        "--\n"
+        "src/app.py-1- import os\n"
+        "src/app.py-2-\n"
         "src/app.py:3: def Main():\n"
-        "src/util.py:1: def main_helper():"
+        "src/app.py-4-     return os.getcwd()\n"
+        "--\n"
+        "src/util.py:1: def main_helper():\n"
+        "src/util.py-2-     pass"
+    )
+
+
+def test_search_shows_context_lines_and_merges_close_hits(ws):
+    put(ws, "a.py", "".join(f"line {n}{' hit' if n in (5, 8, 20) else ''}\n" for n in range(1, 31)))
+    result, text = search(ws, query="hit", context=1)
+    assert result.summary == "3 matches for 'hit' in 1 file (shown under Search Results)"
+    assert text.split("\n") == [
+        'SEARCH "hit":',
+        "a.py-4- line 4",
+        "a.py:5: line 5 hit",
+        "a.py-6- line 6",
+        "a.py-7- line 7",
+        "a.py:8: line 8 hit",
+        "a.py-9- line 9",
+        "--",
+        "a.py-19- line 19",
+        "a.py:20: line 20 hit",
+        "a.py-21- line 21",
+    ]
+    assert search(ws, query="hit", context=0)[1].split("\n")[1:] == [
+        "a.py:5: line 5 hit",
+        "a.py:8: line 8 hit",
+        "a.py:20: line 20 hit",
+    ]
+    assert search(ws, query="hit")[1].split("\n")[1:3] == ["a.py-3- line 3", "a.py-4- line 4"]
+    assert search(ws, query="hit", context=21)[0].headline == (
+        "[FAILED] SEARCH: context must be 0 to 20 lines, got 21"
     )
 
 
 def test_search_case_sensitive_glob_and_regex(project):
-    assert search(project, query="main", case_sensitive=True, glob="*.py")[1] == (
-        "SEARCH \"main\" in files matching '*.py': 1 match in 1 file\n"
-        "src/util.py:1: def main_helper():"
+    assert search(project, query="main", case_sensitive=True, glob="*.py", context=0)[1] == (
+        "SEARCH \"main\" in files matching '*.py':\nsrc/util.py:1: def main_helper():"
     )
-    assert search(project, query=r"^def \w+\(\):$", regex=True, glob="src/*.{py,md}")[1] == (
-        "SEARCH \"^def \\w+\\(\\):$\" in files matching 'src/*.{py,md}': 2 matches in 2 files\n"
+    assert search(project, query=r"^def \w+\(\):$", regex=True, glob="src/*.{py,md}", context=0)[
+        1
+    ] == (
+        "SEARCH \"^def \\w+\\(\\):$\" in files matching 'src/*.{py,md}':\n"
         "src/app.py:3: def Main():\n"
         "src/util.py:1: def main_helper():"
     )
-    assert search(project, query=r"^def M", regex=True, case_sensitive=True)[1] == (
-        'SEARCH "^def M": 1 match in 1 file\nsrc/app.py:3: def Main():'
-    )
+    result, text = search(project, query=r"^def M", regex=True, case_sensitive=True, context=0)
+    assert result.summary == "1 match for '^def M' in 1 file (shown under Search Results)"
+    assert text == 'SEARCH "^def M":\nsrc/app.py:3: def Main():'
 
 
 def test_search_with_no_match_and_with_a_bad_regex(project):
@@ -72,7 +107,7 @@ def test_search_with_no_match_and_with_a_bad_regex(project):
         result.headline
         == "[OK] SEARCH: No matches for 'zebra' in files matching '*.md' (1 file searched)"
     )
-    assert text == "SEARCH \"zebra\" in files matching '*.md': no matches (1 file searched)"
+    assert text == "", "no block for no matches: the result says it"
     result, text = search(project, query="(unclosed", regex=True)
     assert result.headline == (
         "[FAILED] SEARCH: Invalid regular expression '(unclosed': missing ), unterminated "
@@ -84,7 +119,7 @@ def test_search_with_no_match_and_with_a_bad_regex(project):
 
 def test_search_caps_hits_and_clips_long_lines(ws):
     put(ws, "many.txt", "hit\n" * (SEARCH_HITS + 50) + "hit " + "x" * 500 + "\n")
-    result, text = search(ws, query="hit")
+    result, text = search(ws, query="hit", context=0)
     assert result.summary == (
         f"{SEARCH_HITS + 51} matches for 'hit' in 1 file (the first {SEARCH_HITS} shown under "
         "Search Results)"
@@ -93,7 +128,7 @@ def test_search_caps_hits_and_clips_long_lines(ws):
     assert len(lines) == 1 + SEARCH_HITS + 1
     assert lines[-1] == "(51 more matches not shown; narrow the query or the glob)"
     put(ws, "many.txt", "hit " + "x" * 500 + "\n")
-    assert search(ws, query="hit")[1].split("\n")[1] == (
+    assert search(ws, query="hit", context=0)[1].split("\n")[1] == (
         "many.txt:1: hit " + "x" * 196 + " [... 304 more characters]"
     )
 
@@ -115,8 +150,7 @@ def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
         "[OK] SEARCH: No matches for '(a+)+$' (1 file searched)",
         "[OK] SEARCH: 1 match for 'a+b$' in 1 file (shown under Search Results)",
     ]
-    assert outcome.searches[0] == 'SEARCH "(a+)+$": no matches (1 file searched)'
-    assert outcome.searches[1] == f'SEARCH "a+b$": 1 match in 1 file\na.txt:1: {"a" * 40}b'
+    assert outcome.searches == [f'SEARCH "a+b$":\na.txt:1: {"a" * 40}b']
     assert multiprocessing.active_children() == []  # the runaway search was killed and reaped
 
 
@@ -125,7 +159,7 @@ def test_a_regex_search_counts_and_notes_like_a_plain_one(ws):
     put(ws, "many.txt", "hit\n" * (SEARCH_HITS + 5))
     put(ws, "huge.txt", "hit\n" * (searching.SEARCH_FILE_BYTES // 4 + 1))
     plain, regex = (search(ws, query=q, regex=r)[1] for q, r in (("hit", False), ("^h.t$", True)))
-    assert regex.split("\n")[0] == f'SEARCH "^h.t$": {SEARCH_HITS + 5} matches in 1 file'
+    assert regex.split("\n")[0] == 'SEARCH "^h.t$":'
     assert regex.split("\n")[1:] == plain.split("\n")[1:]
     assert regex.endswith(
         "(5 more matches not shown; narrow the query or the glob)\n(1 file over 1 MB not searched)"

@@ -560,3 +560,20 @@ def test_codingagent_ui_prints_its_address_serves_the_page_and_stops_on_ctrl_c(t
         _, errors = ui.communicate()
     assert ui.returncode == 130  # stopped with Ctrl-C, as the other commands
     assert "Traceback" not in errors
+
+
+def test_copy_for_a_new_chat_copies_the_prompt_with_the_full_protocol(serve, tab, tmp_path):
+    page = serve()
+    session_id = start_on(page, tmp_path / "run")
+    httpx.post(f"{page.url}api/sessions/{session_id}/apply", json={"reply": EDIT_REPLY})
+    short = page.store.outbox_path(session_id, 2).read_text(encoding="utf-8")
+    assert "=== PROTOCOL ===\nShort form" in short
+    full = httpx.get(f"{page.url}api/sessions/{session_id}/full").json()["text"]
+    assert "=== PROTOCOL ===\nYou are a coding agent." in full
+    assert "  hello.py (22 bytes)" in full  # the full listing, not its changes
+    tab.goto(page.url)
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 2')")
+    tab.click("#copy-full")
+    tab.wait_for_selector("#copy-status:has-text('Copied')")
+    assert tab.evaluate("navigator.clipboard.readText()") == full
+    assert page.store.outbox_path(session_id, 2).read_text(encoding="utf-8") == short

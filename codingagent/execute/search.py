@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from codingagent.execute.context import CommandFailed, Success, Turn, clip
-from codingagent.protocol.commands import Search, plural
+from codingagent.protocol.commands import Search, file_lines, plural
 from codingagent.workspace import PathRejected, Workspace
 
 SEARCH_HITS = 100  # hits shown per SEARCH; the rest are counted
+SEARCH_CONTEXT = 2  # lines shown before and after each hit unless the SEARCH says otherwise
+MAX_CONTEXT = 20  # the most context lines a SEARCH may ask for
+SEARCH_LINES = 400  # lines (hits and context) shown per SEARCH; the hits beyond are counted
 SEARCH_FILES = 5000  # files looked at per SEARCH
 SEARCH_FILE_BYTES = 1024 * 1024  # larger files are not searched
 SEARCH_LINE_CHARS = 200  # a hit's line is clipped to this many characters
@@ -24,9 +27,17 @@ SEARCH_REPLY_SECONDS = 20.0  # all SEARCH commands of one reply together; later 
 
 
 def search(cmd: Search, turn: Turn) -> Success:
-    """Grep the workspace; the hits go to the next outbox, the counts into the result."""
+    """Grep the workspace; the hits, with lines of context, go to the next outbox, the
+    counts into the result (said once: the block under Search Results names only the query).
+
+    Hits are shown as grep shows them: ``path:12: line`` for a hit, ``path-13- line`` for a
+    line of context, ``--`` between groups of lines; hits closer than twice the context share
+    one group."""
     if not cmd.query:
         raise CommandFailed("The query is empty")
+    context = SEARCH_CONTEXT if cmd.context is None else cmd.context
+    if not 0 <= context <= MAX_CONTEXT:
+        raise CommandFailed(f"context must be 0 to {MAX_CONTEXT} lines, got {context}")
     flags = 0 if cmd.case_sensitive else re.IGNORECASE
     try:
         pattern = re.compile(cmd.query if cmd.regex else re.escape(cmd.query), flags)
@@ -43,7 +54,7 @@ def search(cmd: Search, turn: Turn) -> Success:
     seconds = min(SEARCH_REGEX_SECONDS, left)
     started = time.monotonic()
     try:
-        found = _grep(turn.workspace, pattern, globs, guarded=cmd.regex, seconds=seconds)
+        found = _grep(turn.workspace, pattern, globs, context, guarded=cmd.regex, seconds=seconds)
     finally:
         turn.search_seconds += time.monotonic() - started
     if found is None and seconds < SEARCH_REGEX_SECONDS:
@@ -58,12 +69,12 @@ def search(cmd: Search, turn: Turn) -> Success:
     where = f" in files matching '{cmd.glob}'" if cmd.glob else ""
     files = plural(len(found.files), "file")
     searched = f"{plural(found.searched, 'file')} searched"
-    counts = f"{_matches(found.total)} in {files}" if found.total else f"no matches ({searched})"
-    header = f'SEARCH "{query}"{where}: {counts}'
-    turn.outcome.searches.append("\n".join([header, *found.hits, *found.notes()]))
     if not found.total:
-        return Success(f"No matches for '{query}'{where} ({searched})")
-    shown = "shown" if found.total <= SEARCH_HITS else f"the first {SEARCH_HITS} shown"
+        return Success(f"No matches for '{query}'{where} ({'; '.join([searched, *found.notes()])})")
+    header = f'SEARCH "{query}"{where}:'
+    notes = [f"({note})" for note in found.notes()]
+    turn.outcome.searches.append("\n".join([header, *found.lines, *notes]))
+    shown = "shown" if found.shown == found.total else f"the first {found.shown:,} shown"
     return Success(
         f"{_matches(found.total).capitalize()} for '{query}' in {files} "
         f"({shown} under Search Results)",
@@ -72,9 +83,12 @@ def search(cmd: Search, turn: Turn) -> Success:
 
 @dataclass
 class _Grep:
-    """What one SEARCH found: the first hits as ``path:line: text``, and counts."""
+    """What one SEARCH found: the first hits with their context, as grep shows them, and
+    counts."""
 
-    hits: list[str] = field(default_factory=list)
+    context: int = SEARCH_CONTEXT
+    lines: list[str] = field(default_factory=list)
+    shown: int = 0  # hits among ``lines``
     total: int = 0
     files: set[str] = field(default_factory=set)
     searched: int = 0
@@ -83,14 +97,14 @@ class _Grep:
 
     def notes(self) -> list[str]:
         notes = []
-        if self.total > SEARCH_HITS:
-            more = self.total - SEARCH_HITS
-            notes.append(f"({more:,} more matches not shown; narrow the query or the glob)")
+        if self.total > self.shown:
+            more = self.total - self.shown
+            notes.append(f"{more:,} more matches not shown; narrow the query or the glob")
         if self.big:
             size = SEARCH_FILE_BYTES // 1024 // 1024
-            notes.append(f"({plural(self.big, 'file')} over {size} MB not searched)")
+            notes.append(f"{plural(self.big, 'file')} over {size} MB not searched")
         if self.omitted:
-            notes.append(f"({plural(self.omitted, 'file')} not searched: there are too many)")
+            notes.append(f"{plural(self.omitted, 'file')} not searched: there are too many")
         return notes
 
 
@@ -98,6 +112,7 @@ def _grep(
     workspace: Workspace,
     pattern: re.Pattern[str],
     globs: list[str],
+    context: int,
     guarded: bool,
     seconds: float = SEARCH_REGEX_SECONDS,
 ) -> _Grep | None:
@@ -109,7 +124,7 @@ def _grep(
     search is an escaped literal, linear in the text, and runs here.
     """
     listing = workspace.list_files(limit=SEARCH_FILES)
-    found = _Grep(omitted=listing.omitted)
+    found = _Grep(context=context, omitted=listing.omitted)
     paths = []
     for path, size in listing.entries:
         if globs and not _glob_match(path, globs):
@@ -129,13 +144,38 @@ def _scan(workspace: Workspace, pattern: re.Pattern[str], paths: list[str], foun
         if text is None:
             continue
         found.searched += 1
-        for number, line in enumerate(text.split("\n"), 1):
-            if pattern.search(line):
-                found.total += 1
-                found.files.add(path)
-                if len(found.hits) < SEARCH_HITS:
-                    found.hits.append(f"{path}:{number}: {_clip_line(line)}")
+        lines = file_lines(text)
+        hits = [number for number, line in enumerate(lines, 1) if pattern.search(line)]
+        if hits:
+            found.total += len(hits)
+            found.files.add(path)
+            _show(found, path, lines, hits)
     return found
+
+
+def _show(found: _Grep, path: str, lines: list[str], hits: list[int]) -> None:
+    """Add the hits of one file (line numbers of ``lines``), each with its lines of context,
+    to ``found`` while they fit; a hit within another's context extends that group."""
+    hit = set(hits)
+    done = 0  # the last line of this file added
+    for number in hits:
+        if found.shown >= SEARCH_HITS:
+            return
+        first = max(1, number - found.context, done + 1)
+        last = min(len(lines), number + found.context)
+        apart = bool(found.lines) and found.context > 0 and (not done or first > done + 1)
+        if len(found.lines) + apart + max(0, last - first + 1) > SEARCH_LINES:
+            return
+        if apart:
+            found.lines.append("--")
+        for n in range(first, last + 1):
+            mark = ":" if n in hit else "-"
+            text = _clip_line(lines[n - 1])
+            found.lines.append(
+                f"{path}{mark}{n}{mark} {text}" if text else f"{path}{mark}{n}{mark}"
+            )
+            found.shown += n in hit
+        done = max(done, last)
 
 
 _T = TypeVar("_T")

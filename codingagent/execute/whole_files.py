@@ -13,11 +13,13 @@ from codingagent.execute.context import (
     is_a_directory,
     not_found,
     noted,
+    read_text,
     remove,
     write,
 )
 from codingagent.execute.lines import lines_name
 from codingagent.execute.placeholders import elision
+from codingagent.execute.symbols import find_symbol
 from codingagent.protocol.commands import CreateFile, DeleteFile, ReadFile
 from codingagent.state import FileRange, ReadRequest
 
@@ -45,6 +47,8 @@ def delete_file(cmd: DeleteFile, turn: Turn) -> Success:
 
 
 def read_file(cmd: ReadFile, turn: Turn) -> Success:
+    if cmd.symbol is not None:
+        return _read_symbol(cmd, cmd.symbol, turn)
     folder = turn.workspace.is_dir(cmd.path)
     if folder and (cmd.start_line is not None or cmd.end_line is not None):
         raise CommandFailed(f"'{cmd.path}' is a folder: READ_FILE lists it without lines")
@@ -55,23 +59,49 @@ def read_file(cmd: ReadFile, turn: Turn) -> Success:
     if first < 1 or (end is not None and end < first):
         last = "end" if end is None else end
         raise CommandFailed(f"Invalid line range {first}-{last} for '{cmd.path}'")
-    rel = PurePosixPath(cmd.path).as_posix()
+    _request(turn, cmd.path, start, end)
+    if folder:
+        return Success(f"The files in '{cmd.path}' are listed under Requested File Contents")
+    if start is None and end is None:
+        return Success(f"'{cmd.path}' is shown under Requested File Contents")
+    if end is None:
+        what = f"'{cmd.path}' from line {start} on is"
+    elif first == end:
+        what = f"Line {first} of '{cmd.path}' is"
+    else:
+        what = f"{lines_name(first, end).capitalize()} of '{cmd.path}' are"
+    return Success(f"{what} shown under Requested File Contents")
+
+
+def _read_symbol(cmd: ReadFile, symbol: str, turn: Turn) -> Success:
+    """READ_FILE ``symbol=``: the lines of each definition of the name, as line ranges."""
+    if cmd.start_line is not None or cmd.end_line is not None:
+        raise CommandFailed("Give either symbol or start_line/end_line, not both")
+    text = read_text(cmd.path, turn)
+    python = cmd.path.lower().endswith((".py", ".pyi"))
+    found = find_symbol(text, symbol, python)
+    if not found:
+        raise CommandFailed(
+            f"No function, class or method '{clip(symbol)}' found in '{cmd.path}'; "
+            f"SEARCH for it, or READ_FILE with start_line and end_line"
+        )
+    for start, end in found:
+        _request(turn, cmd.path, start, end)
+    ranges = ", ".join(lines_name(start, end) for start, end in found)
+    return Success(
+        f"'{clip(symbol)}' ({ranges} of '{cmd.path}') is shown under Requested File Contents"
+    )
+
+
+def _request(turn: Turn, path: str, start: int | None, end: int | None) -> None:
+    """Ask for the file (or its lines) in the next prompt, once however it is spelled."""
+    rel = PurePosixPath(path).as_posix()
     request: ReadRequest = rel
-    what = f"'{cmd.path}' is"
     if start is not None or end is not None:
         request = FileRange(path=rel, start_line=start, end_line=end)
-        if end is None:
-            what = f"'{cmd.path}' from line {start} on is"
-        elif first == end:
-            what = f"Line {first} of '{cmd.path}' is"
-        else:
-            what = f"{lines_name(first, end).capitalize()} of '{cmd.path}' are"
     # One file under many spellings (`a/../big.txt`, `./big.txt`, a symlink) is one request,
     # shown once under the first spelling: otherwise each copy would fill the outbox again.
-    key = (turn.workspace.relpath(cmd.path), start, end)
+    key = (turn.workspace.relpath(path), start, end)
     if key not in turn.reads:
         turn.reads.add(key)
         turn.outcome.read_requests.append(request)
-    if folder:
-        return Success(f"The files in '{cmd.path}' are listed under Requested File Contents")
-    return Success(f"{what} shown under Requested File Contents")

@@ -116,10 +116,12 @@ def start(
     session per task, each started when the one before ends (docs/queue.md).
 
     A queue exits 0 when every task completed, 3 when one stopped or was skipped."""
+    from codingagent.frontends.kept import keep
     from codingagent.session.lifecycle import new_session
     from codingagent.session.store import SessionStore
     from codingagent.sources.clipboard import require_clipboard
 
+    options = dict(flags)  # kept with the session (docs/prompts.md)
     # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
     # before a session is made.
     one_source(flags)
@@ -138,6 +140,7 @@ def start(
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
     state = new_session(SessionStore(root), settings, tasks[0], workspace)
+    keep(SessionStore(root), state.session_id, options)
     console.print(
         safe_text("Session ")
         + safe_text(state.session_id, "bold")
@@ -167,9 +170,13 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
     A turn interrupted by a crash is first rolled back and applied again. When SESSION is the
-    running task of a queue, the queue goes on after it.
+    running task of a queue, the queue goes on after it. The options the session was started
+    with hold unless a flag here says otherwise (docs/prompts.md).
     """
+    from codingagent.frontends.kept import kept_flags
+
     one_source(flags)
+    flags = kept_flags(root, session, flags, model=True)
     model = model_client(root, flags)
     queue_id = None if follow_up is not None else queueing.queue_of(root, session)
     if queue_id is not None:  # the session is a queue's task: the queue goes on after it
@@ -188,11 +195,12 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
     """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
     from codingagent.faults import TurnNotApplied
+    from codingagent.frontends.kept import kept_flags
     from codingagent.session.loop import interrupted_turn
     from codingagent.session.seams import Reply
     from codingagent.sources.inbox import InboxSource
 
-    with session_loop(root, session, flags) as loop:
+    with session_loop(root, session, kept_flags(root, session, flags)) as loop:
         inbox = InboxSource(loop.store.inbox, loop.settings.max_reply_bytes)
         if reply == "-":
             given = Reply(sys.stdin.buffer.read(), source="<stdin>")
@@ -246,8 +254,10 @@ def answer(words: tuple[str, ...], root: Path) -> None:
         raise click.UsageError(
             'Give the answer as one argument, in quotes: answer [SESSION] "TEXT"'
         )
+    from codingagent.frontends.kept import kept_flags
+
     session, text = words if len(words) == 2 else ("latest", words[0])
-    with session_loop(root, session, {}) as loop:
+    with session_loop(root, session, kept_flags(root, session, {})) as loop:
         loop.answer(text)
 
 
@@ -258,7 +268,9 @@ def answer(words: tuple[str, ...], root: Path) -> None:
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     """Restore the files of the last turns of SESSION exactly and rewind it."""
-    with session_loop(root, session, {}) as loop:
+    from codingagent.frontends.kept import kept_flags
+
+    with session_loop(root, session, kept_flags(root, session, {})) as loop:
         loop.undo(turns, force)
 
 
@@ -277,8 +289,13 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None:
     """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
     reply, see each turn's results and diffs, undo. Its address carries a secret token."""
+    from codingagent.frontends.kept import MODEL_KEYS, kept_flags
     from codingagent.frontends.page.server import run
+    from codingagent.session.store import SessionStore
 
+    if SessionStore(root).ids():  # the page of a new run directory starts its own sessions
+        kept = kept_flags(root, session, flags).items()
+        flags = {key: value for key, value in kept if key not in MODEL_KEYS}  # replies: pasted
     try:
         run(root, session, port, not no_open, flags)
     except KeyboardInterrupt:  # the way to stop it

@@ -103,12 +103,14 @@ def sessions(root: Path, as_json: bool) -> None:
 @click.option(
     "--full",
     is_flag=True,
-    help="With the full PROTOCOL and Environment sections, for a new chat (protocol = first).",
+    help="With the full PROTOCOL, Environment and listing, for a new chat (protocol = first).",
 )
-def show(session: str, root: Path, copy: bool, full: bool) -> None:
+@click.option("--settings", "settings_", is_flag=True, help="Print the settings in force instead.")
+def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
     from dataclasses import replace
 
+    from codingagent.frontends.kept import MODEL_KEYS, in_force
     from codingagent.prompt.render import PromptOptions
     from codingagent.session.outbox import ensure_outbox, prompt_text
     from codingagent.session.store import SessionStore
@@ -116,7 +118,13 @@ def show(session: str, root: Path, copy: bool, full: bool) -> None:
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    prompt = PromptOptions.from_settings(load_settings(root))
+    if settings_:
+        click.echo("\n".join(in_force(root, store.load(session_id))))
+        return
+    options = store.load(session_id).options
+    prompt = PromptOptions.from_settings(
+        load_settings(root, {k: v for k, v in options.items() if k not in MODEL_KEYS})
+    )
     # A watcher holding the session keeps its prompt; without its lock nothing is saved.
     with store.held_if_free(session_id) as held:
         state = store.load(session_id)

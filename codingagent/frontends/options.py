@@ -88,7 +88,7 @@ def tuning_options(command: Callable) -> Callable:
         click.option(
             "--protocol",
             type=click.Choice(["every", "first"]),
-            help="The full PROTOCOL in every prompt (default), or in the first only.",
+            help="The full PROTOCOL in the first prompt only (default), or in every one.",
         ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
@@ -105,6 +105,9 @@ def model_options(command: Callable) -> Callable:
         click.option("--api-key-env", metavar="VAR", help="The variable holding the API key."),
         click.option(
             "--model-timeout", type=float, help="Seconds without an answer before giving up."
+        ),
+        click.option(
+            "--no-model", is_flag=True, default=None, help="Drop the model the session keeps."
         ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
@@ -126,8 +129,9 @@ def model_client(
     any. Settings errors and a missing key stop us before a session is made or touched."""
     from codingagent.sources.providers.client import ChatClient
 
+    flags.pop("no_model", None)
     names = ("model_name", "base_url", "model_id", "api_key_env", "model_timeout")
-    given = [flags.pop(key) for key in names]
+    given = [flags.pop(key, None) for key in names]
     profile = run_settings(root, flags, workspace).model_profile(*given)
     return None if profile is None else ChatClient(profile)
 
@@ -160,14 +164,18 @@ def session_loop(
     settings a workspace file tried to loosen are named on the console."""
     from codingagent.frontends.approval import answer_on_terminal, ask_on_terminal
     from codingagent.frontends.console import ConsoleListener
+    from codingagent.frontends.kept import described
     from codingagent.session.loop import SessionLoop
     from codingagent.session.store import SessionStore
     from codingagent.sources import pasteboard
 
     store = SessionStore(root)
-    settings = run_settings(root, flags, Path(store.load(store.resolve(session)).workspace))
+    state = store.load(store.resolve(session))
+    settings = run_settings(root, flags, Path(state.workspace))
     for line in settings.ignored:
         say(line, "yellow")
+    if state.options:
+        say(f"Options kept with the session: {described(state)}")
     return SessionLoop(
         store,
         settings,

@@ -9,6 +9,7 @@ import hashlib
 from collections import Counter
 from dataclasses import replace
 
+from codingagent.prompt.changes import listing_change
 from codingagent.prompt.render import (
     FileView,
     OutboxContext,
@@ -147,6 +148,23 @@ def _shown_key(ws: Workspace, path: str) -> str:
         return path
 
 
+def _listing_lines(
+    state: SessionState, prompt: PromptOptions, files: list[tuple[str, int]], views: list[FileView]
+) -> list[str] | None:
+    """The Workspace Files lines of this prompt (None: the full listing), what the model then
+    knows of the listing kept in ``state`` (see :mod:`codingagent.prompt.changes`)."""
+    since = state.listed_sequence
+    if prompt.full_protocol or since is None or since >= state.sequence_number:
+        since = None  # the first prompt, one written again, a prompt for a new chat
+    change = listing_change(files, state.listed, state.listed_digest, since)
+    whole = any(view.folder is not None and view.base == "" for view in views)
+    lines = ["(every file is listed under Requested File Contents)"] if whole else change.lines
+    if lines is None or whole or not lines[0].startswith("(unchanged"):
+        state.listed_sequence = state.sequence_number
+    state.listed, state.listed_digest = change.known, change.digest
+    return lines
+
+
 def compose(
     ws: Workspace, state: SessionState, prompt: PromptOptions
 ) -> tuple[str, dict[str, str], Counter[str]]:
@@ -169,6 +187,7 @@ def compose(
         omitted=listing.omitted,
         file_views=views,
         size_of=functools.partial(_size_of, ws),
+        listing=_listing_lines(state, prompt, listing.entries, views),
     )
     _note_secret_files(ws, state, prompt)
     environment = environment_section(state, prompt)

@@ -4,12 +4,14 @@ Pure: values in, text out. The layout is the protocol document's, section for se
 HEADER, PROTOCOL, CONTEXT (environment, workspace files, previous results, the user's answers to
 an ASK, requested files, search results), PROMPT.
 
-What a prompt leaves out (protocol 1.2): the task is said once in the first prompt (under
-PROMPT; the HEADER points there); with ``protocol = "first"`` a continuation prompt carries
-the short REMINDER instead of the PROTOCOL section, which comes back after a reply the parser
-could not read and for ``show --full``; the Environment section is shown in the first
-prompt, when it changes, and for ``show --full``. The listing fits a budget of characters
-(:mod:`codingagent.prompt.overview`).
+What a prompt leaves out (docs/prompts.md): the whole task is under PROMPT in the first
+prompt only (the HEADER names it: all of it when short, else its first line); with
+``protocol = "first"`` (the default) a continuation prompt carries the short REMINDER instead
+of the PROTOCOL section, which comes back after a reply the parser could not read and for
+``show --full``; the Environment section is shown in the first prompt, when it changes, and
+for ``show --full``; the listing fits a budget of characters
+(:mod:`codingagent.prompt.overview`), and later prompts show only its changes
+(:mod:`codingagent.prompt.changes`).
 
 Requested files are shown with line numbers (``  12 | code``, docs/protocol.md §5.4), numbered
 exactly as EDIT_FILE counts lines (only ``\\n`` ends one), and in a window: at most
@@ -44,14 +46,14 @@ NO_COMMANDS_NOTE = (
 )
 VIEW_LINES = 400  # lines of one file shown at a time
 FILE_VIEW_CAP = 100_000  # characters of one file shown at a time
-TASK_BELOW = "(given under PROMPT below)"
+TASK_CHARS = 200  # a longer task is named in the HEADER by its first line, clipped
 
 
 @dataclass(frozen=True)
 class PromptOptions:
     """The settings that shape a prompt (see :class:`codingagent.settings.Settings`)."""
 
-    protocol: Literal["every", "first"] = "every"
+    protocol: Literal["every", "first"] = "first"
     listing_chars: int = 8000
     command_timeout: float = 30.0
     max_output: int = 4000
@@ -107,13 +109,16 @@ class OutboxContext:
     # Results and search results left out to keep the prompt within its size limit.
     results_omitted: int = 0
     searches_omitted: int = 0
+    # The Workspace Files lines when the model knows the listing (its changes, or that it is
+    # unchanged: :mod:`codingagent.prompt.changes`); None: the full listing.
+    listing: Sequence[str] | None = None
 
 
 def render_outbox(
     state: SessionState, context: OutboxContext, options: PromptOptions = DEFAULT_PROMPT
 ) -> str:
     sections = [
-        ("HEADER", _header(state)),
+        ("HEADER", _header(state, options)),
         ("PROTOCOL", _protocol(state, options)),
         ("CONTEXT", _context(state, context, options)),
         ("PROMPT", _prompt(state)),
@@ -125,6 +130,21 @@ def is_prompt(text: str) -> bool:
     """Whether ``text`` is one of our prompts (pasted back by mistake): it starts as every
     prompt :func:`render_outbox` writes does."""
     return text.lstrip().startswith("=== HEADER ===")
+
+
+def split_protocol(text: str) -> tuple[str, str]:
+    """A prompt as written to ``outbox/``, split for a request that sends the PROTOCOL as a
+    system message: (its PROTOCOL section's body, the prompt without that section). The
+    section stands second, before any file content, so its end is the next ``=== `` heading;
+    a text without one is returned whole as the second part."""
+    start = text.find("\n\n=== PROTOCOL ===\n")
+    if not is_prompt(text) or start < 0:
+        return "", text
+    body = start + len("\n\n=== PROTOCOL ===\n")
+    end = text.find("\n\n=== ", body)
+    if end < 0:
+        return "", text
+    return text[body:end], text[:start] + text[end:]
 
 
 def environment_section(state: SessionState, options: PromptOptions) -> str | None:
@@ -154,8 +174,21 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _header(state: SessionState) -> str:
-    task = TASK_BELOW if _prompt(state) == state.task else " ".join(state.task.split())
+def task_line(task: str, sequence: int = 1, whole: bool = False) -> str:
+    """The HEADER's ``Task:``: the task on one line when short (or ``whole``), else its first
+    line, clipped to ``TASK_CHARS``, and where the whole text is (the first PROMPT)."""
+    flat = " ".join(task.split())
+    if whole or len(flat) <= TASK_CHARS:
+        return flat
+    first = " ".join(task.strip().splitlines()[0].split())
+    if len(first) > TASK_CHARS:
+        first = first[: TASK_CHARS - 3].rstrip() + "..."
+    where = "below" if sequence == 1 else "in the first message"
+    return f"{first} (the whole task is under PROMPT {where})"
+
+
+def _header(state: SessionState, options: PromptOptions) -> str:
+    task = task_line(state.task, state.sequence_number, whole=options.full_protocol)
     follow_ups = "".join(f"Follow-up: {' '.join(f.split())}\n" for f in state.follow_ups)
     return (
         f"Session: {state.session_id}\nSequence: {state.sequence_number}\nTask: {task}\n"
@@ -278,6 +311,8 @@ def _omitted(count: int, what: str) -> list[str]:
 
 
 def _listing(context: OutboxContext, budget: int) -> str:
+    if context.listing is not None:
+        return "\n".join(context.listing)
     lines = overview(context.files, budget, context.omitted, size_of=context.size_of)
     return "\n".join(lines) or "(empty workspace)"
 
@@ -319,12 +354,26 @@ def _numbered_window(view: FileView) -> list[str]:
         budget -= len(line)
         shown.append(line)
     last = start + len(shown) - 1
+    if last == len(lines):
+        notes += _ending(view.text, lines)
     if last < len(lines):
         notes.append(
             f"{len(lines) - last:,} more {'line' if len(lines) - last == 1 else 'lines'} below; "
             f'READ_FILE with start_line="{last + 1}" to see them'
         )
     return [*numbered(shown, start), *_notes(notes)]
+
+
+def _ending(text: str, lines: list[str]) -> list[str]:
+    """What the numbered lines cannot show of a file's end: a missing final newline, or
+    blank last lines (whitespace only)."""
+    if not text.endswith("\n"):
+        return ["no newline at the end of the file"]
+    kept = "\n".join(lines).rstrip()
+    blank = len(lines) - (kept.count("\n") + 1 if kept else 0)
+    if not blank:
+        return []
+    return [f"the file ends with {blank} blank line{'s' if blank > 1 else ''}"]
 
 
 def _notes(notes: list[str]) -> list[str]:

@@ -77,6 +77,7 @@ class ReadFile(_Command):
     path: str
     start_line: int | None = None  # protocol 1.1: only some lines (None: from the first)
     end_line: int | None = None  # (None: to the last)
+    symbol: str | None = None  # a function, class or method by name (docs/prompts.md)
 
     @property
     def target(self) -> str:
@@ -137,6 +138,7 @@ class Search(_Command):
     glob: str | None = None
     regex: bool = False
     case_sensitive: bool = False
+    context: int | None = None  # lines shown around each hit (None: the default)
 
 
 class RunCommand(_Command):

@@ -1,8 +1,9 @@
 """The words of the protocol: its version, the PROTOCOL section, its reminder, the prompts.
 
 The PROTOCOL text is the only manual the LLM ever sees, and it sees it cold, in a fresh chat:
-in every prompt (``protocol = "every"``, the default), or in the first one and after a reply
-the parser could not read (``"first"``; the other prompts carry the short REMINDER). It is
+in the first prompt and after a reply the parser could not read (``protocol = "first"``, the
+default; the other prompts carry the short REMINDER, complete enough to write every command),
+or in every prompt (``"every"``). It is
 written to be followed by a model that has never heard of this tool: short, exact, one
 paragraph a command (in the order of the parser's table), one worked example.
 """
@@ -72,16 +73,19 @@ new lines
 
 [READ_FILE path="src/app.py"]
 [READ_FILE path="src/app.py" start_line="400" end_line="600"]
+[READ_FILE path="src/app.py" symbol="Parser.parse"]
   Shows you the file, or those lines, in the next message under "Requested File Contents".
   Each line is shown as "  12 | text": the number and " | " are not part of the file, and
   neither are the "--- path ---" lines around it. Long files are shown 400 lines at a time.
+  symbol= shows one function, class or method (Class.method) by name, with its line numbers.
   No closing tag. Read a file before you edit it by line numbers.
-  READ_FILE of a folder (path="data/") lists the files in it: the workspace listing rolls
-  folders holding many files up into one line ("data/ 3,000 files, 6 KB: *.txt").
+  READ_FILE of a folder (path="data/") lists the files in it; path="." lists the whole
+  workspace again (later messages show only what changed in the listing).
 
-[SEARCH query="def parse" glob="*.py" regex="false" case_sensitive="false"]
-  Searches the workspace files; the matching lines ("path:line: text") are shown in the
-  next message under "Search Results". Only query is required. No closing tag.
+[SEARCH query="def parse" glob="*.py" context="2" regex="false" case_sensitive="false"]
+  Searches the workspace files; each match is shown in the next message under "Search
+  Results" as "path:12: line", with context= lines around it as "path-13- line" (default 2;
+  0 for none). Only query is required. No closing tag.
 
 [RUN_COMMAND]
 python -m pytest -q
@@ -154,20 +158,53 @@ divide() raises ValueError on zero, with a test; all tests pass.
 [/DONE]
 """
 
-# What a continuation prompt carries instead of the PROTOCOL section with protocol = "first".
+# What a continuation prompt carries instead of the PROTOCOL section with protocol = "first":
+# every command once, as an example that parses (tests/test_prompts.py parses each one), and
+# the rules a model that never saw the first message needs to write a reply that is applied.
 REMINDER = """\
-(The full PROTOCOL was in the first message and still holds; if you do not have it, ask the
-user to paste "codingagent show --full". The tags, in short:)
-Start with "Session: <id> Sequence: <n>". Each tag at the start of its own line, never
-inside a code fence; file content goes between the tags as it is.
-[REPLACE path="p"] then blocks: <<<<<<< SEARCH, exact old lines, =======, new lines,
->>>>>>> REPLACE (each marker on its own line) [/REPLACE]
-[CREATE_FILE path="p"] whole content [/CREATE_FILE]    [DELETE_FILE path="p"]
-[EDIT_FILE path="p" start_line="3" end_line="5"] new lines [/EDIT_FILE]
-[READ_FILE path="p" start_line="1" end_line="50"]    [SEARCH query="text" glob="*.py"]
-[PATCH] a unified diff (--- a/p, +++ b/p, @@ hunks) or *** Begin Patch [/PATCH]
-[RUN_COMMAND] command [/RUN_COMMAND]    [MESSAGE] text [/MESSAGE]    [ASK] question [/ASK]
-[DONE] summary [/DONE]: last, and refused after any failed command (non-zero exit included).
+Short form (the full PROTOCOL was in the first message and still holds; if you do not have
+it, ask the user to paste "codingagent show --full"). Start your reply with the line
+"Session: <id> Sequence: <n>" (the HEADER's values). Each tag starts its own line, as plain
+text, never inside a ``` code fence; file content goes between the tags as it is. Close every
+tag that has a closing tag. Lines outside commands are ignored. Paths are relative.
+[REPLACE path="app.py"]
+<<<<<<< SEARCH
+exact old lines, enough to be unique
+=======
+new lines
+>>>>>>> REPLACE
+[/REPLACE]
+[CREATE_FILE path="app.py"]
+the whole new content
+[/CREATE_FILE]
+[EDIT_FILE path="app.py" start_line="3" end_line="5"]
+these lines replace lines 3-5 (start_line="4" end_line="3" inserts before line 4)
+[/EDIT_FILE]
+[PATCH]
+--- a/app.py
++++ b/app.py
+@@ -1 +1 @@
+-old line
++new line
+[/PATCH]
+[DELETE_FILE path="old.py"]
+[READ_FILE path="app.py" start_line="1" end_line="80"]
+[READ_FILE path="app.py" symbol="Parser.parse"]
+[READ_FILE path="."]
+[SEARCH query="def parse" glob="*.py" context="2"]
+[RUN_COMMAND]
+python -m pytest -q
+[/RUN_COMMAND]
+[MESSAGE]
+a note for the user
+[/MESSAGE]
+[ASK]
+a question only the user can answer
+[/ASK]
+[DONE]
+a short summary
+[/DONE]
+DONE comes last, and is refused if any command before it failed (a non-zero exit included).
 """
 
 

@@ -133,11 +133,14 @@ TAGS: dict[str, _TagSpec] = {
     "REPLACE": _TagSpec(Replace, ("path",), body=_Body(replace_body)),
     "PATCH": _TagSpec(Patch, body=_Body(patch_body)),
     "DELETE_FILE": _TagSpec(DeleteFile, ("path",)),
-    "READ_FILE": _TagSpec(ReadFile, ("path",), ("start_line", "end_line"), integers=_LINES),
+    "READ_FILE": _TagSpec(
+        ReadFile, ("path",), ("start_line", "end_line", "symbol"), integers=_LINES
+    ),
     "SEARCH": _TagSpec(
         Search,
         ("query",),
-        ("glob", "regex", "case_sensitive"),
+        ("glob", "regex", "case_sensitive", "context"),
+        integers=frozenset({"context"}),
         booleans=frozenset({"regex", "case_sensitive"}),
     ),
     "RUN_COMMAND": _TagSpec(RunCommand, body=_Body(command_body)),

@@ -271,7 +271,7 @@ class SessionLoop:
             return Stop(
                 StopReason.TURN_LIMIT,
                 f"Stopped after {self._replies} model turns (model_max_turns); continue with: "
-                f"codingagent resume {self.session_id} --model ...",
+                f"codingagent resume {self.session_id}",
             )
         return None
 

@@ -9,6 +9,7 @@ rebinding) and a POST from another origin (a cross-site form or script).
     GET  /api/sessions              the sessions, and which one to show first
     POST /api/sessions              start one: {"task", "workspace"}
     GET  /api/sessions/{id}         its prompt, turns, diffs and open approvals
+    GET  /api/sessions/{id}/full    its prompt with the full PROTOCOL, for a new chat
     POST /api/sessions/{id}/apply   {"reply"}: one turn (or into inbox/ for a terminal watcher)
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/approvals/{n}         {"allow"}: the answer to a RUN_COMMAND question
@@ -43,7 +44,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codingagent.frontends.console import say
 from codingagent.frontends.page.actions import SessionActions
 from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub
-from codingagent.frontends.page.views import queue_view, session_view, sessions_list
+from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
+from codingagent.prompt.render import PromptOptions
 from codingagent.session.queue import QueueStore
 from codingagent.session.store import SessionStore
 from codingagent.settings import Settings, SettingsError, load_settings
@@ -143,6 +145,11 @@ def create_app(
         view["approvals"] = approvals.pending(session_id)
         return JSONResponse(view)
 
+    async def full(request: Request) -> Response:
+        session_id = store.resolve(request.path_params["session"])
+        prompt = PromptOptions.from_settings(settings)
+        return JSONResponse(await run_in_threadpool(full_prompt, store, session_id, prompt))
+
     async def apply(request: Request) -> Response:
         reply = _text(await _body(request), "reply")
         done = await run_in_threadpool(actions.apply, request.path_params["session"], reply)
@@ -181,6 +188,7 @@ def create_app(
         Route("/api/sessions", _api(list_sessions)),
         Route("/api/sessions", _api(start), methods=["POST"]),
         Route("/api/sessions/{session}", _api(show)),
+        Route("/api/sessions/{session}/full", _api(full)),
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
         Route("/api/approvals/{question:int}", _api(answer), methods=["POST"]),

@@ -6,14 +6,14 @@ turn applied by a terminal watcher shows the same as one applied on the page.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from codingagent.frontends.page.diffs import session_diffs
-from codingagent.prompt.render import estimate_tokens
+from codingagent.prompt.render import PromptOptions, estimate_tokens
 from codingagent.session.history import TurnRecord
-from codingagent.session.outbox import ensure_outbox, open_workspace
+from codingagent.session.outbox import ensure_outbox, open_workspace, prompt_text
 from codingagent.session.queue import QueueStore, summary_rows
 from codingagent.session.store import SessionStore
 from codingagent.state import CommandResult, SessionError, SessionState
@@ -78,6 +78,14 @@ def session_view(store: SessionStore, session_id: str, token_budget: int) -> dic
         "interrupted": store.journal_path(session_id).exists(),
         "turns": turns[::-1],
     }
+
+
+def full_prompt(store: SessionStore, session_id: str, prompt: PromptOptions) -> dict[str, Any]:
+    """The current prompt with the full PROTOCOL, Environment and listing, for a new chat
+    (the page's "Copy for a new chat", as ``show --full``); the prompt file is left as it is."""
+    state = store.load(session_id)
+    text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
+    return {"text": text, "chars": len(text)}
 
 
 def _turn(folder: Path) -> dict[str, Any]:

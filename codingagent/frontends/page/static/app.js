@@ -316,8 +316,12 @@ async function act(button, action) {
   }
 }
 
-async function copyPrompt() {
-  const text = view && view.prompt ? view.prompt.text : "";
+async function copyPrompt(full) {
+  let text = view && view.prompt ? view.prompt.text : "";
+  if (full === true) {
+    text = (await api(`api/sessions/${current}/full`)).text;
+    $("prompt").textContent = text; // what is selected if the clipboard refuses
+  }
   try {
     await navigator.clipboard.writeText(text);
   } catch (e) {
@@ -377,6 +381,7 @@ async function startSession(event) {
 window.addEventListener("DOMContentLoaded", async () => {
   $("error-close").addEventListener("click", () => { $("error").hidden = true; });
   $("copy").addEventListener("click", () => act($("copy"), copyPrompt));
+  $("copy-full").addEventListener("click", () => act($("copy-full"), () => copyPrompt(true)));
   $("apply").addEventListener("click", () => act($("apply"), applyReply));
   $("start-form").addEventListener("submit", (e) => act($("start"), () => startSession(e)));
   $("queue-skip").addEventListener("click", () => act($("queue-skip"), skipTask));
