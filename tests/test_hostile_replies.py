@@ -701,7 +701,8 @@ def test_a_file_name_that_is_not_utf8_is_listed_escaped(agent):
     assert results_section(text)[0] == (
         "[OK] RUN_COMMAND: Ran 'printf x > \"$(printf 'bad\\377name')\"' (exit code 0)"
     )
-    assert "## Workspace Files\n  bad\\xffname (1 bytes)\n" in text
+    assert "## Workspace Files\n(changes since message 1;" in text  # listed once, escaped
+    assert "\n  added: bad\\xffname (1 bytes)\n" in text
 
 
 def test_cli_a_session_goes_on_after_a_reply_made_an_undecodable_file_name(agent):
@@ -722,7 +723,7 @@ def test_a_very_deep_folder_tree_is_listed(agent):
     try:
         text = agent.apply(f"[RUN_COMMAND]\n{make_deep}\n[/RUN_COMMAND]\n")
         assert results_section(text)[0] == f"[OK] RUN_COMMAND: Ran '{make_deep}' (exit code 0)"
-        assert "\n  " + "a/" * 1000 + "leaf.txt (0 bytes)\n" in text
+        assert "\n  added: " + "a/" * 1000 + "leaf.txt (0 bytes)\n" in text
     finally:
         # shutil.rmtree (pytest's cleanup) recurses once per level and would fail on this tree.
         subprocess.run(["rm", "-rf", str(agent.ws / "a")], check=True)

@@ -140,8 +140,12 @@ CASES: dict[str, Case] = {
             '(3 more lines below; READ_FILE with start_line="13" to see them)\n'
             "--- end app.py ---",
             "## Search Results\n"
-            "SEARCH \"json.\" in files matching '*.py': 2 matches in 1 file\n"
+            "SEARCH \"json.\" in files matching '*.py':\n"
+            "app.py-10-         if not self.path.exists():\n"
+            "app.py-11-             return {}\n"
             "app.py:12:         return json.loads(self.path.read_text())\n"
+            "app.py-13-\n"
+            "app.py-14-     def save(self, data):\n"
             "app.py:15:         self.path.write_text(json.dumps(data))\n",
         ),
     ),
@@ -407,13 +411,19 @@ CASES: dict[str, Case] = {
         ],
         outbox=(
             "## Search Results\n"
-            "SEARCH \"^def \\w+\" in files matching '*.py': 5 matches in 2 files\n"
+            "SEARCH \"^def \\w+\" in files matching '*.py':\n"
+            "calc.py-3-\n"
             "calc.py:4: def add(a, b):\n"
-            "calc.py:8: def subtract(a, b):\n"
-            "calc.py:12: def divide(a, b):\n"
-            "test_calc.py:4: def test_add():\n"
-            "test_calc.py:8: def test_divide():\n\n"
-            'SEARCH "TODO": 1 match in 1 file\n'
+            "calc.py-5-     return a + b\n"
+            "calc.py-6-\n"
+            "calc.py-7-\n"
+            "calc.py:8: def subtract(a, b):\n",
+            "calc.py:12: def divide(a, b):\ncalc.py-13-     return a / b\n--\ntest_calc.py-2-\n",
+            "test_calc.py:8: def test_divide():\n"
+            "test_calc.py-9-     assert calc.divide(6, 3) == 2\n\n"
+            'SEARCH "TODO":\n'
+            "notes.md-1- # Notes\n"
+            "notes.md-2-\n"
             "notes.md:3: ## Todo\n",
         ),
     ),

@@ -401,7 +401,7 @@ def test_undecodable_names_never_break_a_turn(store, sid):
     report = apply_file(store, sid, reply, shell=Shell())
     assert report.outcome.results[0].success
     assert json.loads((report.history / "meta.json").read_text())["replyFile"] == "r\\xff.txt"
-    assert "  bad\\xffname.txt (0 bytes)" in outbox_text(store, sid, 2)
+    assert "  added: bad\\xffname.txt (0 bytes)" in outbox_text(store, sid, 2)
 
 
 def test_requested_files_that_cannot_be_inlined_are_explained(store, sid):

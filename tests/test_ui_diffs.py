@@ -119,13 +119,13 @@ def test_the_session_view_has_the_prompt_and_each_turn_newest_first(tmp_path):
         loop.step(_edit("a.txt", 1, "uno"))
         message = Reply(b"[MESSAGE]\nAll <b>good</b>\n[/MESSAGE]\n", source="second")
         loop.step(message)
-        view = session_view(loop.store, loop.session_id, token_budget=1000)
+        view = session_view(loop.store, loop.session_id, token_budget=200)
 
     assert view["session"]["sequence"] == 3
     assert view["prompt"]["sequence"] == 3
     assert view["prompt"]["text"].startswith("=== HEADER ===")
     assert view["prompt"]["chars"] == len(view["prompt"]["text"])
-    assert view["prompt"]["overBudget"] is True  # the prompt is over 1,000 tokens
+    assert view["prompt"]["overBudget"] is True  # the prompt is over 200 tokens
     newest, oldest = view["turns"]
     assert (newest["sequence"], newest["reply"], newest["diffs"]) == (2, "second", [])
     assert newest["messages"] == ["All <b>good</b>"]

@@ -289,13 +289,12 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
 def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None:
     """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
     reply, see each turn's results and diffs, undo. Its address carries a secret token."""
-    from codingagent.frontends.kept import MODEL_KEYS, kept_flags
+    from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
     from codingagent.session.store import SessionStore
 
     if SessionStore(root).ids():  # the page of a new run directory starts its own sessions
-        kept = kept_flags(root, session, flags).items()
-        flags = {key: value for key, value in kept if key not in MODEL_KEYS}  # replies: pasted
+        flags = kept_flags(root, session, flags)
     try:
         run(root, session, port, not no_open, flags)
     except KeyboardInterrupt:  # the way to stop it

@@ -33,11 +33,15 @@ def given(flags: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in flags.items() if value is not None and key not in NOT_KEPT}
 
 
-def kept_flags(root: Path, session: str, flags: dict[str, Any]) -> dict[str, Any]:
+def kept_flags(
+    root: Path, session: str, flags: dict[str, Any], model: bool = False
+) -> dict[str, Any]:
     """``flags`` over the options SESSION (in the run directory ``root``) keeps; the flags
-    given now are kept (see :func:`keep`)."""
+    given now are kept (see :func:`keep`). Without ``model`` (a command that takes no reply
+    from a model: step, answer, undo, the page) a kept model is left out."""
     store = SessionStore(root)
-    return keep(store, store.resolve(session), flags)
+    merged = keep(store, store.resolve(session), flags)
+    return merged if model else {k: v for k, v in merged.items() if k not in MODEL_KEYS}
 
 
 def keep(store: SessionStore, session_id: str, flags: dict[str, Any]) -> dict[str, Any]:

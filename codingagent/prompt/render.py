@@ -354,7 +354,7 @@ def _numbered_window(view: FileView) -> list[str]:
         budget -= len(line)
         shown.append(line)
     last = start + len(shown) - 1
-    if last == len(lines):
+    if last == len(lines) and shown[-1] == lines[-1]:  # the last line shown whole
         notes += _ending(view.text, lines)
     if last < len(lines):
         notes.append(
