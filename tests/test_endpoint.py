@@ -20,7 +20,7 @@ from fake_apis import CopilotFake
 from scripted_model import Cut, Fail, Garbage, Say, ScriptedModel, Stall
 
 from codingagent.frontends.cli import main
-from codingagent.protocol.manual import protocol_text
+from codingagent.protocol.manual import REMINDER, protocol_text
 from codingagent.session.store import SessionStore
 from codingagent.sources.providers import signin
 from codingagent.sources.transcript import without_protocol
@@ -137,7 +137,9 @@ def test_a_scripted_model_solves_a_task_to_done_through_every_api(
         assert body.get("stream", False) is stream
         outbox = (tmp_path / "outbox" / f"{session}_seq{n:04d}.txt").read_text()
         system, messages = sent(body)
-        assert system == protocol and protocol.rstrip() in outbox
+        # The prompt file has the full PROTOCOL first, then its short form (docs/prompts.md).
+        assert system == protocol
+        assert (protocol.rstrip() if n == 1 else REMINDER.rstrip()) in outbox
         assert messages == [{"role": "user", "content": without_protocol(outbox)}]
         assert "=== PROTOCOL ===" not in messages[0]["content"]
         assert messages[0]["content"].startswith("=== HEADER ===\nSession: ")

@@ -25,7 +25,6 @@ from codingagent.prompt.render import (
     PromptOptions,
     estimate_tokens,
     render_outbox,
-    split_protocol,
 )
 from codingagent.protocol.manual import REMINDER, protocol_text
 from codingagent.protocol.parser import TAGS, parse
@@ -524,19 +523,6 @@ def test_a_few_bytes_more_or_less_are_noise_and_a_doubling_is_not(size, delta):
     assert not resized(size + delta, size)
     assert resized(size, 2 * size + NOISE_BYTES)
     assert resized(size, 0) and resized(0, size)
-
-
-def test_a_prompt_splits_into_its_protocol_and_the_part_that_is_new(tmp_path):
-    store, sid, prompt, first = session(tmp_path, {"a.py": "=== CONTEXT ===\n"})
-    protocol, rest = split_protocol(first)
-    assert protocol == protocol_text(30, 4000).rstrip("\n")
-    assert rest == first.replace(f"\n\n=== PROTOCOL ===\n{protocol}", "")
-    assert rest.startswith("=== HEADER ===\n") and "\n\n=== CONTEXT ===\n" in rest
-    second = reply(store, sid, '[READ_FILE path="a.py"]\n', prompt)
-    protocol, rest = split_protocol(second)
-    assert protocol == REMINDER.rstrip("\n")
-    assert "   1 | === CONTEXT ===" in rest and "=== PROTOCOL ===" not in rest
-    assert split_protocol("just text") == ("", "just text")
 
 
 def test_a_large_workspace_keeps_only_a_digest_and_lists_all_when_it_changed():

@@ -412,6 +412,7 @@ CASES: dict[str, Case] = {
         outbox=(
             "## Search Results\n"
             "SEARCH \"^def \\w+\" in files matching '*.py':\n"
+            "calc.py-2-\n"
             "calc.py-3-\n"
             "calc.py:4: def add(a, b):\n"
             "calc.py-5-     return a + b\n"

@@ -132,21 +132,6 @@ def is_prompt(text: str) -> bool:
     return text.lstrip().startswith("=== HEADER ===")
 
 
-def split_protocol(text: str) -> tuple[str, str]:
-    """A prompt as written to ``outbox/``, split for a request that sends the PROTOCOL as a
-    system message: (its PROTOCOL section's body, the prompt without that section). The
-    section stands second, before any file content, so its end is the next ``=== `` heading;
-    a text without one is returned whole as the second part."""
-    start = text.find("\n\n=== PROTOCOL ===\n")
-    if not is_prompt(text) or start < 0:
-        return "", text
-    body = start + len("\n\n=== PROTOCOL ===\n")
-    end = text.find("\n\n=== ", body)
-    if end < 0:
-        return "", text
-    return text[body:end], text[:start] + text[end:]
-
-
 def environment_section(state: SessionState, options: PromptOptions) -> str | None:
     """The ``## Environment`` section, if this prompt shows it: the first prompt, one whose
     section differs from the one last shown, a rewrite of the prompt that showed it, and
