@@ -29,8 +29,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.scripted_model import Say, ScriptedModel
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from scripted_model import Say, ScriptedModel  # the tests' own scripted model
 
 TASK = (
     "Add window_sums(iterable, n) to pkg/more.py: the sums of each window of n items, as "
@@ -141,8 +141,11 @@ def _tests(module: str, count: int) -> str:
     return f"from unittest import TestCase\n\nimport pkg.{module}\n{cases}"
 
 
-def session(folder: Path, protocol: str, history: int = 0) -> tuple[list[str], list[int]]:
-    """The six prompts and the characters of the six requests of the scripted session."""
+def session(
+    folder: Path, protocol: str, history: int = 0
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """The six prompts, and the characters of each of the six requests of the scripted session
+    with those of its system text."""
     root, workspace = folder / "run", folder / "library"
     root.mkdir(parents=True)
     library(workspace)
@@ -162,8 +165,10 @@ def session(folder: Path, protocol: str, history: int = 0) -> tuple[list[str], l
     return prompts, requests
 
 
-def _characters(body: dict[str, Any]) -> int:
-    return sum(len(message.get("content") or "") for message in body["messages"])
+def _characters(body: dict[str, Any]) -> tuple[int, int]:
+    """All the text of a request's messages, and that of its system message."""
+    sizes = [(m.get("role"), len(m.get("content") or "")) for m in body["messages"]]
+    return sum(n for _, n in sizes), sum(n for role, n in sizes if role == "system")
 
 
 def repeated(previous: str, prompt: str) -> float:
@@ -186,31 +191,34 @@ def main() -> int:
             sizes = [len(p) for p in prompts]
             print(f"\n{name}\n")
             print(
-                "| turn | prompt, characters | repeats the previous prompt | request, characters |"
+                "| turn | prompt, characters | repeats the previous prompt | request, characters "
+                "| of which the system text |"
             )
-            print("|---|---|---|---|")
+            print("|---|---|---|---|---|")
             for i, size in enumerate(sizes):
                 share = "" if i == 0 else f"{repeated(prompts[i - 1], prompts[i]):.0%}"
-                request = f"{requests[i]:,}" if i < len(requests) else ""
-                print(f"| {i + 1} | {size:,} | {share} | {request} |")
+                total, system = requests[i] if i < len(requests) else (0, 0)
+                print(f"| {i + 1} | {size:,} | {share} | {total:,} | {system:,} |")
             later = sum(sizes[1:])
+            totals = [total for total, _ in requests]
             summary.append(
                 [
                     name,
                     f"{sizes[0]:,}",
                     f"{later:,}",
                     f"{later / (sizes[0] * (len(sizes) - 1)):.0%}",
-                    f"{sum(requests):,}",
-                    f"{max(requests):,}",
+                    f"{sum(totals):,}",
+                    f"{sum(total - system for total, system in requests):,}",
+                    f"{max(totals):,}",
                 ]
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(
         "\n| configuration | first prompt | prompts 2-6 | prompts 2-6 / five first prompts "
-        "| requests, all | largest request |"
+        "| requests, all | without the system text | largest request |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for row in summary:
         print("| " + " | ".join(row) + " |")
     return 0
