@@ -62,3 +62,20 @@ def test_the_prompts_benchmark_shows_continuations_under_35_percent_by_default()
     assert int(default[3].removesuffix("%")) < 35, done.stdout
     every = rows["protocol = every, stateless requests"]
     assert int(every[3].removesuffix("%")) > 70, "the baseline repeats the PROTOCOL"
+
+
+@pytest.mark.slow
+def test_smoke_command_capture_benchmark_prints_its_rows():
+    script = SCRIPT.parent / "commands.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=100
+    )
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert table[0] == "| measure | median | baseline | ratio | target | met |"
+    assert [row.split(" | ")[0] for row in table[1:]] == [
+        "| stat scan of the workspace, 300 files (vs bare lstat walk)",
+        "| RUN_COMMAND changing 3 files, 300 files, capture",
+        "| first command of a session, 300 files (reads all once)",
+        "| bytes kept per command turn, 300 files",
+    ]

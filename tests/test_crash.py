@@ -42,14 +42,19 @@ REPLIES = [
     "[RUN_COMMAND]\necho ran\n[/RUN_COMMAND]\n",
     '[DELETE_FILE path="dir/b.txt"]\n'
     '[EDIT_FILE path="d/e/f.txt" start_line="2" end_line="1"]\ng\n[/EDIT_FILE]\n'
+    "[RUN_COMMAND]\nsed -i s/new/changed/ script.sh && chmod 600 a.txt && rm -r d"
+    " && mkdir -p gen/sub && echo g > gen/sub/g.txt\n[/RUN_COMMAND]\n"
     '[READ_FILE path="a.txt"]\n',
     "[DONE]\nfinished\n[/DONE]\n",
 ]
-# Named points and how often each turn passes them (pre-images: files changed; results: commands).
+# Named points and how often each turn passes them (pre-images: files changed; results: commands;
+# snapshot, ran, captured: once per RUN_COMMAND). Turn 3's command edits, chmods, deletes
+# folders and creates files: a kill at ``ran`` is a kill after a command changed them.
+RUN = {"snapshot": 1, "ran": 1, "captured": 1}
 PASSES = [
     {"journal": 1, "preimage": 3, "result": 3, "history": 1, "outbox": 1, "state": 1},
-    {"journal": 1, "preimage": 3, "result": 4, "history": 1, "outbox": 1, "state": 1},
-    {"journal": 1, "preimage": 2, "result": 3, "history": 1, "outbox": 1, "state": 1},
+    {"journal": 1, "preimage": 3, "result": 4, "history": 1, "outbox": 1, "state": 1, **RUN},
+    {"journal": 1, "preimage": 5, "result": 4, "history": 1, "outbox": 1, "state": 1, **RUN},
     {"journal": 1, "result": 1, "history": 1, "state": 1},
 ]
 

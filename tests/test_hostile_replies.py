@@ -371,7 +371,10 @@ def test_a_huge_sparse_file_is_never_loaded_into_memory(agent, command):
     finally:
         tracemalloc.stop()
     results = results_section(text)
-    assert results[0] == "[OK] RUN_COMMAND: Ran 'truncate -s 128M sparse.bin' (exit code 0)"
+    assert results[0] == (
+        "[OK] RUN_COMMAND: Ran 'truncate -s 128M sparse.bin' (exit code 0); "
+        "it created 1 file (sparse.bin)"
+    )
     assert results[2].startswith("[OK] ")
     if command == "READ_FILE":
         assert "--- sparse.bin ---\n(binary file, 134,217,728 bytes, not shown)\n" in text
@@ -699,7 +702,8 @@ NON_UTF8_NAME = "[RUN_COMMAND]\nprintf x > \"$(printf 'bad\\377name')\"\n[/RUN_C
 def test_a_file_name_that_is_not_utf8_is_listed_escaped(agent):
     text = agent.apply(NON_UTF8_NAME)
     assert results_section(text)[0] == (
-        "[OK] RUN_COMMAND: Ran 'printf x > \"$(printf 'bad\\377name')\"' (exit code 0)"
+        "[OK] RUN_COMMAND: Ran 'printf x > \"$(printf 'bad\\377name')\"' (exit code 0); "
+        "it created 1 file (bad\\xffname)"
     )
     assert "## Workspace Files\n(changes since message 1;" in text  # listed once, escaped
     assert "\n  added: bad\\xffname (1 bytes)\n" in text
@@ -710,7 +714,7 @@ def test_cli_a_session_goes_on_after_a_reply_made_an_undecodable_file_name(agent
     second = agent.step("[RUN_COMMAND]\nrm -f bad*\n[/RUN_COMMAND]\n")
     assert (first.exit_code, second.exit_code) == (0, 0), second.stderr
     assert results_section(agent.outbox(3)) == [
-        "[OK] RUN_COMMAND: Ran 'rm -f bad*' (exit code 0)",
+        "[OK] RUN_COMMAND: Ran 'rm -f bad*' (exit code 0); it deleted 1 file (bad\\xffname)",
         "  Output: (no output)",
     ]
 
@@ -722,7 +726,10 @@ def test_a_very_deep_folder_tree_is_listed(agent):
     )
     try:
         text = agent.apply(f"[RUN_COMMAND]\n{make_deep}\n[/RUN_COMMAND]\n")
-        assert results_section(text)[0] == f"[OK] RUN_COMMAND: Ran '{make_deep}' (exit code 0)"
+        assert results_section(text)[0] == (
+            f"[OK] RUN_COMMAND: Ran '{make_deep}' (exit code 0); "
+            f"it created 1 file ({'a/' * 1000}leaf.txt)"
+        )
         assert "\n  added: " + "a/" * 1000 + "leaf.txt (0 bytes)\n" in text
     finally:
         # shutil.rmtree (pytest's cleanup) recurses once per level and would fail on this tree.

@@ -181,7 +181,7 @@ CASES: dict[str, Case] = {
             "[OK] REPLACE: Changed 'app.py' with 2 blocks: lines 9-11 (3 lines replaced by 3); "
             "lines 14-15 (2 lines replaced by 3)",
             "[OK] RUN_COMMAND: Ran 'python3 -c \"import app; s = app.Store('out/data.json'); "
-            "s.save({'a': 1}); print(s.load())\"' (exit code 0)",
+            "s.save({'a': 1}); print(s.load())\"' (exit code 0); it created 1 file (out/data.json)",
         ],
         outbox=("  Output: {'a': 1}\n",),
     ),

@@ -190,6 +190,26 @@ def start_on(page: Page, root: Path, task: str = "Make the greeting friendlier")
     return state.session_id
 
 
+def test_a_commands_changes_show_as_diffs_marked_as_made_by_it(serve, tab, tmp_path):
+    page = serve(commands="allow")
+    start_on(page, tmp_path / "run")
+    open_page(tab, page)
+    tab.fill(
+        "#reply", "[RUN_COMMAND]\nsed -i s/hi/hey/ hello.py && echo n > new.txt\n[/RUN_COMMAND]\n"
+    )
+    tab.click("#apply")
+    turn = tab.locator("article.turn[data-sequence='1']:has(details.diff)")
+    turn.wait_for()
+    by = "RUN_COMMAND 'sed -i s/hi/hey/ hello.py && echo n > new.txt'"
+    assert turn.locator("details.diff summary").all_inner_texts() == [
+        f"hello.py changed by {by}",
+        f"new.txt created by {by}",
+    ]
+    assert "+print('hey')" in turn.locator("details.diff pre").first.inner_text().splitlines()
+    headline = turn.locator(".result .headline").first.inner_text()
+    assert headline.endswith("it created 1 file (new.txt); changed 1 file (hello.py)")
+
+
 @pytest.mark.parametrize("allow", [True, False])
 def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path, allow):
     page = serve(commands="ask")
@@ -216,7 +236,10 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
     turn.wait_for()
     headline = turn.locator(".result .headline").all_inner_texts()[-1]
     if allow:
-        assert headline == "[OK] RUN_COMMAND: Ran 'echo ran | tee ran.txt' (exit code 0)"
+        assert headline == (
+            "[OK] RUN_COMMAND: Ran 'echo ran | tee ran.txt' (exit code 0); "
+            "it created 1 file (ran.txt)"
+        )
         assert (workspace / "ran.txt").read_text() == "ran\n"
         output = turn.locator(".result details.output")  # folded until unfolded
         assert output.get_attribute("open") is None

@@ -176,6 +176,13 @@ class ConsoleListener(Listener):
         say(f"Undid turn {numbers} of session {report.state.session_id}: restored {files}")
         for problem in report.problems:
             say(f"Could not restore {problem}", "yellow")
+        if report.untracked:
+            folders = ", ".join(report.untracked)
+            say(
+                f"Not put back, by rule: what commands changed in ignored folders ({folders}); "
+                "see docs/undo.md",
+                "dim",
+            )
 
     def watching(self, source: ReplySource) -> None:
         say(f"{source.description}. Ctrl-C stops.")

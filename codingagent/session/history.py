@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from codingagent.fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
 from codingagent.session.crashpoints import crash_point
+from codingagent.session.shadow import SHADOW, Shadow, put_back
 from codingagent.session.store import SessionStore
 from codingagent.state import SessionState, damaged
 from codingagent.workspace import PathRejected, PreImage, Workspace
@@ -46,6 +48,7 @@ class TurnRecord:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._held: list[dict[str, Any]] | None = None  # records waiting for :meth:`held`'s end
 
     @property
     def reply_path(self) -> Path:
@@ -84,7 +87,7 @@ class TurnRecord:
                 items = (json.dumps(item, ensure_ascii=False, default=str) for item in value)
                 value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
             elif not isinstance(value, bytes | str):
-                value = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+                value = _json(value)
             atomic_write(self.folder / name, value)
 
     def add_preimage(self, pre: PreImage, index: int) -> None:
@@ -111,8 +114,31 @@ class TurnRecord:
             content = pre.data if pre.data is not None else pre.stream
             atomic_write(self.folder / blob, content)  # type: ignore[arg-type]
             fsync_folder(blobs)  # durable now, also inside a turn's grouped folder syncs
+        if pre.by:
+            entry["by"] = pre.by
+        self.add_mark(entry)
+
+    def add_mark(self, entry: dict[str, Any]) -> None:
+        """Append one record to ``preimages.jsonl``, durably (or at the end of :meth:`held`)."""
+        if self._held is not None:
+            self._held.append(entry)
+            return
+        self._append([entry])
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Append the records added meanwhile at the end, in one write and one fsync: for
+        changes already made (a command's), which the journal's open mark covers until then."""
+        self._held = []
         try:
-            append_frame(self.folder / self.PREIMAGES, entry)
+            yield
+            self._append(self._held)
+        finally:
+            self._held = None
+
+    def _append(self, entries: list[dict[str, Any]]) -> None:
+        try:
+            append_frames(self.folder / self.PREIMAGES, entries)
         except OSError as e:  # a full disk names no file
             naming(e, self.folder / self.PREIMAGES)
             raise
@@ -157,7 +183,7 @@ class TurnRecord:
         """What :meth:`restore` could not put back for sure, read before changing anything:
         damaged records and saved contents that are missing."""
         records = self.preimages()
-        problems = [self._damaged(line) for line in records.damaged]
+        problems = [self._damaged(line) for line in records.damaged] + records.unkept()
         for entry in records.entries:
             if entry["blob"] and not (self.folder / entry["blob"]).is_file():
                 problems.append(f"'{entry['path']}' (its saved content {entry['blob']} is gone)")
@@ -174,6 +200,12 @@ class TurnRecord:
         """
         records = self.preimages()
         done = Restored([], [self._damaged(line) for line in records.damaged])
+        stopped = records.open_command()
+        if stopped is not None:  # a command was stopped before its changes were recorded
+            shadow = Shadow(self.folder.parent.parent / SHADOW, 0)
+            paths, problems = put_back(ws, shadow, stopped)
+            done.paths += paths
+            done.problems += problems
         entries = reversed(records.entries)
         for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
             dirs = tuple(entry["createdDirs"])
@@ -186,6 +218,10 @@ class TurnRecord:
                 continue
             done.paths.append(entry["path"])
             crash_point("restored")
+        for mark in reversed(records.marks):
+            if mark["kind"] == "dirs":
+                done.problems += ws.restore_dirs(mark["created"], mark["deleted"])
+        done.problems += records.unkept()
         return done
 
     def _damaged(self, line: int) -> str:
@@ -200,10 +236,45 @@ class TurnRecord:
         return contextlib.nullcontext()
 
 
+def _json(value: Any) -> bytes:
+    """Indented JSON in UTF-8; with ``\\u`` escapes when it holds a name that is not UTF-8 (a
+    command can make one: the post-images name it)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(value, indent=2, default=str) + "\n").encode("ascii")
+
+
 @dataclass
 class Records:
     entries: list[dict[str, Any]]
     damaged: list[int]  # line numbers (from 1) of complete records that failed their check
+    # A command's records (capture.py): "command" (its snapshot taken), "dirs" (folders it
+    # made and removed), "unkept" (a change not kept), "untracked", "command-done".
+    marks: list[dict[str, Any]] = field(default_factory=list)
+
+    def open_command(self) -> str | None:
+        """The snapshot digest of a command stopped before its changes were recorded."""
+        open_digest = None
+        for mark in self.marks:
+            if mark["kind"] == "command":
+                open_digest = mark["index"]
+            elif mark["kind"] == "command-done" and mark["index"] == open_digest:
+                open_digest = None
+        return open_digest
+
+    def unkept(self) -> list[str]:
+        """What commands changed that was not kept, so cannot be put back."""
+        return [
+            f"'{mark['path']}' (changed by a command, not kept: {mark['why']})"
+            for mark in self.marks
+            if mark["kind"] == "unkept"
+        ]
+
+    def untracked(self) -> list[str]:
+        """The ignored folders commands touched (not kept by rule)."""
+        return [p for mark in self.marks if mark["kind"] == "untracked" for p in mark["paths"]]
 
 
 @dataclass
@@ -219,7 +290,7 @@ def frame(entry: dict[str, Any]) -> bytes:
 
 
 def read_frames(data: bytes) -> Records:
-    """The records of a framed file.
+    """The records of a framed file: pre-images in ``entries``, others in ``marks``.
 
     A last line without its newline is a torn append: its file had not been changed yet
     (the change waits for the append), so it is no record.  A complete line that fails its
@@ -232,14 +303,20 @@ def read_frames(data: bytes) -> Records:
         try:
             if int(crc, 16) != zlib.crc32(body) or len(crc) != 8:
                 raise ValueError
-            records.entries.append(json.loads(body))
+            entry = json.loads(body)
+            (records.marks if "kind" in entry else records.entries).append(entry)
         except ValueError:
             records.damaged.append(number)
     return records
 
 
 def append_frame(path: Path, entry: dict[str, Any]) -> None:
-    """Append ``entry`` to the framed file ``path`` and fsync it.
+    """Append ``entry`` to the framed file ``path`` and fsync it (see :func:`append_frames`)."""
+    append_frames(path, [entry])
+
+
+def append_frames(path: Path, entries: list[dict[str, Any]]) -> None:
+    """Append ``entries`` to the framed file ``path`` in one write, and fsync it.
 
     A torn tail (bytes after the last newline) is cut off first; if this append fails, the
     file is cut back to where it was, so the next append starts on a clean line.
@@ -248,7 +325,7 @@ def append_frame(path: Path, entry: dict[str, Any]) -> None:
     try:
         end = _whole_lines_end(fd)
         os.ftruncate(fd, end)
-        data = frame(entry)
+        data = b"".join(map(frame, entries))
         try:
             written = 0
             while written < len(data):
@@ -288,8 +365,13 @@ def turn_log(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
 
 
 def digest_of(ws: Workspace, path: str) -> str | None:
-    """sha256 of a workspace file, or None if it does not exist."""
+    """sha256 of a workspace file, or None if it does not exist; read in chunks (a command can
+    leave a file of any size)."""
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(ws.read_bytes(path)).hexdigest()
+        with ws.open_bytes(path) as f:
+            while chunk := f.read(1024 * 1024):
+                digest.update(chunk)
     except (FileNotFoundError, PathRejected):
         return None
+    return digest.hexdigest()

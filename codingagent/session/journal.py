@@ -4,7 +4,10 @@ Every committed turn keeps ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`,
 that knows its file names).  The journal (``sessions/{id}/journal.json``) exists exactly while a
 turn (or an undo) is in flight; before any workspace file is written or deleted, its pre-image
 (bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
-so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.
+so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.  A
+RUN_COMMAND, which may change any file, is covered by a ``command`` record written before it
+runs and naming the session's shadow copy of the workspace; its changes' pre-images follow it
+(:mod:`codingagent.session.capture`, docs/undo.md).
 
 ``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
 that fails half-way (a full disk) is cut back before the next one, so a torn record can never
@@ -89,6 +92,10 @@ class Journal:
         self.saved += size
         self.paths.append(pre.path)
         crash_point("preimage")
+
+    def mark(self, entry: dict[str, Any]) -> None:
+        """Append a record that is no file's pre-image (a command's marks: docs/undo.md)."""
+        self.turn.add_mark(entry)
 
     def close(self) -> None:
         self.path.unlink()

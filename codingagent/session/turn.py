@@ -19,7 +19,7 @@ machine (a full disk) rolls it back too (:mod:`codingagent.faults`).  Which repl
 applied at all is :mod:`codingagent.session.admission`.  At most ``MAX_COMMANDS`` commands of a
 reply run, and a turn's pre-images are capped (``preimage_cap``): no reply stalls or fills the disk.
 
-Side effects of RUN_COMMAND outside the files the file commands touched cannot be rolled back."""
+What a RUN_COMMAND changes in the workspace is kept too, within the limits of docs/undo.md."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
+from codingagent.session.capture import Watch
 from codingagent.session.crashpoints import OnResult, after_each_result, crash_point
 from codingagent.session.history import TurnRecord, digest_of, turn_record
 from codingagent.session.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
@@ -243,8 +244,10 @@ def _execute(
     state: SessionState,
     problems: list[CommandResult],
 ) -> TurnOutcome:
-    """Run the commands, each file's pre-image recorded in the journal before it changes."""
+    """Run the commands, each file's pre-image recorded in the journal before it changes, and
+    what each RUN_COMMAND changed recorded around it (:mod:`codingagent.session.capture`)."""
     ws.before_change = journal.record
+    ws.watch = Watch(ws, journal)
     try:
         return execute(
             commands,
@@ -257,6 +260,7 @@ def _execute(
         )
     finally:
         ws.before_change = None
+        ws.watch = None
 
 
 def _advance(state: SessionState, outcome: TurnOutcome) -> None:

@@ -1,6 +1,7 @@
 """``codingagent undo``: put back the files of the last turns exactly and rewind the session, as
 a transaction of its own (an undo journal that recovery finishes after a crash, via
-:func:`finish_undo`). What undo cannot put back is named, never guessed."""
+:func:`finish_undo`). What a RUN_COMMAND changed is put back too (docs/undo.md). What undo
+cannot put back is named, never guessed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ class UndoReport:
     state: SessionState
     outbox: Path
     problems: list[str] = field(default_factory=list)  # what could not be put back
+    # Ignored folders (build/, node_modules/...) the turns' commands changed: not put back,
+    # by rule (docs/undo.md).
+    untracked: list[str] = field(default_factory=list)
 
 
 def undo(
@@ -94,6 +98,7 @@ def finish_undo(
     undoing = [TurnRecord(folders / name) for name in journal["turns"]]
     present = [record for record in undoing if record.folder.is_dir()]
     done = Restored([], [])
+    untracked = [path for record in present for path in record.preimages().untracked()]
     rewound = state
     if state.sequence_number == journal["from"]:  # not rewound yet
         ws = open_workspace(store, state)
@@ -114,4 +119,5 @@ def finish_undo(
     store.journal_path(session_id).unlink()
     numbers = [int(record.folder.name) for record in reversed(undoing)]
     outbox = ensure_outbox(store, rewound)
-    return UndoReport(numbers, list(dict.fromkeys(done.paths)), rewound, outbox, done.problems)
+    paths = list(dict.fromkeys(done.paths))
+    return UndoReport(numbers, paths, rewound, outbox, done.problems, sorted(set(untracked)))

@@ -3,7 +3,8 @@
 - :mod:`.pathguard`: the path guard, the one place an untrusted path is turned into something
   to act on, and the reasons a path is rejected (the texts the LLM is shown).
 - :mod:`.listing`: the files the LLM is shown; :mod:`.gitignore`: what the ignore files hide.
-- :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back.
+- :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back;
+  :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed.
 
 :mod:`.autorun` finds files a turn left that would run code for the user.
 :class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
-from codingagent.workspace import files, preimage
+from codingagent.workspace import files, preimage, snapshot
 from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.listing import Listing, display_name, list_files
 from codingagent.workspace.preimage import PreImage
@@ -33,6 +35,8 @@ class Workspace:
         # Called with the pre-image of every file just before it is written or deleted; the
         # turn journal sets it so that a turn can be rolled back or undone.
         self.before_change: Callable[[PreImage], None] | None = None
+        # Runs around each RUN_COMMAND: the turn sets it so that a command's changes are kept.
+        self.watch: snapshot.CommandWatch | None = None
 
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`."""
@@ -62,6 +66,20 @@ class Workspace:
     def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
         """The file's bytes, at most ``limit`` of them."""
         return files.read_bytes(self._guard, rel, limit)
+
+    def open_bytes(self, rel: str) -> BinaryIO:
+        """The regular file ``rel`` open for reading, under the same rules as reading it."""
+        return files.open_bytes(self._guard, rel)
+
+    def scan(
+        self, skip: frozenset[str] = frozenset(), walk: frozenset[str] = frozenset()
+    ) -> snapshot.Scan:
+        """The tracked files and folders by stat data (:mod:`.snapshot`)."""
+        return snapshot.scan(self._guard, skip, walk)
+
+    def restore_dirs(self, created: list[str], deleted: list[str]) -> list[str]:
+        """Remove ``created`` folders that are empty, make ``deleted`` ones again."""
+        return snapshot.restore_dirs(self._guard, created, deleted)
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""

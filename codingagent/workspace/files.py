@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from typing import BinaryIO
 
 from codingagent.fsio import at, atomic_write_at
 from codingagent.workspace.pathguard import HARDLINK, Guard, PathRejected, Spot, is_a_directory, is_multi_linked, lstat, not_found, open_file
@@ -54,8 +55,13 @@ def file_size(guard: Guard, rel: str) -> int:
 def read_bytes(guard: Guard, rel: str, limit: int | None = None) -> bytes:
     """The file's bytes, at most ``limit`` of them; :class:`FileNotFoundError` if it is
     missing or not a regular file."""
-    with os.fdopen(_open_regular(guard, rel), "rb") as f:
+    with open_bytes(guard, rel) as f:
         return f.read(-1 if limit is None else limit)
+
+
+def open_bytes(guard: Guard, rel: str) -> BinaryIO:
+    """The regular file ``rel`` open for reading (FileNotFoundError as for read_bytes)."""
+    return os.fdopen(_open_regular(guard, rel), "rb")
 
 
 def _open_regular(guard: Guard, rel: str) -> int:

@@ -37,6 +37,7 @@ class PreImage:
     # A file over PREIMAGE_IN_MEMORY bytes comes as an open stream instead of ``data``: open
     # only while ``before_change`` runs (or, for ``restore``, while the caller holds it).
     stream: BinaryIO | None = field(default=None, compare=False)
+    by: str = ""  # what changed the file, when not the file command itself (a RUN_COMMAND)
 
     @property
     def existed(self) -> bool:

@@ -3,7 +3,8 @@
 A turn records each file's pre-image (``preimages.jsonl``) before changing it, and the sha256
 of what it left (``postimages.json``). What the turn left is not stored: it is the pre-image the
 next turn that changed the file recorded, or else the file as it is now. When that differs from
-the recorded post-image (the file was edited by hand after the turn), the diff says so.
+the recorded post-image (the file was edited by hand after the turn), the diff says so. A change
+a RUN_COMMAND made names the command (``by``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codingagent.protocol.commands import file_lines
 from codingagent.session.history import TurnRecord
-from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace import PathRejected, Workspace, display_name
 
 MAX_DIFF_BYTES = 1024 * 1024  # either side larger than this: the diff says so and shows nothing
 CONTEXT_LINES = 3
@@ -31,6 +32,7 @@ class FileDiff:
     change: str  # "created", "deleted" or "changed"
     diff: str
     note: str = ""
+    by: str = ""  # the command that made the change, when a RUN_COMMAND did (docs/undo.md)
 
 
 def unified(path: str, before: bytes | None, after: bytes | None) -> FileDiff:
@@ -101,7 +103,7 @@ def session_diffs(ws: Workspace, folders: list[Path]) -> list[list[FileDiff]]:
             later = path in found
             after = found[path] if later else _current(ws, path)
             before = found[path] = _content(record, entry)
-            diff = unified(path, before, after)
+            diff = unified(display_name(path), before, after)  # a command may make any name
             too_large = after is not None and len(after) > MAX_DIFF_BYTES
             if not too_large and _sha256(after) != posts.get(path):
                 edited = "after this turn" if later else "since"
@@ -109,7 +111,7 @@ def session_diffs(ws: Workspace, folders: list[Path]) -> list[list[FileDiff]]:
                     filter(None, [diff.note, f"the file was changed by hand {edited}"])
                 )
                 diff = FileDiff(diff.path, diff.change, diff.diff, note)
-            diffs.append(diff)
+            diffs.append(replace(diff, by=entry.get("by", "")))
         turns.append(diffs)
     return turns[::-1]
 

@@ -142,6 +142,7 @@ function diffBlock(diff, open) {
   block.open = open;
   const title = el("summary");
   title.append(el("code", "", diff.path), ` ${diff.change}`);
+  if (diff.by) title.append(" by ", el("code", "by", diff.by));
   if (diff.note) title.append(el("span", "dim", ` (${diff.note})`));
   block.append(title);
   if (diff.diff) {
