@@ -6,7 +6,6 @@ import gc
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -377,12 +376,9 @@ def test_a_done_checklist_line_in_prose_does_not_swallow_the_commands_after_it()
     ]
 
 
+@pytest.mark.timeout(60)  # the guard against a quadratic scan (see the adversarial inputs)
 def test_many_unclosed_dones_stay_linear() -> None:
-    reply = "[DONE]\n" * 100_000
-    started = time.perf_counter()
-    commands = parse(reply)
-    assert len(commands) == 100_000
-    assert time.perf_counter() - started < 5
+    assert len(parse("[DONE]\n" * 100_000)) == 100_000
 
 
 # --- parse errors --------------------------------------------------------------------------
@@ -504,12 +500,13 @@ ADVERSARIAL = {
 }
 
 
+# No wall-clock assertion (a loaded machine makes those lie): a parser that went quadratic on
+# these 2 MB inputs would run for hours, so the per-test timeout is the guard, with a margin of
+# hundreds over the linear parser's time. benchmarks/run.py ("parser") measures the speed.
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", ADVERSARIAL)
-def test_adversarial_input_parses_fast(name: str) -> None:
-    text = ADVERSARIAL[name]
-    start = time.perf_counter()
-    commands = parse(text)
-    assert time.perf_counter() - start < 2.0
+def test_adversarial_input_parses_in_linear_time(name: str) -> None:
+    commands = parse(ADVERSARIAL[name])
     assert all(c.line >= 1 for c in commands)
 
 
@@ -522,13 +519,11 @@ def test_adversarial_results_are_what_the_grammar_says() -> None:
     assert len(parse(ADVERSARIAL["40k self-closing commands"])) == 40_000
 
 
+@pytest.mark.timeout(60)  # the guard against a quadratic scan, as above
 def test_ten_megabyte_single_line_in_a_body() -> None:
     line = "x = '" + "[/CREATE_FILE" * 800_000 + "'"
     reply = f'[CREATE_FILE path="big.py"]\n{line}\n[/CREATE_FILE]'
-    start = time.perf_counter()
-    commands = parse(reply)
-    assert time.perf_counter() - start < 2.0
-    assert commands == [CreateFile(line=1, path="big.py", content=line + "\n")]
+    assert parse(reply) == [CreateFile(line=1, path="big.py", content=line + "\n")]
 
 
 # --- hypothesis: totality ------------------------------------------------------------------

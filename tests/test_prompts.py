@@ -26,6 +26,17 @@ from codingagent.prompt.render import (
     estimate_tokens,
     render_outbox,
 )
+from codingagent.protocol.commands import (
+    CreateFile,
+    DeleteFile,
+    Done,
+    EditFile,
+    Patch,
+    ReadFile,
+    Replace,
+    RunCommand,
+    Search,
+)
 from codingagent.protocol.manual import REMINDER, protocol_text
 from codingagent.protocol.parser import TAGS, parse
 from codingagent.sandbox.backends import sandbox_status
@@ -165,6 +176,11 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
     ]
     assert set(TAGS) - {c.kind for c in commands} == set(), "every tag has its example"
     replace, create, edit, patch, delete, lines, symbol, listing, search, *_ = commands
+    assert isinstance(replace, Replace) and isinstance(create, CreateFile)
+    assert isinstance(edit, EditFile) and isinstance(patch, Patch)
+    assert isinstance(delete, DeleteFile) and isinstance(search, Search)
+    assert isinstance(lines, ReadFile) and isinstance(symbol, ReadFile)
+    assert isinstance(listing, ReadFile) and isinstance(commands[-1], Done)
     assert replace.path == "app.py" and replace.blocks[0].search == (
         "exact old lines, enough to be unique\n"
     )
@@ -176,7 +192,7 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
     assert (lines.start_line, lines.end_line) == (1, 80)
     assert symbol.symbol == "Parser.parse" and listing.path == "."
     assert (search.query, search.glob, search.context) == ("def parse", "*.py", 2)
-    assert [c.command for c in commands if c.kind == "RUN_COMMAND"] == ["python -m pytest -q"]
+    assert [c.command for c in commands if isinstance(c, RunCommand)] == ["python -m pytest -q"]
     assert commands[-1].summary == "a short summary"
     # The rules a model that never saw the first prompt needs: the Session line, the fence
     # rule, the DONE rule, the way back to the full text.
@@ -462,7 +478,7 @@ def test_a_search_is_reported_once(tmp_path):
 def test_an_unchanged_listing_costs_one_line_and_changes_are_listed(tmp_path):
     files = {"app.py": "x = 1\n" * 50, "test_app.py": "import app\n", "docs/a.md": "# a\n"}
     store, sid, prompt, first = session(tmp_path, files)
-    assert "  app.py (300 bytes)" in part(first, "Workspace Files")
+    assert "  app.py (300 bytes)" in body_of(first, "Workspace Files")
     second = reply(store, sid, "[MESSAGE]\nlooking\n[/MESSAGE]\n", prompt)
     assert part(second, "Workspace Files") == "(unchanged since message 1)"
     ws = store.workspace
@@ -489,7 +505,7 @@ def test_an_unchanged_listing_costs_one_line_and_changes_are_listed(tmp_path):
     assert part(whole, "Workspace Files") == (
         "(every file is listed under Requested File Contents)"
     )
-    assert "  src/new.py (5 bytes)" in part(whole, "Requested File Contents")
+    assert "  src/new.py (5 bytes)" in body_of(whole, "Requested File Contents")
 
 
 def test_the_full_listing_comes_back_after_many_changes_and_for_a_new_chat(tmp_path):
@@ -498,10 +514,10 @@ def test_the_full_listing_comes_back_after_many_changes_and_for_a_new_chat(tmp_p
         (store.workspace / f"gen/f{n:03}.txt").parent.mkdir(exist_ok=True)
         (store.workspace / f"gen/f{n:03}.txt").write_text("data\n")
     text = reply(store, sid, "[MESSAGE]\nbuilt\n[/MESSAGE]\n", prompt)
-    assert part(text, "Workspace Files").startswith("  app.py (6 bytes)\n")
+    assert body_of(text, "Workspace Files").startswith("  app.py (6 bytes)\n")
     state = store.load(sid)
     shown = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
-    assert part(shown, "Workspace Files").startswith("  app.py (6 bytes)\n")
+    assert body_of(shown, "Workspace Files").startswith("  app.py (6 bytes)\n")
     later = reply(store, sid, "[MESSAGE]\nagain\n[/MESSAGE]\n", prompt)
     assert part(later, "Workspace Files") == "(unchanged since message 2)"
 

@@ -484,8 +484,7 @@ def test_limits_are_set_for_the_command(tmp_path: Path) -> None:
     assert _limit_line(limits, "Max core file size") == ["0", "0", "bytes"]
     # A CPU-bound loop is stopped by SIGXCPU (24) before its timeout.
     busy = Shell(timeout=10, limits=Limits(cpu_s=1)).run("while :; do :; done", tmp_path)
-    assert (busy.exit_code, busy.timed_out) == (-24, False)
-    assert busy.duration_s < 5
+    assert (busy.exit_code, busy.timed_out) == (-24, False)  # the limit, not the timeout
 
 
 def _limit_line(limits: str, name: str) -> list[str]:
