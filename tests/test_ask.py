@@ -167,7 +167,7 @@ def test_the_terminal_prompt_takes_an_answer_and_an_empty_line_or_eof_is_none() 
     from click.testing import CliRunner
 
     from codingagent.frontends.approval import answer_on_terminal
-    from codingagent.frontends.console import ConsoleListener
+    from codingagent.frontends.console_listener import ConsoleListener
 
     listener = ConsoleListener(ask=lambda command: False, answer=answer_on_terminal)
     for typed, expected in (("9090\n", "9090"), ("\n", None), ("", None)):

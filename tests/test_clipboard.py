@@ -13,6 +13,7 @@ import pty
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Prompt
 from codingagent.session.store import SessionStore
 from codingagent.sources import pasteboard as clipboard
+from codingagent.sources.changes import Polling, X11Changes, open_changes
 from codingagent.sources.clipboard import SOURCE, ClipboardSource, is_reply
 from codingagent.sources.inbox import InboxSource
 
@@ -173,11 +175,23 @@ def x_display(monkeypatch) -> Iterator[str]:
 
 
 def forget_clipboard_tool(monkeypatch) -> None:
-    """pyperclip picks its tool once per process: make it pick again in this environment."""
-    import pyperclip
+    """The choice the clipboard loop made (read through XWayland) is kept per process: make
+    it choose again in this environment."""
+    monkeypatch.setattr(clipboard, "_prefer_x11", False)
 
-    monkeypatch.setattr(pyperclip, "copy", pyperclip.lazy_load_stub_copy)
-    monkeypatch.setattr(pyperclip, "paste", pyperclip.lazy_load_stub_paste)
+
+@pytest.fixture
+def wayland_socket(tmp_path, monkeypatch) -> Iterator[str]:
+    """A socket where a Wayland compositor's would be (XDG_RUNTIME_DIR), named by
+    WAYLAND_DISPLAY; nothing answers on it."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(runtime / "wayland-9"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-9")
+    yield "wayland-9"
+    server.close()
 
 
 def copy_until_read(text: str) -> None:
@@ -239,7 +253,10 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     for n in (1, 2, 3, 4):
         assert f"Prompt {n} is on the clipboard: paste it into the chat\n" in err
     assert "Next prompt" not in err and "Copied" not in err, "one line says it"
-    assert "Watching the clipboard (xclip) for the LLM's reply; also watching" in err
+    assert (
+        "Watching the clipboard (xclip: told of each copy by X11's XFixes events, no polling) "
+        "for the LLM's reply; also watching"
+    ) in err
     assert "Session complete: Wrote hi.txt, two.txt, three.txt" in err
     assert "not applied" not in err and "identical" not in err and "note" not in err
     turns = sorted(p.name for p in (tmp_path / "sessions" / session / "turns").iterdir())
@@ -327,20 +344,45 @@ def no_display(monkeypatch) -> None:
     forget_clipboard_tool(monkeypatch)
 
 
-def test_without_a_clipboard_the_clipboard_loop_names_what_to_install(tmp_path, no_display):
+def test_without_a_display_the_clipboard_loop_names_the_display(tmp_path, no_display):
     if sys.platform != "linux":
         pytest.skip("a display-less Linux is what this test makes")
+    assert shutil.which("xclip"), "the tool is there: the cause is the display"
     result = run(tmp_path, "start", "t", "--clipboard")
     assert result.exit_code == 1
-    assert "--clipboard (clipboard_watch) cannot watch the clipboard here: no clip" in result.stderr
-    assert "install xclip, xsel or wl-clipboard" in result.stderr
+    assert result.stderr.startswith(
+        "error: --clipboard (clipboard_watch) cannot watch the clipboard here: no display: "
+        "neither DISPLAY nor WAYLAND_DISPLAY is set"
+    )
+    assert "run codingagent in a terminal of your desktop session" in result.stderr
     assert not (tmp_path / "sessions").exists(), "no session is started"
     assert run(tmp_path, "start", "t", "--no-watch").exit_code == 0
     resumed = run(tmp_path, "resume", "--clipboard")
-    assert resumed.exit_code == 1 and "install xclip" in resumed.stderr
+    assert resumed.exit_code == 1 and "no display: neither DISPLAY" in resumed.stderr
     assert "Traceback" not in result.output + resumed.output
     assert clipboard.backend() is None
-    assert "no clipboard tool found" in run(tmp_path, "doctor").stdout
+    doctor = " ".join(run(tmp_path, "doctor").stdout.split())
+    assert "clipboard no display: neither DISPLAY nor WAYLAND_DISPLAY is set" in doctor
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names Linux's clipboard tools")
+@pytest.mark.parametrize(
+    ("environment", "cause"),
+    [
+        ({"DISPLAY": ":97"}, "the X display ':97' does not answer"),
+        ({"WAYLAND_DISPLAY": "wayland-77"}, "WAYLAND_DISPLAY is 'wayland-77' but there is no"),
+        ({"DISPLAY": ":97", "PATH": "/nonexistent"}, "neither xclip nor xsel is installed"),
+    ],
+)
+def test_each_cause_of_no_clipboard_is_named_with_its_fix(
+    tmp_path, no_display, monkeypatch, environment, cause
+):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    tool, why = clipboard.tool()
+    assert tool is None and why is not None and cause in why
+    assert clipboard.copy("x") == why and clipboard.paste() == (None, why)
 
 
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -389,11 +431,12 @@ def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, n
     assert "Over SSH the prompts are still copied (OSC 52), but a reply cannot be read" in shown
 
     code, shown = on_a_terminal(["doctor", "--root", str(tmp_path)], env)
+    shown = " ".join(shown.split())  # doctor wraps long lines to the terminal
     assert "OSC 52 over SSH: prompts are copied through your terminal; replies cannot" in shown
 
     without_ssh = {k: v for k, v in env.items() if k != "SSH_TTY"}
     code, shown = on_a_terminal(["show", "--copy", "--root", str(tmp_path)], without_ssh)
-    assert "\x1b]52" not in shown and "Not copied: no clipboard tool found" in shown
+    assert "\x1b]52" not in shown and "Not copied: no display: neither DISPLAY" in shown
 
 
 @pytest.mark.slow
@@ -431,9 +474,10 @@ needs_wl = pytest.mark.skipif(
 @pytest.mark.slow
 @needs_x
 @needs_wl
-def test_on_wayland_with_xwayland_the_loop_reads_through_x11(tmp_path, x_display, monkeypatch):
+def test_on_wayland_with_xwayland_the_loop_reads_through_x11(
+    tmp_path, x_display, wayland_socket, monkeypatch
+):
     """wl-paste may take the focus to read; xclip reads XWayland's clipboard without it."""
-    monkeypatch.setenv("WAYLAND_DISPLAY", "no-such-wayland-display")
     forget_clipboard_tool(monkeypatch)
     assert clipboard.backend() == "wl-clipboard", "pyperclip's own choice on Wayland"
     with running_agent(tmp_path, "start", "t", "--clipboard") as agent:
@@ -441,15 +485,14 @@ def test_on_wayland_with_xwayland_the_loop_reads_through_x11(tmp_path, x_display
         copy("[DONE]\nread through X11\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
-    assert "Watching the clipboard (xclip)" in err
+    assert "Watching the clipboard (xclip: told of each copy by X11's XFixes" in err
     assert "Session complete: read through X11" in err
 
 
 @needs_wl
 def test_on_gnome_wayland_without_xclip_the_loop_says_what_to_install(
-    tmp_path, no_display, monkeypatch
+    tmp_path, no_display, wayland_socket, monkeypatch
 ):
-    monkeypatch.setenv("WAYLAND_DISPLAY", "no-such-wayland-display")
     monkeypatch.setenv("XDG_CURRENT_DESKTOP", "ubuntu:GNOME")
     result = run(tmp_path, "start", "t", "--clipboard")
     assert result.exit_code == 1
@@ -460,3 +503,44 @@ def test_on_gnome_wayland_without_xclip_the_loop_says_what_to_install(
     from codingagent.sources.clipboard import require_clipboard
 
     assert require_clipboard() == "wl-clipboard"
+
+
+# --- noticing a copy ----------------------------------------------------------------------
+
+
+@needs_x
+def test_x11_tells_of_each_copy_and_nothing_else(x_display):
+    changes = open_changes("xclip")
+    try:
+        assert isinstance(changes, X11Changes)
+        assert changes.description == "told of each copy by X11's XFixes events, no polling"
+        # Idle: each wait ends after a slice with nothing to read (no xclip, no poll).
+        assert [changes.wait() for _ in range(3)] == [False, False, False]
+        copy("copied in the chat")
+        assert any(changes.wait() for _ in range(10))
+        assert clipboard.paste() == ("copied in the chat", None)
+        changes.wake()  # another thread ends a wait at once
+        assert changes.wait() is False
+    finally:
+        changes.close()
+
+
+def test_where_nothing_tells_of_a_copy_the_clipboard_is_polled(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    polling = open_changes("pbcopy", interval=0.01)
+    try:
+        assert polling.description == "read every 0.01 s, no change notification here"
+        assert any(polling.wait() for _ in range(100))
+    finally:
+        polling.close()
+
+
+@needs_x
+def test_without_xfixes_access_the_loop_polls_and_says_why(monkeypatch):
+    monkeypatch.setenv("DISPLAY", ":96")  # no X server there
+    polling = open_changes("xclip")
+    try:
+        assert type(polling) is Polling
+        assert polling.description.startswith("read every 0.5 s, no change notification: ")
+    finally:
+        polling.close()

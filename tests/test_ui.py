@@ -513,15 +513,27 @@ def test_errors_are_messages_for_the_page(serve, tmp_path):
     assert untouched(page, session_id, tmp_path / "run")
 
 
-def test_a_question_from_the_llm_is_shown_and_the_old_prompt_put_away(serve, tab, tmp_path):
+def test_a_question_from_the_llm_is_shown_the_old_prompt_put_away_and_answered_on_the_page(
+    serve, tab, tmp_path
+):
     page = serve()
     session_id = start_on(page, tmp_path / "run")
     open_page(tab, page)
     tab.fill("#reply", "[ASK]\nWhich color?\n[/ASK]\n")
     tab.click("#apply")
-    tab.locator("#complete:has-text('Which color?')").wait_for()
-    assert f"codingagent answer {session_id}" in tab.inner_text("#complete")
+    tab.locator("#question:has-text('Which color?')").wait_for()
     assert tab.locator("#steps").is_hidden()
+    assert tab.locator("#complete").is_hidden()
+    tab.fill("#answer", "Blue, like the sky")
+    tab.click("#answer-send")
+    # As `codingagent answer`: the answer is kept, and the prompt that waited carries it.
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 2')")
+    assert tab.locator("#ask").is_hidden()
+    state = page.store.load(session_id)
+    assert (state.question, [a.answer for a in state.answers]) == (None, ["Blue, like the sky"])
+    prompt = page.store.outbox_path(session_id, 2).read_text(encoding="utf-8")
+    assert "Blue, like the sky" in prompt
+    assert "Blue, like the sky" in tab.text_content("#prompt")
 
 
 def test_a_damaged_history_file_is_a_message_on_the_page_not_a_traceback(serve, tab, tmp_path):

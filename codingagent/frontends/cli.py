@@ -7,7 +7,9 @@ Console output goes to stderr; stdout carries only data (``show`` prints the out
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,18 +46,22 @@ class _Group(click.Group):
     :mod:`codingagent.faults`), into one red line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
-        from codingagent.faults import message
-        from codingagent.session.seams import SourceError
-        from codingagent.settings import SettingsError
-        from codingagent.state import SessionError
-
         try:
             return super().invoke(ctx)
-        except (SessionError, SettingsError, SourceError) as e:
-            error(str(e))
-            ctx.exit(1)
         except OSError as e:
+            from codingagent.faults import message
+
             error(message(e))
+            ctx.exit(1)
+        except Exception as e:
+            # Imported only now: a command that needs none of them (`sessions`) starts faster.
+            from codingagent.session.seams import SourceError
+            from codingagent.settings import SettingsError
+            from codingagent.state import SessionError
+
+            if not isinstance(e, (SessionError, SettingsError, SourceError)):
+                raise
+            error(str(e))
             ctx.exit(1)
 
 
@@ -94,7 +100,14 @@ def main() -> None:
 @click.option(
     "--workspace",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Work on this existing folder instead of ROOT/workspace.",
+    help="Work on this existing folder instead of ROOT/workspace (never /, a home folder or a "
+    "system folder).",
+)
+@click.option(
+    "--allow-broad-workspace",
+    is_flag=True,
+    help="Accept a --workspace that is /, a home folder or a system folder anyway (one "
+    "session, not a queue).",
 )
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
@@ -107,6 +120,7 @@ def start(
     task_file: str | None,
     stop_on_failure: bool,
     workspace: Path | None,
+    allow_broad_workspace: bool,
     root: Path,
     no_watch: bool,
     **flags: Any,
@@ -120,16 +134,22 @@ def start(
     from codingagent.session.lifecycle import new_session
     from codingagent.session.store import SessionStore
     from codingagent.sources.clipboard import require_clipboard
+    from codingagent.workspace.choice import BROAD_OVERRIDE, check_workspace
 
     options = dict(flags)  # kept with the session (docs/prompts.md)
-    # Settings errors, a model's missing key, or a clipboard loop without a clipboard stop us
-    # before a session is made.
+    # A workspace too broad to hand to the LLM, settings errors, a model's missing key, or a
+    # clipboard loop without a clipboard stop us before a session is made.
+    queue = len(tasks) != 1 or task_file is not None or stop_on_failure
+    if queue and allow_broad_workspace:
+        raise click.UsageError("--allow-broad-workspace is for one session, not a queue")
+    if workspace is not None:
+        check_workspace(workspace.resolve(), allow_broad_workspace, BROAD_OVERRIDE)
     one_source(flags)
     model = model_client(root, flags, workspace)
     settings = run_settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch:
         require_clipboard()
-    if len(tasks) != 1 or task_file is not None or stop_on_failure:
+    if queue:
         queued = queueing.task_list(tasks, task_file, settings.tasks)
         if model is not None and not no_watch:
             model.check()  # an endpoint that is down, or without the model: no queue is made
@@ -139,7 +159,14 @@ def start(
         return
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
-    state = new_session(SessionStore(root), settings, tasks[0], workspace)
+    state = new_session(
+        SessionStore(root),
+        settings,
+        tasks[0],
+        workspace,
+        allow_broad=allow_broad_workspace,
+        override=BROAD_OVERRIDE,
+    )
     keep(SessionStore(root), state.session_id, options)
     console.print(
         safe_text("Session ")
@@ -187,19 +214,30 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
 
 
 @main.command()
-@click.argument("session", shell_complete=complete_session)
-@click.argument("reply", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument(
+    "words", nargs=-1, required=True, metavar="[SESSION] REPLY", shell_complete=complete_session
+)
 @root_option
-@click.option("--force", is_flag=True, help="Apply the reply even if it was applied before.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Apply REPLY even if the same text was applied before (a repeated reply is skipped).",
+)
 @tuning_options
-def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> None:
-    """Apply one REPLY file (or - for stdin) to SESSION, write the next prompt, and exit."""
+def step(words: tuple[str, ...], root: Path, force: bool, **flags: Any) -> None:
+    """Apply one REPLY file (or - for stdin) to SESSION (default: the latest), write the next
+    prompt, and exit."""
     from codingagent.faults import TurnNotApplied
     from codingagent.frontends.kept import kept_flags
     from codingagent.session.loop import interrupted_turn
     from codingagent.session.seams import Reply
     from codingagent.sources.inbox import InboxSource
 
+    if len(words) > 2:
+        raise click.UsageError("Give at most a session and one reply file: step [SESSION] REPLY")
+    session, reply = words if len(words) == 2 else ("latest", words[0])
+    if reply != "-" and not Path(reply).is_file():
+        raise click.BadParameter(f"{reply!r} is not a file", param_hint="'REPLY'")
     with session_loop(root, session, kept_flags(root, session, flags)) as loop:
         inbox = InboxSource(loop.store.inbox, loop.settings.max_reply_bytes)
         if reply == "-":
@@ -221,7 +259,8 @@ def step(session: str, reply: str, root: Path, force: bool, **flags: Any) -> Non
 @session_argument
 @root_option
 def paste(session: str, root: Path) -> None:
-    """Save the LLM's reply from the clipboard (or piped stdin) into inbox/.
+    """Save the LLM's reply from the clipboard (or piped stdin) into inbox/ for SESSION
+    (default: the latest).
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
@@ -264,10 +303,17 @@ def answer(words: tuple[str, ...], root: Path) -> None:
 @main.command(name="undo")
 @session_argument
 @root_option
-@click.option("--turns", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--turns",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="How many of the last turns to undo.",
+)
 @click.option("--force", is_flag=True, help="Undo even over files changed since by hand.")
 def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
-    """Restore the files of the last turns of SESSION exactly and rewind it."""
+    """Restore the files of the last turns of SESSION (default: the latest) exactly and
+    rewind it."""
     from codingagent.frontends.kept import kept_flags
 
     with session_loop(root, session, kept_flags(root, session, {})) as loop:
@@ -315,9 +361,18 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
     from codingagent.frontends.doctor import report
 
     rows, damaged = report(root, session, interactive=sys.stdin.isatty(), offline=offline)
-    width = max(len(key) for key, _ in rows)
+    width = max(len(key) for key, _ in rows) + 2
+    # On a terminal long values wrap under their column; piped, a row stays one line.
+    wrap = sys.stdout.isatty()
+    columns = max(shutil.get_terminal_size().columns, width + 30) if wrap else 1 << 20
     for key, value in rows:
-        click.echo(f"{key:<{width}}  {value}")
+        lines = textwrap.wrap(
+            value, columns - width, break_long_words=False, break_on_hyphens=False
+        )
+        lines = lines or [""]
+        click.echo(f"{key:<{width}}{lines[0]}")
+        for line in lines[1:]:
+            click.echo(" " * width + line)
     if damaged:
         error(f"{len(damaged)} damaged or unreadable file(s) listed above")
         sys.exit(1)

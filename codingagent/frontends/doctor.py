@@ -77,15 +77,18 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         ),
         (
             "RUN_COMMAND sandbox",
-            f"{backend.name}: {reason} (setting sandbox = {settings.sandbox!r})",
+            f"{backend.name}: {reason} (setting sandbox = {setting_text(settings.sandbox)})",
         ),
-        ("RUN_COMMAND approval", f"{approval} (setting commands = {settings.commands!r})"),
+        (
+            "RUN_COMMAND approval",
+            f"{approval} (setting commands = {setting_text(settings.commands)})",
+        ),
         ("hidden from commands", hidden or "nothing"),
-        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {settings.poll})"),
+        ("inbox watcher", f"{backend_name(settings.poll)} (poll = {setting_text(settings.poll)})"),
         ("clipboard", describe_clipboard()),
         *protections(settings),
         *(
-            (key, repr(value) + (f" (from {origins[key]})" if key in origins else ""))
+            (key, setting_text(value) + (f" (from {origins[key]})" if key in origins else ""))
             for key, value in settings.model_dump().items()
         ),
         *(("ignored", line) for line in settings.ignored),
@@ -110,6 +113,21 @@ def profile_check(profile: ModelProfile, offline: bool) -> str:
     except SourceError as e:
         return f"{said}; {e}"
     return said + "; it answers"
+
+
+def setting_text(value: object) -> str:
+    """A setting's value as a person reads it: no Python reprs, no ``None``."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, dict):  # the model profiles, by name
+        return ", ".join(f"[models.{name}]" for name in value) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
 
 
 def _version(package: str) -> str:

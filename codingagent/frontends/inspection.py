@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from codingagent.frontends.console import STYLE, console, safe_text, say, shorten
+from codingagent.frontends.console import STYLE, console, error, safe_text, say, shorten
 from codingagent.frontends.options import root_option, session_argument
 
 
@@ -19,7 +19,8 @@ from codingagent.frontends.options import root_option, session_argument
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
 def log(session: str, root: Path, as_json: bool) -> None:
-    """Show each turn of SESSION: when, which reply, each command's result and duration."""
+    """Show each turn of SESSION (default: the latest): when, which reply, each command's
+    result and duration."""
     from codingagent.session.history import turn_log
     from codingagent.session.store import SessionStore
     from codingagent.state import CommandResult
@@ -71,29 +72,36 @@ def log(session: str, root: Path, as_json: bool) -> None:
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def sessions(root: Path, as_json: bool) -> None:
-    """List the sessions, most recent first."""
+    """List the sessions, most recent first (damaged ones too, marked so)."""
     from rich.table import Table
 
-    from codingagent.session.store import SessionStore, age
+    from codingagent.session.summaries import age, summaries
 
-    store = SessionStore(root)
-    states = [store.load(session_id) for session_id in store.ids()]
-    if as_json:
+    folder = root.resolve() / "sessions"
+    if as_json:  # whole states: data for scripts
+        from codingagent.session.store import SessionStore
+
+        store = SessionStore(root)
+        states = [store.load(session_id) for session_id in store.ids()]
         click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
         return
-    if not states:
-        console.print(safe_text(f"No sessions in {store.sessions}"))
+    rows = summaries(folder)  # only what the table shows: fast for a thousand
+    if not rows:
+        console.print(safe_text(f"No sessions in {folder}"))
         return
     table = Table("id", "task", "turn", "state", "age")
-    for state in states:
+    for row in rows:
         table.add_row(
-            state.session_id,
-            safe_text(shorten(state.task, 50)),
-            str(state.sequence_number),
-            "done" if state.is_complete else "asks" if state.question else "open",
-            age(state.updated_at),
+            row.session_id,
+            safe_text(shorten(row.task, 50)),
+            str(row.sequence),
+            row.status,
+            age(row.updated_at),
         )
     Console(soft_wrap=True, markup=False).print(table)
+    for row in rows:
+        if row.damaged:
+            error(f"damaged session file: {row.damaged}")
 
 
 @click.command()

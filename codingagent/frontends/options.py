@@ -26,18 +26,12 @@ if TYPE_CHECKING:
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
-    from codingagent.session.store import SessionStore
-    from codingagent.state import SessionError
+    from codingagent.session.summaries import summaries
 
     root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
-    store = SessionStore(Path(root))
-    try:
-        states = [store.load(session_id) for session_id in store.ids()]
-    except SessionError:
-        return []
     return [
         CompletionItem(s.session_id, help=shorten(s.task, 40))
-        for s in states
+        for s in summaries(Path(root).resolve() / "sessions")
         if s.session_id.startswith(incomplete)
     ]
 
@@ -163,7 +157,7 @@ def session_loop(
     """The session loop for SESSION in ROOT with the settings and these flags, on the console;
     settings a workspace file tried to loosen are named on the console."""
     from codingagent.frontends.approval import answer_on_terminal, ask_on_terminal
-    from codingagent.frontends.console import ConsoleListener
+    from codingagent.frontends.console_listener import ConsoleListener
     from codingagent.frontends.kept import described
     from codingagent.session.loop import SessionLoop
     from codingagent.session.store import SessionStore

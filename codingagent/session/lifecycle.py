@@ -18,6 +18,7 @@ from codingagent.session.outbox import next_outbox, write_outbox
 from codingagent.session.store import SessionStore
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
+from codingagent.workspace.choice import check_workspace
 
 
 def start_session(
@@ -26,13 +27,20 @@ def start_session(
     workspace: Path | None = None,
     prompt: PromptOptions = DEFAULT_PROMPT,
     environment: Callable[[Path], Environment] | None = None,
+    *,
+    allow_broad: bool = False,
+    override: str | None = None,
 ) -> tuple[SessionState, Path]:
     """Create a session and write its first outbox; ``environment`` probes the workspace
-    folder for the prompt's Environment section."""
+    folder for the prompt's Environment section. A workspace too broad to hand to the LLM
+    (``/``, a home folder, a system folder) is refused unless ``allow_broad``; ``override``
+    names the front end's way to insist (:func:`~codingagent.workspace.choice.check_workspace`).
+    """
     if not task.strip():
         raise SessionError("The task is empty; say what the LLM should do")
-    store.ensure_dirs()
     folder = Path(workspace).resolve() if workspace else store.workspace
+    check_workspace(folder, allow_broad, override)
+    store.ensure_dirs()
     if not folder.is_dir():
         raise SessionError(f"Workspace folder does not exist: {folder}")
     state = SessionState(
@@ -121,10 +129,17 @@ def make_shell(settings: Settings, store: SessionStore) -> Shell:
 
 
 def new_session(
-    store: SessionStore, settings: Settings, task: str, workspace: Path | None = None
+    store: SessionStore,
+    settings: Settings,
+    task: str,
+    workspace: Path | None = None,
+    *,
+    allow_broad: bool = False,
+    override: str | None = None,
 ) -> SessionState:
     """A new session, its first prompt written with the settings' prompt options and the
-    Environment section probed in the sandbox its commands will run in (every front end)."""
+    Environment section probed in the sandbox its commands will run in (every front end).
+    ``allow_broad`` and ``override``: as for :func:`start_session`."""
     shell = make_shell(settings, store)
     state, _ = start_session(
         store,
@@ -132,5 +147,7 @@ def new_session(
         workspace,
         PromptOptions.from_settings(settings),
         environment=lambda folder: probe(shell, folder),
+        allow_broad=allow_broad,
+        override=override,
     )
     return state

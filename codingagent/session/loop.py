@@ -335,10 +335,10 @@ class SessionLoop:
             elif policy == "ask":
                 shell.approve = self._listener.approve
             self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
-            if shell.isolated:
-                hidden = ", ".join(shell.hidden_paths())
-                self._listener.note(f"Hidden from commands: {hidden or 'nothing'}")
             workspace = Path(self.store.load(self.session_id).workspace)
+            if shell.isolated:
+                hidden = hidden_line(shell.hidden_paths(), workspace)
+                self._listener.note(f"Hidden from commands: {hidden}")
             found = secret_files(workspace, shell.secret_files_allow)
             for line in secret_file_notes(found, shell.hides_files):
                 self._listener.note(line)
@@ -432,3 +432,13 @@ class _ObservedShell:
     def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
         with self._listener.running(command):
             return self._shell.run(command, cwd, secret_files)
+
+
+def hidden_line(hidden: list[str], workspace: Path) -> str:
+    """The hidden paths for the console, without the workspace or a folder holding it: those
+    are not hidden from commands (the workspace is bound back on top), so the line would
+    contradict the workspace in use. See docs/frontends.md."""
+    shown = [p for p in hidden if not workspace.is_relative_to(p)]
+    if len(shown) < len(hidden):
+        shown.append("all around the workspace (not the workspace itself)")
+    return ", ".join(shown) or "nothing"

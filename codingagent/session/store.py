@@ -11,14 +11,14 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from codingagent.fsio import atomic_write
-from codingagent.state import SESSION_ID, SessionError, SessionState, damaged, utc_now
+from codingagent.session.summaries import state_files
+from codingagent.state import SessionError, SessionState, damaged, utc_now
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -75,11 +75,7 @@ class SessionStore:
 
     def ids(self) -> list[str]:
         """Every session id, most recently updated first."""
-        if not self.sessions.is_dir():
-            return []
-        found = [p for p in self.sessions.glob("*.json") if SESSION_ID.match(p.stem)]
-        found.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        return [p.stem for p in found]
+        return [p.stem for p in state_files(self.sessions)]
 
     def resolve(self, ref: str | None) -> str:
         """Turn ``latest``, ``None`` or a unique id prefix into a session id."""
@@ -181,12 +177,3 @@ class SessionStore:
             yield True
         finally:
             lock.release()
-
-
-def age(moment: datetime) -> str:
-    """``3m``, ``5h``, ``2d``: how long ago, for tables."""
-    seconds = max(0, int((utc_now() - moment).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"

@@ -17,14 +17,13 @@ copying a piece of the prompt must never run it). Each text is judged once, when
 the clipboard, and a reply already handed over is never handed over again, so copying a reply
 twice applies it once.
 
-Polling
--------
-pyperclip has no change notification (X11's XFixes and Wayland's wlr-data-control each have one,
-for one platform), so the clipboard is read every ``POLL_INTERVAL`` seconds. On X11 a read is
-one short ``xclip -o`` process, about 2.5 ms of CPU. ``benchmarks/clipboard.py`` measured, on a
-shared 2-core VM: idle, 0.8 % of one core at 0.5 s (1.5 % at 0.25 s, 3.5 % at 0.1 s); a copied
-reply to the next prompt on the clipboard, 418 and 489 ms in two runs (medians of 15 turns; the
-poll waits 0.25 s on average, 0.5 s at worst).
+Noticing a copy
+---------------
+The clipboard is read when it changes: :mod:`.changes` listens for X11's XFixes events (or
+``wl-paste --watch`` on Wayland) and polls every ``POLL_INTERVAL`` seconds only where the
+platform tells nothing. ``benchmarks/clipboard.py`` measures both; docs/performance.md has the
+table (idle, polling at 0.5 s cost 0.8 % of one core and an ``xclip`` process every half
+second; told of changes, the idle loop starts no process).
 """
 
 from __future__ import annotations
@@ -40,9 +39,9 @@ from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
 from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard
+from codingagent.sources.changes import POLL_INTERVAL, Polling, open_changes
 from codingagent.sources.inbox import FileReply, InboxSource
 
-POLL_INTERVAL = 0.5  # seconds between two reads of the clipboard
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history
 _PROMPTS_KEPT = 4  # recent prompts a copied piece of text is compared with
 
@@ -99,23 +98,29 @@ class ClipboardSource:
         *,
         interval: float = POLL_INTERVAL,
         read: Callable[[], tuple[str | None, str | None]] = clipboard.paste,
+        changes: Callable[[str, float], Polling] = open_changes,
     ) -> None:
         tool = require_clipboard()
         self._inbox = inbox
         self._interval = interval
         self._read = read
+        self._changes = changes(tool, interval)
         self._last: str | None = None  # the clipboard's text when last read
         self._handed: set[str] = set()  # digests of the replies handed over
         self._prompts: deque[str] = deque(maxlen=_PROMPTS_KEPT)
         self._waiting: str | None = None  # a copied reply that came with an inbox reply
         also = inbox.description[:1].lower() + inbox.description[1:]
-        self.description = f"Watching the clipboard ({tool}) for the LLM's reply; also {also}"
+        self.description = (
+            f"Watching the clipboard ({tool}: {self._changes.description}) for the LLM's "
+            f"reply; also {also}"
+        )
 
     def __enter__(self) -> ClipboardSource:
         self._inbox.__enter__()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self._changes.close()
         self._inbox.__exit__(*exc_info)
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
@@ -139,6 +144,7 @@ class ClipboardSource:
             reply = self._inbox.next_reply(prompt, found)
         finally:
             found.set()
+            self._changes.wake()
             watch.join()
         if errors:
             raise errors[0]
@@ -159,16 +165,19 @@ class ClipboardSource:
         copied: list[str],
         errors: list[BaseException],
     ) -> None:
-        """Read the clipboard until a reply is copied, ``stop`` is set or ``found`` is."""
+        """Read the clipboard when it changes, until a reply is copied, ``stop`` is set or
+        ``found`` is."""
         try:
+            changed = True  # what is on the clipboard now is judged first
             while not found.is_set() and not stop.is_set():
-                text = self._read()[0]
-                if text is not None and text != self._last:
-                    self._last = text
-                    if self._takes(text, prompt):
-                        copied.append(text)
-                        return
-                found.wait(self._interval)
+                if changed:
+                    text = self._read()[0]
+                    if text is not None and text != self._last:
+                        self._last = text
+                        if self._takes(text, prompt):
+                            copied.append(text)
+                            return
+                changed = self._changes.wait()
         except BaseException as e:  # raised again in the loop's thread
             errors.append(e)
         finally:

@@ -1,14 +1,22 @@
-"""The system clipboard, through pyperclip: copy a prompt, read a reply, name the tool in use.
+"""The system clipboard, through pyperclip's public functions: copy a prompt, read a reply, name
+the tool in use, and say why there is none.
 
-pyperclip picks the tool: xclip or xsel on X11, wl-clipboard on Wayland, pbcopy on macOS, the
-Windows API, clip.exe on WSL. A missing clipboard is never an error here: each call says why it
-could not, and callers say so in one line.
+pyperclip's ``copy``, ``paste`` and ``set_clipboard`` do the copying and reading: xclip or xsel
+on X11, wl-clipboard on Wayland, pbcopy on macOS, the Windows API, clip.exe on WSL. pyperclip
+has no function that names the tool it chose or says why there is none (it raises one message
+for every cause, and its xclip and wl-paste readers return an empty text when the tool fails).
+So on Linux this module makes the choice itself, in pyperclip's order (Wayland first when
+``WAYLAND_DISPLAY`` is set and wl-clipboard is installed, then xclip or xsel when ``DISPLAY`` is
+set), hands it to pyperclip with ``set_clipboard``, and names the real cause when there is no
+tool to use: no display at all, a Wayland socket that is not there, an X display that does not
+answer, or a tool that is not installed, each with its fix (docs/frontends.md). On macOS,
+Windows and WSL pyperclip's own choice stands.
 
-Watching the clipboard means reading it every half second (:func:`prepare_to_watch`). wl-paste
-cannot do that quietly everywhere: where the compositor lacks the wlr-data-control protocol
-(GNOME's Mutter), it must take the keyboard focus to read, so each read would flicker the
-window in use. Where XWayland runs (``DISPLAY`` is set, as on GNOME and KDE), xclip or xsel read
-the same clipboard without the focus, so they are used instead.
+Watching the clipboard (:func:`prepare_to_watch`): wl-paste cannot read quietly everywhere:
+where the compositor lacks the wlr-data-control protocol (GNOME's Mutter), it must take the
+keyboard focus to read, so each read would flicker the window in use. Where XWayland runs
+(``DISPLAY`` is set, as on GNOME and KDE), xclip or xsel read the same clipboard without the
+focus, so they are used instead. How the loop learns of a change: :mod:`.changes`.
 
 Over SSH there is usually no clipboard tool (no display). Then :func:`copy` still hands the text
 to the user's own terminal with the OSC 52 escape, which most terminals put on the local
@@ -23,32 +31,126 @@ from __future__ import annotations
 
 import base64
 import os
+import platform
 import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-NO_CLIPBOARD = "no clipboard tool found; on Linux install xclip, xsel or wl-clipboard"
+NO_DISPLAY = (
+    "no display: neither DISPLAY nor WAYLAND_DISPLAY is set, so there is no desktop clipboard "
+    "here (an SSH session, a container or a service); run codingagent in a terminal of your "
+    "desktop session, or save replies into inbox/ (codingagent paste < reply.txt)"
+)
 OSC52 = "OSC 52"
 
-# pyperclip's copy functions are named after their tool: copy_xclip, copy_osx_pbcopy, ...
-_TOOL_NAMES = {"wl": "wl-clipboard", "osx_pbcopy": "pbcopy", "osx_pyobjc": "pyobjc"}
 _X11_TOOLS = ("xclip", "xsel")  # in pyperclip's order of preference
+_prefer_x11 = False  # set by prepare_to_watch: read through XWayland, not wl-paste
+_handed: str | None = None  # the tool last handed to pyperclip.set_clipboard
+
+
+def tool() -> tuple[str | None, str | None]:
+    """The clipboard tool to use here and None, or None and why there is none (with its fix).
+
+    On Linux it is this module's choice (see above); elsewhere, pyperclip's: ``pbcopy``,
+    ``windows`` or ``clip.exe`` (WSL), named by the platform."""
+    system = platform.system()
+    if system == "Windows":
+        return "windows", None
+    if system == "Darwin":
+        return "pbcopy", None
+    if system != "Linux":
+        return None, f"no clipboard support on {system}"
+    if _on_wsl():
+        return "clip.exe", None
+    return _linux_tool()
+
+
+def _linux_tool() -> tuple[str | None, str | None]:
+    wayland, x11 = os.environ.get("WAYLAND_DISPLAY"), os.environ.get("DISPLAY")
+    if not wayland and not x11:
+        return None, NO_DISPLAY
+    problems: list[str] = []
+    if wayland and not (_prefer_x11 and x11):
+        runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+        socket = Path(runtime, wayland)  # an absolute WAYLAND_DISPLAY stands alone
+        if not socket.exists():
+            problems.append(
+                f"WAYLAND_DISPLAY is {wayland!r} but there is no Wayland socket at {socket} "
+                "(the compositor is not running there, or XDG_RUNTIME_DIR is wrong)"
+            )
+        elif shutil.which("wl-copy") and shutil.which("wl-paste"):
+            return "wl-clipboard", None
+        else:
+            problems.append(
+                "on Wayland the clipboard tool is wl-clipboard, which is not installed: "
+                "install it (apt install wl-clipboard)"
+            )
+    if x11:
+        found = next((name for name in _X11_TOOLS if shutil.which(name)), None)
+        if found is None:
+            problems.append(
+                f"DISPLAY is {x11!r} but neither xclip nor xsel is installed: install xclip "
+                "(apt install xclip)"
+            )
+        elif (unreachable := _x11_unreachable(x11)) is not None:
+            problems.append(unreachable)
+        else:
+            return found, None
+    return None, "; and ".join(problems)
+
+
+_answered: set[str] = set()  # X displays that answered once: not asked again at every read
+
+
+def _x11_unreachable(display: str) -> str | None:
+    """Why the X display does not answer (so xclip would fail), or None when it does."""
+    if display in _answered:
+        return None
+    try:
+        from Xlib import display as xdisplay
+        from Xlib import error as xerror
+    except ImportError:  # python-xlib is for Linux only: then xclip's own failure tells
+        return None
+    try:
+        xdisplay.Display(display).close()
+    except (xerror.DisplayError, xerror.ConnectionClosedError, OSError) as e:
+        return (
+            f"the X display {display!r} does not answer ({e}): the desktop session it belonged "
+            "to has ended, or DISPLAY is wrong; run codingagent in a terminal of your desktop"
+        )
+    _answered.add(display)
+    return None
+
+
+def _on_wsl() -> bool:
+    try:
+        return "microsoft" in Path("/proc/version").read_text().lower()
+    except OSError:
+        return False
 
 
 def _use(action: Callable[[Any], Any]) -> tuple[Any, str | None]:
     """``action(pyperclip)``'s result and None, or None and why there is no usable clipboard."""
+    global _handed
+    name, why = tool()
+    if name is None:
+        return None, why
     try:
         import pyperclip
     except ImportError:
         return None, "pyperclip is not installed"
     try:
+        if sys.platform == "linux" and name != "clip.exe" and _handed != name:
+            pyperclip.set_clipboard(name)
+            _handed = name
         return action(pyperclip), None
-    except pyperclip.PyperclipException:
-        return None, NO_CLIPBOARD
+    except pyperclip.PyperclipException as e:
+        return None, f"{name} cannot be used: {e}"
     except (OSError, UnicodeDecodeError) as e:  # the tool failed, or held no text
-        return None, f"the clipboard could not be used: {e}"
+        return None, f"{name} failed: {e}"
 
 
 def copy(text: str) -> str | None:
@@ -76,34 +178,20 @@ def problem() -> str | None:
 
 
 def backend() -> str | None:
-    """The tool pyperclip uses here ("xclip", "xsel", "wl-clipboard", "pbcopy", "windows",
-    ...), or None when there is none."""
-    try:
-        import pyperclip
-    except ImportError:
-        return None
-    in_use = pyperclip.copy
-    if in_use is pyperclip.lazy_load_stub_copy:  # not chosen yet: what it will choose
-        in_use = pyperclip.determine_clipboard()[0]
-    name = getattr(in_use, "__name__", "")
-    if not name.startswith("copy_"):
-        return None  # pyperclip's stand-in that raises on use
-    tool = name.removeprefix("copy_")
-    return _TOOL_NAMES.get(tool, tool)
+    """The tool in use here ("xclip", "xsel", "wl-clipboard", "pbcopy", "windows",
+    "clip.exe"), or None when there is none."""
+    return tool()[0]
 
 
 def prepare_to_watch() -> str | None:
-    """Choose a tool that can read the clipboard every half second without side effects; why
-    there is none, or None. On Wayland that is xclip or xsel through XWayland when it runs."""
+    """Choose a tool that can read the clipboard often without side effects; why there is
+    none, or None. On Wayland that is xclip or xsel through XWayland when it runs."""
+    global _prefer_x11
     if backend() != "wl-clipboard":
         return None
-    if os.environ.get("DISPLAY"):
-        for tool in _X11_TOOLS:
-            if shutil.which(tool):
-                import pyperclip
-
-                pyperclip.set_clipboard(tool)
-                return None
+    if os.environ.get("DISPLAY") and any(shutil.which(name) for name in _X11_TOOLS):
+        _prefer_x11 = True
+        return None
     if "GNOME" in os.environ.get("XDG_CURRENT_DESKTOP", "").upper():
         return (
             "on GNOME's Wayland, wl-paste takes the keyboard focus each time it reads the "

@@ -1,4 +1,5 @@
-"""What the page's buttons do: start a session, apply a reply, undo the last turn.
+"""What the page's buttons do: start a session, apply a reply, answer the LLM's question, undo
+the last turn.
 
 Each action runs in a worker thread through the session loop (:class:`codingagent.session.
 SessionLoop`) with a :class:`~.events.PageListener`, so the page sees every result as it happens.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
@@ -26,6 +28,7 @@ from codingagent.settings import Settings
 from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.state import SessionError
+from codingagent.workspace.choice import broad_reason, resolve_workspace
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
 
@@ -46,8 +49,9 @@ class SessionActions:
 
     def start(self, task: str, workspace: str) -> str:
         """A new session for ``task`` on ``workspace`` (relative to the run directory; empty:
-        its ``workspace/``); its first prompt is ready when this returns."""
-        folder = self.store.root / workspace.strip() if workspace.strip() else None
+        its ``workspace/``); its first prompt is ready when this returns. A folder too broad
+        to hand to the LLM is refused, with no way to insist from the page."""
+        folder = self._folder(workspace)
         state = new_session(self.store, self.settings, task, folder)
         with self._slot(state.session_id), self._loop(state.session_id) as loop:
             loop.prepare()
@@ -74,12 +78,33 @@ class SessionActions:
             report = loop.step(Reply(text.encode("utf-8"), source=PAGE_SOURCE))
             return {"sequence": report.state.sequence_number, "notes": report.notes}
 
+    def workspace(self, given: str) -> dict[str, Any]:
+        """The folder a New session on ``given`` would work on, resolved, and why it would be
+        refused (None when it would not): the page shows both before Start. The run
+        directory's own ``workspace/`` is made at Start when missing."""
+        folder = self._folder(given) or self.store.workspace
+        problem = broad_reason(folder)
+        if problem is None and not folder.is_dir() and folder != self.store.workspace:
+            problem = "there is no such folder"
+        return {"path": str(folder), "problem": problem}
+
+    def answer(self, session_id: str, text: str) -> dict[str, Any]:
+        """The user's answer to the LLM's question, as ``codingagent answer`` gives it: the
+        prompt that carries it is written."""
+        session_id = self.store.resolve(session_id)
+        with self._slot(session_id), self._loop(session_id) as loop:
+            prompt = loop.answer(text)
+        return {"sequence": prompt.sequence}
+
     def undo(self, session_id: str) -> dict[str, Any]:
         """Undo the last turn; refused (a SessionError) over files changed by hand since."""
         session_id = self.store.resolve(session_id)
         with self._slot(session_id), self._loop(session_id) as loop:
             report = loop.undo()
         return {"turns": report.turns, "restored": report.restored}
+
+    def _folder(self, given: str) -> Path | None:
+        return resolve_workspace(given.strip(), self.store.root) if given.strip() else None
 
     def _loop(self, session_id: str) -> SessionLoop:
         return SessionLoop(

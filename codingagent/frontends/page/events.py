@@ -158,7 +158,8 @@ class PageListener(Listener):
         )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
-        self._send("prompt", sequence=prompt.sequence)
+        # Why the prompt is not on the system clipboard (no display, ...): the page says so.
+        self._send("prompt", sequence=prompt.sequence, copyProblem=copy_problem or None)
 
     def undone(self, report: UndoReport) -> None:
         self._send("undone", turns=report.turns, restored=report.restored)

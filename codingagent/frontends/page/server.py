@@ -3,7 +3,8 @@
 Every URL starts with a random secret token (``http://127.0.0.1:PORT/TOKEN/``): another local
 user or a web page in the same browser cannot guess it. :class:`Guard` refuses, with 403 and
 before anything runs, a request without the token, one whose Host is not this server (DNS
-rebinding) and a POST from another origin (a cross-site form or script).
+rebinding) and a POST from another origin (a cross-site form or script). A request body over
+a cap gets 413 before it is read (:mod:`.intake`).
 
     GET  /                          the page (static/index.html, app.js, app.css)
     GET  /api/sessions              the sessions, and which one to show first
@@ -12,6 +13,8 @@ rebinding) and a POST from another origin (a cross-site form or script).
     GET  /api/sessions/{id}/full    its prompt with the full PROTOCOL, for a new chat
     POST /api/sessions/{id}/apply   {"reply"}: one turn (or into inbox/ for a terminal watcher)
     POST /api/sessions/{id}/undo    undo the last turn
+    POST /api/sessions/{id}/answer  {"answer"}: the answer to the LLM's [ASK]
+    GET  /api/workspace?folder=...  the folder a New session would work on, and why not
     POST /api/approvals/{n}         {"allow"}: the answer to a RUN_COMMAND question
     GET  /api/queue                 the latest queue of tasks: each task, and the one running
     POST /api/queue/skip            ask that queue's runner to skip the running task
@@ -44,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codingagent.frontends.console import say
 from codingagent.frontends.page.actions import SessionActions
 from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub
+from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.prompt.render import PromptOptions
 from codingagent.session.queue import QueueStore
@@ -155,6 +159,14 @@ def create_app(
         done = await run_in_threadpool(actions.apply, request.path_params["session"], reply)
         return JSONResponse(done)
 
+    async def answer_question(request: Request) -> Response:
+        text = _text(await _body(request), "answer")
+        done = await run_in_threadpool(actions.answer, request.path_params["session"], text)
+        return JSONResponse(done)
+
+    async def workspace(request: Request) -> Response:
+        return JSONResponse(actions.workspace(request.query_params.get("folder", "")))
+
     async def undo(request: Request) -> Response:
         done = await run_in_threadpool(actions.undo, request.path_params["session"])
         return JSONResponse(done)
@@ -191,12 +203,14 @@ def create_app(
         Route("/api/sessions/{session}/full", _api(full)),
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
+        Route("/api/sessions/{session}/answer", _api(answer_question), methods=["POST"]),
+        Route("/api/workspace", _api(workspace)),
         Route("/api/approvals/{question:int}", _api(answer), methods=["POST"]),
         Route("/api/queue", _api(queue)),
         Route("/api/queue/skip", _api(skip), methods=["POST"]),
         Route("/api/events", events),
     ]
-    return Guard(Starlette(routes=routes), token)
+    return Guard(BodyLimit(Starlette(routes=routes), body_cap(settings.max_reply_bytes)), token)
 
 
 def _api(handler: Handler) -> Handler:

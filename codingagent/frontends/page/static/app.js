@@ -65,17 +65,34 @@ async function loadSessions() {
     const item = el("li");
     const link = el("a", s.id === current ? "current" : "");
     link.href = `#${s.id}`;
+    link.addEventListener("click", () => openMenu(false));
     link.append(el("code", "", s.id), " ", el("span", "", s.task));
     link.append(el("span", "dim", s.complete ? " · done" : ` · turn ${s.sequence}`));
     item.append(link);
     list.append(item);
   }
   $("empty").hidden = data.sessions.length > 0;
+  if (!data.sessions.length) openMenu(true); // on a phone: the New session form at once
   return data;
+}
+
+function openMenu(open) {
+  $("layout").classList.toggle("open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+}
+
+async function previewWorkspace() {
+  const given = $("workspace").value;
+  const seen = await api(`api/workspace?folder=${encodeURIComponent(given)}`);
+  if ($("workspace").value !== given) return; // the user typed on meanwhile
+  const line = $("workspace-resolved");
+  line.textContent = seen.problem ? `Refused: ${seen.path}: ${seen.problem}` : `Works on ${seen.path}`;
+  line.classList.toggle("refused", Boolean(seen.problem));
 }
 
 async function show(sessionId) {
   current = sessionId;
+  openMenu(false);
   notice("");
   if (location.hash !== `#${sessionId}`) history.replaceState(null, "", `#${sessionId}`);
   await refresh();
@@ -97,10 +114,10 @@ function render() {
   $("title").textContent = s.task;
   $("meta").textContent = `Session ${s.id} · workspace ${s.workspace}`;
   const asking = s.question; // the LLM's ASK: no prompt until the user answers
-  $("complete").hidden = !s.complete && !asking;
-  $("complete").textContent = s.complete
-    ? `Session complete: ${s.summary || ""}`
-    : asking ? `The LLM asks: ${asking} (answer with: codingagent answer ${s.id} "...")` : "";
+  $("complete").hidden = !s.complete;
+  $("complete").textContent = s.complete ? `Session complete: ${s.summary || ""}` : "";
+  $("ask").hidden = !asking;
+  $("question").textContent = asking || "";
   $("steps").hidden = s.complete || Boolean(asking);
   if (view.prompt) {
     const p = view.prompt;
@@ -291,7 +308,16 @@ function onEvent(event) {
     case "queued": waitForWatcher(event.path, view.session.sequence); break;
     case "stopped": if (event.message) notice(event.message); // and show the session as it is
     // falls through
-    case "prompt": case "undone": refresh().catch((e) => showError(e.message)); break;
+    case "prompt": refresh().then(() => copyProblem(event.copyProblem))
+      .catch((e) => showError(e.message)); break;
+    case "undone": refresh().catch((e) => showError(e.message)); break;
+  }
+}
+
+function copyProblem(problem) {
+  if (problem) {
+    $("copy-status").textContent =
+      `Not put on the system clipboard (${problem}); the Copy button copies it.`;
   }
 }
 
@@ -370,6 +396,14 @@ function waitForWatcher(path, before) {
   }, 1000);
 }
 
+async function answerQuestion() {
+  const answer = $("answer").value;
+  if (!answer.trim()) throw new Error("The answer box is empty: say what the LLM should know");
+  await api(`api/sessions/${current}/answer`, { answer });
+  $("answer").value = "";
+  await refresh();
+}
+
 async function startSession(event) {
   event.preventDefault();
   const task = $("task").value;
@@ -386,6 +420,15 @@ window.addEventListener("DOMContentLoaded", async () => {
   $("apply").addEventListener("click", () => act($("apply"), applyReply));
   $("start-form").addEventListener("submit", (e) => act($("start"), () => startSession(e)));
   $("queue-skip").addEventListener("click", () => act($("queue-skip"), skipTask));
+  $("answer-send").addEventListener("click", () => act($("answer-send"), answerQuestion));
+  $("menu").addEventListener("click", () =>
+    openMenu(!$("layout").classList.contains("open")));
+  let typing = null;
+  $("workspace").addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => previewWorkspace().catch((e) => showError(e.message)), 250);
+  });
+  previewWorkspace().catch((e) => showError(e.message));
   window.addEventListener("hashchange", () => {
     const id = location.hash.slice(1);
     if (id && id !== current) show(id).catch((e) => showError(e.message));

@@ -1,0 +1,166 @@
+"""The session loop's listener for the terminal: :class:`ConsoleListener` prints what the loop
+does on the console (:mod:`.console`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from codingagent.frontends.console import STYLE, console, safe_text, say, shorten
+from codingagent.session.seams import Listener
+
+if TYPE_CHECKING:
+    from codingagent.session.seams import Prompt, Reply, ReplySource, Stop
+    from codingagent.session.turn import TurnReport
+    from codingagent.session.undo import UndoReport
+    from codingagent.state import CommandResult
+
+
+def print_result(result: CommandResult) -> None:
+    say(result.headline, STYLE[result.success])
+
+
+class ConsoleListener(Listener):
+    """Shows a session loop on the terminal: one line per result, a summary per turn, where
+    the next prompt is, a spinner while a command runs, and a live line while a model
+    answers. ``ask`` answers approval; ``answer``, if given, asks the user the LLM's question
+    (ASK) on the terminal; ``pasting``: the user carries each prompt to a chat (not so when a
+    model endpoint answers)."""
+
+    def __init__(
+        self,
+        ask: Callable[[str], bool],
+        answer: Callable[[str], str | None] | None = None,
+        pasting: bool = True,
+        clipboard_loop: bool = False,
+    ) -> None:
+        """``clipboard_loop``: replies come from the clipboard, so a prompt copied there is all
+        the user needs to hear of it."""
+        self._ask = ask
+        self._answer = answer
+        self._pasting = pasting
+        self._clipboard_loop = clipboard_loop
+        self._status: Any = None
+        self._live: Any = None
+        self._copy_note_shown = False
+
+    def note(self, text: str) -> None:
+        say(text, "dim")
+
+    def progress(self, text: str | None) -> None:
+        if text is None:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
+        elif self._live is None:
+            self._live = console.status(safe_text(text))
+            self._live.start()
+        else:
+            self._live.update(safe_text(text))
+
+    def reply_received(self, reply: Reply) -> None:
+        say(f"Reply {reply.source} received", "bold")
+
+    @contextmanager
+    def running(self, command: str) -> Iterator[None]:
+        first = (command.strip().splitlines() or [""])[0]
+        with console.status(safe_text(f"Running {shorten(first, 60)}")) as status:
+            self._status = status
+            try:
+                yield
+            finally:
+                self._status = None
+
+    def approve(self, command: str) -> bool:
+        if self._status is not None:
+            self._status.stop()
+        try:
+            return self._ask(command)
+        finally:
+            if self._status is not None:
+                self._status.start()
+
+    def answer_question(self, question: str) -> str | None:
+        return self._answer(question) if self._answer is not None else None
+
+    def result(self, result: CommandResult) -> None:
+        print_result(result)
+
+    def turn_applied(self, report: TurnReport) -> None:
+        from codingagent.protocol.commands import plural
+
+        for note in report.notes:
+            say(note, "yellow")
+        if report.skipped:
+            return
+        outcome = report.outcome
+        for message in outcome.messages:
+            console.print(safe_text("Message from the LLM: ", "bold cyan") + safe_text(message))
+        failed = sum(not r.success for r in outcome.results)
+        ran = sum(r.command == "RUN_COMMAND" for r in outcome.results)
+        say(
+            f"Turn {report.state.sequence_number - 1}: "
+            f"{plural(len(outcome.results), 'command')} ({ran} run), "
+            f"{plural(len(outcome.changed), 'file')} changed, {failed} failed"
+        )
+        if report.state.question is not None:
+            console.print(
+                safe_text("The LLM asks: ", "bold magenta") + safe_text(report.state.question)
+            )
+        for line in report.auto_run:
+            console.print(
+                safe_text("Runs code outside the sandbox: ", "bold red") + safe_text(line)
+            )
+        if report.masked:
+            say(f"Masked {plural(report.masked, 'secret')} in the next prompt", "yellow")
+        if report.state.is_complete:
+            console.print(
+                safe_text("Session complete: ", "bold green")
+                + safe_text(report.state.summary or "")
+            )
+
+    def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
+        if copy_problem is None and self._clipboard_loop:
+            say(f"Prompt {prompt.sequence} is on the clipboard: paste it into the chat", "bold")
+        else:
+            paste = " Paste it into your chat LLM." if self._pasting else ""
+            say(
+                f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
+                f"~{prompt.tokens:,} tokens).{paste}"
+            )
+        if prompt.tokens > token_budget:
+            say(
+                f"warning: the prompt is over the token budget ({prompt.tokens:,} > "
+                f"{token_budget:,}); some chat UIs will cut it",
+                "yellow",
+            )
+        if copy_problem is None and not self._clipboard_loop:
+            say("Copied to the clipboard.")
+        elif copy_problem and not self._copy_note_shown:
+            self._copy_note_shown = True
+            say(f"note: prompt not copied: {copy_problem}", "dim")
+
+    def undone(self, report: UndoReport) -> None:
+        numbers = ", ".join(map(str, report.turns))
+        files = ", ".join(report.restored) or "no files"
+        say(f"Undid turn {numbers} of session {report.state.session_id}: restored {files}")
+        for problem in report.problems:
+            say(f"Could not restore {problem}", "yellow")
+        if report.untracked:
+            folders = ", ".join(report.untracked)
+            say(
+                f"Not put back, by rule: what commands changed in ignored folders ({folders}); "
+                "see docs/undo.md",
+                "dim",
+            )
+
+    def watching(self, source: ReplySource) -> None:
+        say(f"{source.description}. Ctrl-C stops.")
+
+    def stopped(self, stop: Stop) -> None:
+        from codingagent.session.seams import StopReason
+
+        if stop.message:
+            attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)
+            say(stop.message, "yellow" if attention else "")
