@@ -19,7 +19,7 @@ twice applies it once.
 
 Noticing a copy
 ---------------
-The clipboard is read when it changes: :mod:`.changes` listens for X11's XFixes events (or
+The clipboard is read when it changes: :mod:`.clipboard_events` listens for X11's XFixes events (or
 ``wl-paste --watch`` on Wayland) and polls every ``POLL_INTERVAL`` seconds only where the
 platform tells nothing. ``benchmarks/clipboard.py`` measures both; docs/performance.md has the
 table (idle, polling at 0.5 s cost 0.8 % of one core and an ``xclip`` process every half
@@ -39,7 +39,7 @@ from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
 from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard
-from codingagent.sources.changes import POLL_INTERVAL, Polling, open_changes
+from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes
 from codingagent.sources.inbox import FileReply, InboxSource
 
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history

@@ -16,7 +16,7 @@ Watching the clipboard (:func:`prepare_to_watch`): wl-paste cannot read quietly 
 where the compositor lacks the wlr-data-control protocol (GNOME's Mutter), it must take the
 keyboard focus to read, so each read would flicker the window in use. Where XWayland runs
 (``DISPLAY`` is set, as on GNOME and KDE), xclip or xsel read the same clipboard without the
-focus, so they are used instead. How the loop learns of a change: :mod:`.changes`.
+focus, so they are used instead. How the loop learns of a change: :mod:`.clipboard_events`.
 
 Over SSH there is usually no clipboard tool (no display). Then :func:`copy` still hands the text
 to the user's own terminal with the OSC 52 escape, which most terminals put on the local
