@@ -148,6 +148,8 @@ class CommandResult(BaseModel):
     @property
     def headline(self) -> str:
         """``[OK] CREATE_FILE: Created 'a.py'`` — the first line of the result."""
+        if self.command == "NOTE":  # a note about the reply itself: nothing ran or failed
+            return f"[NOTE] {self.summary}"
         status = "OK" if self.success else "FAILED"
         return f"[{status}] {self.command}: {self.summary}"
 

@@ -97,9 +97,13 @@ def assert_intact_at_the_first_prompt(root: Path) -> None:
     assert (root / "outbox" / f"{session}_seq0001.txt").is_file()
 
 
-def one_error_line(result: Result) -> str:
-    """The output of a command that failed as a user error: exit 1, one 'error:' line."""
-    assert result.exit_code == 1, result.output
+ENDPOINT_FAILED = 6  # the exit code of a model run stopped by the endpoint (docs/admission.md)
+
+
+def one_error_line(result: Result, code: int = 1) -> str:
+    """The output of a command that failed: exit ``code`` (1: a user error), one 'error:'
+    line."""
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
     return line
@@ -196,7 +200,7 @@ def test_500_three_times_is_a_clear_failure_and_the_session_goes_on_later(tmp_pa
     with ScriptedModel(*fails, Say(DONE)) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "t", "--model", "scripted")
-        line = one_error_line(result)
+        line = one_error_line(result, ENDPOINT_FAILED)
         assert "answered HTTP 500: overloaded; gave up after 3 attempts" in line
         assert len(model.requests) == 3
         assert_intact_at_the_first_prompt(tmp_path)
@@ -227,7 +231,7 @@ def free_port() -> int:
 def test_an_endpoint_that_is_down_is_reported_before_a_session_is_made(tmp_path):
     port = free_port()
     profile(tmp_path, f"http://127.0.0.1:{port}/v1")
-    line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"))
+    line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"), ENDPOINT_FAILED)
     assert f"Cannot connect to http://127.0.0.1:{port}/v1" in line
     assert "is the server running" in line
     assert not (tmp_path / "sessions").exists() and not (tmp_path / "outbox").exists()
@@ -236,7 +240,7 @@ def test_an_endpoint_that_is_down_is_reported_before_a_session_is_made(tmp_path)
 def test_an_answer_not_in_the_apis_shape_leaves_the_session_intact(tmp_path):
     with ScriptedModel(Garbage("<html>Bad gateway</html>")) as model:
         profile(tmp_path, model.url)
-        line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"))
+        line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"), ENDPOINT_FAILED)
     assert "is not OpenAI chat-completions JSON: '<html>Bad gateway</html>'" in line
     assert_intact_at_the_first_prompt(tmp_path)
 
@@ -245,7 +249,7 @@ def test_two_replies_in_a_row_without_commands_stop_the_run(tmp_path):
     with ScriptedModel(Say("Let me think."), Say("Still thinking."), Say(DONE)) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "t", "--model", "scripted")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # no commands (docs/admission.md)
     assert "Stopped: two replies in a row ran no command" in result.output
     assert len(model.requests) == 2
     state = state_of(tmp_path)
@@ -257,7 +261,7 @@ def test_a_run_stops_at_model_max_turns_and_copy_paste_takes_over(tmp_path):
         profile(tmp_path, model.url)
         env = {"CODINGAGENT_MODEL_MAX_TURNS": "1"}
         result = agent(tmp_path, "start", "t", "--model", "scripted", env=env)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the turn limit (docs/admission.md)
     assert "Stopped after 1 model turns (model_max_turns)" in result.output
     assert len(model.requests) == 1
     reply = tmp_path / "done.txt"
@@ -298,7 +302,7 @@ def test_an_unknown_profile_names_the_known_ones(tmp_path):
 def test_an_unknown_model_lists_what_the_server_offers(tmp_path):
     with ScriptedModel(models=("llama3", "qwen2.5-coder")) as model:
         profile(tmp_path, model.url, model="gpt-9")
-        line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"))
+        line = one_error_line(agent(tmp_path, "start", "t", "--model", "scripted"), ENDPOINT_FAILED)
     assert f"{model.url} does not offer the model 'gpt-9'" in line
     assert line.endswith("It offers: llama3, qwen2.5-coder")
     assert not (tmp_path / "sessions").exists() and model.requests == []
@@ -310,7 +314,7 @@ def test_a_refused_key_names_the_variable_and_never_shows_the_key(tmp_path):
         result = agent(
             tmp_path, "start", "t", "--model", "scripted", env={"MY_LLM_KEY": "sk-wrong-key"}
         )
-        line = one_error_line(result)
+        line = one_error_line(result, ENDPOINT_FAILED)
         assert "refused the API key (HTTP 401): check the key in $MY_LLM_KEY" in line
         assert "sk-wrong-key" not in result.output
         unset = agent(tmp_path, "start", "t", "--model", "scripted", env={"MY_LLM_KEY": ""})
@@ -393,7 +397,7 @@ def test_a_missing_key_stops_start_before_a_session_is_made(tmp_path):
 
 def test_a_base_url_without_a_scheme_is_one_clear_line(tmp_path):
     result = agent(tmp_path, "start", "t", "--base-url", "localhost:1/v1", "--model-id", "m")
-    line = one_error_line(result)
+    line = one_error_line(result, ENDPOINT_FAILED)
     assert line.startswith("error: The request to localhost:1/v1 failed: ")
     assert "'http://' or 'https://'" in line
 

@@ -248,12 +248,16 @@ def test_two_replies_in_a_row_without_commands_stop_an_automatic_run(tmp_path):
     assert source.replies == ["never asked"]  # an empty reply counts as one without commands
 
 
-def test_a_repeated_reply_is_skipped_and_counts_as_one_without_commands(tmp_path):
+def test_two_refused_replies_in_a_row_stop_an_automatic_run_saying_why(tmp_path):
     same = MESSAGE.format("same")
     source = ScriptedSource(same, same, same, "never asked")
     with open_loop(tmp_path, Recording(), automatic=True, commands="deny") as loop:
         stop = loop.run(source)
-    assert stop.reason is StopReason.NO_COMMANDS
+    assert stop.reason is StopReason.REFUSED
+    assert stop.message.startswith(
+        "Stopped: two replies in a row were not applied; the last: This reply is identical to "
+        "the one applied in turn 1 (script 1); it was skipped."
+    )
     assert source.done == [("script 1", False), ("script 2", True), ("script 3", True)]
 
 

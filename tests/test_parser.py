@@ -27,7 +27,8 @@ from codingagent.protocol.commands import (
     RunCommand,
     Search,
 )
-from codingagent.protocol.parser import parse, reply_echo
+from codingagent.protocol.parser import parse
+from codingagent.protocol.scan import reply_echo
 
 
 def unclosed(name: str, line: int) -> ParseError:

@@ -41,6 +41,17 @@ if TYPE_CHECKING:
     from codingagent.sources.providers.client import ChatClient
 
 
+# Exit codes of a model run (--model) that stops without DONE, by cause (docs/admission.md).
+MODEL_EXIT = {
+    "turn limit": 3,
+    "no commands": 4,
+    "refused": 5,
+    "endpoint failed": 6,
+    "source ended": 6,
+    "question": 7,
+}
+
+
 class _Group(click.Group):
     """Turns user errors, and faults of the machine (a full disk, no permission: see
     :mod:`codingagent.faults`), into one red line and exit code 1."""
@@ -395,7 +406,7 @@ def _watch(
     ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
     after Ctrl-C)."""
     from codingagent.faults import TurnNotApplied
-    from codingagent.session.seams import StopReason
+    from codingagent.session.seams import SourceError, StopReason
 
     with loop:
         if not watch:
@@ -404,6 +415,9 @@ def _watch(
         with _source(loop, model) as source:
             try:
                 stop = loop.run(source, follow_up)
+            except SourceError as failed:  # the endpoint failed mid-run: its own exit code
+                error(str(failed))
+                sys.exit(MODEL_EXIT["endpoint failed"])
             except TurnNotApplied as fault:  # the watcher stops: the user must act first
                 if (loop.store.inbox / fault.source).is_file():
                     fault.retry = (
@@ -413,6 +427,8 @@ def _watch(
                 raise
     if stop.reason is StopReason.INTERRUPTED:
         sys.exit(130)
+    if model is not None and stop.reason is not StopReason.COMPLETE:
+        sys.exit(MODEL_EXIT[stop.reason.value])
 
 
 def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManager[ReplySource]:

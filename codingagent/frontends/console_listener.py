@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from codingagent.state import CommandResult
 
 
+NO_COMMAND = (
+    "No command found in the reply; the next prompt asks the LLM to write commands. If that "
+    "was the wrong text, 'codingagent undo' takes it back"
+)
+
+
 def print_result(result: CommandResult) -> None:
     say(result.headline, STYLE[result.success])
 
@@ -94,6 +100,8 @@ class ConsoleListener(Listener):
             say(note, "yellow")
         if report.skipped:
             return
+        if report.found_no_command:
+            say(NO_COMMAND, "yellow")
         outcome = report.outcome
         for message in outcome.messages:
             console.print(safe_text("Message from the LLM: ", "bold cyan") + safe_text(message))

@@ -125,7 +125,8 @@ RULES
 - The Environment section (first message, and again when it changes) says which OS, shell,
   Python and tools the commands find; write commands for them.
 - Close every command that has a closing tag: if one is missing, that command and everything
-  after it in your reply are ignored.
+  after it in your reply are ignored. Only [/DONE] may be left out: a [DONE] line then takes
+  the rest of the reply as its summary.
 - A line that is exactly a closing tag, such as [/REPLACE], ends its command wherever it
   stands, and REPLACE reads a line "=======" as its divider: to put such a line into a file,
   use another command (EDIT_FILE, CREATE_FILE or PATCH).

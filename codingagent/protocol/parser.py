@@ -29,7 +29,6 @@ from codingagent.protocol.bodies import (
     BodyError,
     clip,
     command_body,
-    fence,
     file_body,
     patch_body,
     replace_body,
@@ -58,9 +57,6 @@ _UNQUOTED_VALUE = re.compile(r"[^\s\]]+")
 _SPACES = re.compile(r"\s*")
 _WHOLE_NUMBER = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]*")
 _MARKDOWN_ESCAPE = re.compile(r"\\([\[\]_*`])")
-_ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
-_ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
-_ECHO_CHARS = 20_000  # how far into the reply the session/sequence echo is looked for
 _BOM = "\ufeff"
 _EMPHASIS = "*_`"
 # Opening quote -> the characters that close it. Chat UIs turn straight quotes into curly ones.
@@ -74,31 +70,18 @@ _QUOTES = {
     "\u2019": "\u2019\u2018",  # ’ ... ’
     "\u201a": "\u2019\u2018",  # ‚ ... ‘
 }
-_DIFF_INFO = frozenset({"diff", "patch", "udiff"})
 _CLOSING_QUOTE = {opening: re.compile(f"[{closers}]") for opening, closers in _QUOTES.items()}
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off"})
 _UNCLOSED = "no closing [/{name}] tag; this command and the rest of the reply were ignored"
 
 
-class _TagError(Exception):
+class TagError(Exception):
     """An opening tag that cannot be read; it becomes a ParseError in the command's place."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def unwrapped_diff(text: str) -> int | None:
-    """The reply line of a diff written outside any PATCH (a ```` ```diff ```` fence or a
-    ``*** Begin Patch`` line), if there is one: for a reply that has no commands."""
-    for number, line in enumerate(_LINE_BREAK.split(text.removeprefix(_BOM)), 1):
-        found = fence(line)
-        if (found is not None and found[1].lower() in _DIFF_INFO) or (
-            line.strip() == "*** Begin Patch"
-        ):
-            return number
-    return None
 
 
 @dataclass(frozen=True)
@@ -151,7 +134,7 @@ TAGS: dict[str, _TagSpec] = {
 }
 
 
-class _Opening(NamedTuple):
+class Opening(NamedTuple):
     """A line that opens a known command: its canonical name and where the attributes start.
 
     A tuple, not a dataclass: a reply may hold a million of them, and tuples are built in C.
@@ -170,15 +153,34 @@ def parse(text: str) -> list[Command]:
     command ends the parse: the rest of the reply may have been meant as its body, and
     running it as commands would be worse than asking the LLM again.
     """
+    return [span.command for span in parse_spans(split_lines(text))]
+
+
+class Span(NamedTuple):
+    """A command and the reply lines it took: indexes ``start`` (its opening tag) to ``end``
+    (excluded)."""
+
+    command: Command
+    start: int
+    end: int
+
+
+def split_lines(text: str) -> list[str]:
+    """The reply's lines (any line ending; a BOM dropped)."""
+    return _LINE_BREAK.split(text.removeprefix(_BOM))
+
+
+def parse_spans(lines: list[str]) -> list[Span]:
+    """:func:`parse` on the reply's lines, with the lines each command took."""
     with _no_cyclic_gc():
-        reply = _Reply(_LINE_BREAK.split(text.removeprefix(_BOM)))
-        commands: list[Command] = []
+        reply = _Reply(lines)
+        spans: list[Span] = []
         index = reply.next_opening(0)
         while index < len(reply.lines):
-            command, index = _read_command(reply.openings[index], reply, index + 1)
-            commands.append(command)
-            index = reply.next_opening(index)
-        return commands
+            command, end = _read_command(reply.openings[index], reply, index + 1)
+            spans.append(Span(command, index, end))
+            index = reply.next_opening(end)
+        return spans
 
 
 @contextmanager
@@ -201,40 +203,6 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def reply_echo(text: str) -> tuple[str | None, int | None]:
-    """The session id and sequence number the reply says it answers (``Session: <id>
-    Sequence: <n>``, as the PROTOCOL asks), each None if not given.
-
-    Only the text before the first command counts: a file body may well contain such words.
-    """
-    session = sequence = None
-    for line in _LINE_BREAK.split(text.removeprefix(_BOM)[:_ECHO_CHARS]):
-        if _opening_tag(_tag_text(line), 1) is not None:
-            break
-        if session is None and (found := _ECHO_SESSION.search(line)):
-            session = found.group(1).lower()
-        if sequence is None and (found := _ECHO_SEQUENCE.search(line)):
-            sequence = int(found.group(1))
-    return session, sequence
-
-
-def has_command_line(text: str) -> bool:
-    """Whether ``text`` holds a command that reads without error and whose opening tag stands
-    alone on its line (``[DONE]``, ``**[READ_FILE path="a"]**``): what a reply has, and prose
-    or code that merely mentions a tag ("[DONE] ends a session.") does not."""
-    lines = _LINE_BREAK.split(text.removeprefix(_BOM))
-    for command in parse(text):
-        if isinstance(command, ParseError):
-            continue
-        opening = _opening_tag(_tag_text(lines[command.line - 1]), command.line)
-        if opening is None:
-            continue
-        with suppress(_TagError):
-            if not _scan_attributes(opening.text, opening.attributes_start)[1].strip():
-                return True
-    return False
-
-
 class _Reply:
     """The reply's lines, with every opening and closing tag found in one pass up front.
 
@@ -244,16 +212,16 @@ class _Reply:
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
-        self.openings: dict[int, _Opening] = {}
+        self.openings: dict[int, Opening] = {}
         self.closings: dict[str, list[int]] = {name: [] for name in TAGS}
         for index, line in enumerate(lines):
-            text = _tag_text(line)
+            text = tag_text(line)
             if not text.startswith("["):
                 continue  # neither an opening nor a closing tag: most lines of a body
-            opening = _opening_tag(text, index + 1)
+            opening = opening_tag(text, index + 1)
             if opening is not None:
                 self.openings[index] = opening
-            name = _closing_name(text)
+            name = closing_name(text)
             if name is not None:
                 self.closings[name].append(index)
         self.opening_lines = sorted(self.openings)
@@ -270,7 +238,7 @@ class _Reply:
         return self.opening_lines[at] if at < len(self.opening_lines) else len(self.lines)
 
 
-def _tag_text(line: str) -> str:
+def tag_text(line: str) -> str:
     r"""The trimmed line, with what chat UIs put around a tag undone.
 
     ``**[DONE]**`` and `` `[READ_FILE path="a"]` `` lose the emphasis or inline-code marks
@@ -289,7 +257,7 @@ def _tag_text(line: str) -> str:
     return text
 
 
-def _closing_name(text: str) -> str | None:
+def closing_name(text: str) -> str | None:
     """``NAME`` if ``text`` is exactly a closing tag ``[/NAME]`` of a known command."""
     if not (text.startswith("[/") and text.endswith("]") and text.isascii()):
         return None
@@ -297,8 +265,8 @@ def _closing_name(text: str) -> str | None:
     return name if name in TAGS else None
 
 
-def _opening_tag(text: str, line_number: int) -> _Opening | None:
-    """The opening tag ``text`` (a line as :func:`_tag_text` left it) starts, if it starts with
+def opening_tag(text: str, line_number: int) -> Opening | None:
+    """The opening tag ``text`` (a line as :func:`tag_text` left it) starts, if it starts with
     ``[`` and a known name."""
     match = _TAG_NAME.match(text)
     if match is None:
@@ -307,14 +275,14 @@ def _opening_tag(text: str, line_number: int) -> _Opening | None:
     end = match.end()
     if name not in TAGS or (end < len(text) and not _ends_name(text[end])):
         return None
-    return _Opening(name, text, end, line_number)
+    return Opening(name, text, end, line_number)
 
 
 def _ends_name(char: str) -> bool:
     return char.isspace() or char in "/]"
 
 
-def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command, int]:
+def _read_command(opening: Opening, reply: _Reply, index: int) -> tuple[Command, int]:
     """Read the command ``opening`` starts; ``index`` is the line after the tag.
 
     Returns the command (or its ParseError) and the index of the first line after it.
@@ -322,10 +290,10 @@ def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command
     spec = TAGS[opening.name]
     rest: str | None
     try:
-        attributes, rest = _scan_attributes(opening.text, opening.attributes_start)
+        attributes, rest = scan_attributes(opening.text, opening.attributes_start)
         fields = _fields(spec, attributes)
         error = None
-    except _TagError as exc:
+    except TagError as exc:
         rest, fields, error = None, {}, exc.message
     if spec.body is not None:
         body, first_line, index, closed = _read_body(
@@ -343,11 +311,11 @@ def _read_command(opening: _Opening, reply: _Reply, index: int) -> tuple[Command
     return spec.model(line=opening.line, **fields), index
 
 
-def _error(opening: _Opening, message: str) -> ParseError:
+def _error(opening: Opening, message: str) -> ParseError:
     return ParseError(line=opening.line, command=opening.name, message=message)
 
 
-def _scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
+def scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
     """Read ``key=value`` pairs up to the tag's ``]`` (an optional ``/`` may precede it).
 
     Returns the attributes (lower-case names) and the text after the ``]``.
@@ -356,7 +324,7 @@ def _scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
     while True:
         pos = _skip_spaces(tag, pos)
         if pos == len(tag):
-            raise _TagError(f"malformed attributes: {clip(tag)}")
+            raise TagError(f"malformed attributes: {clip(tag)}")
         if tag[pos] == "]":
             return attributes, tag[pos + 1 :]
         if tag[pos] == "/":
@@ -366,7 +334,7 @@ def _scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
             raise _malformed(tag, pos)
         key, value, pos = _scan_attribute(tag, pos)
         if key in attributes:
-            raise _TagError(f"attribute '{key}' is given twice")
+            raise TagError(f"attribute '{key}' is given twice")
         attributes[key] = value
 
 
@@ -401,10 +369,10 @@ def _skip_spaces(text: str, pos: int) -> int:
     return _SPACES.match(text, pos).end()  # type: ignore[union-attr]  # \s* always matches
 
 
-def _malformed(tag: str, start: int) -> _TagError:
+def _malformed(tag: str, start: int) -> TagError:
     """The error for unreadable text at ``start``, quoting it up to the tag's likely end."""
     end = tag.find("]", start)
-    return _TagError(f"malformed attributes: {clip(tag[start : end if end >= 0 else None])}")
+    return TagError(f"malformed attributes: {clip(tag[start : end if end >= 0 else None])}")
 
 
 def _fields(spec: _TagSpec, attributes: dict[str, str]) -> dict[str, object]:
@@ -415,7 +383,7 @@ def _fields(spec: _TagSpec, attributes: dict[str, str]) -> dict[str, object]:
     fields: dict[str, object] = {}
     for key in spec.required:
         if key not in attributes:
-            raise _TagError(f"missing required attribute '{key}'")
+            raise TagError(f"missing required attribute '{key}'")
     for key in (*spec.required, *spec.optional):
         if key in attributes:
             fields[key] = _convert(spec, key, attributes[key])
@@ -436,7 +404,7 @@ def _whole_number(key: str, value: str) -> int:
     if _WHOLE_NUMBER.fullmatch(value) is not None:
         with suppress(ValueError):  # more digits than int() converts (get_int_max_str_digits)
             return int(value)
-    raise _TagError(f"attribute '{key}' must be a whole number, got '{clip(value)}'")
+    raise TagError(f"attribute '{key}' must be a whole number, got '{clip(value)}'")
 
 
 def _boolean(key: str, value: str) -> bool:
@@ -445,11 +413,11 @@ def _boolean(key: str, value: str) -> bool:
         return True
     if word in _FALSE:
         return False
-    raise _TagError(f"attribute '{key}' must be true or false, got '{clip(value)}'")
+    raise TagError(f"attribute '{key}' must be true or false, got '{clip(value)}'")
 
 
 def _read_body(
-    opening: _Opening, rest: str | None, reply: _Reply, index: int, closing_optional: bool
+    opening: Opening, rest: str | None, reply: _Reply, index: int, closing_optional: bool
 ) -> tuple[list[str], int, int, bool]:
     """Collect the body of a body command up to its closing tag.
 

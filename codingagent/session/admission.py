@@ -1,14 +1,23 @@
-"""Which replies a session does not apply, and why: the note the user (and the LLM) sees.
+"""Admission: which text is a reply to which prompt, for every source (docs/admission.md).
+
+A reply arrives with what its source knows about the prompt it answers (``answers``): the
+endpoint knows (it sent the request), the page knows (it posts the turn it displayed); the
+inbox, ``step`` and the clipboard do not, and there the reply's ``Session: <id> Sequence: <n>``
+echo is the evidence. :func:`rule` is the one table of those cases:
 
 - While the LLM's question (ASK) waits for the user's answer, no reply is applied.
 - A reply whose content (BOM, line endings, trailing blanks aside) was already applied in the
   session, or rolled back by a Ctrl-C, is skipped, whatever Sequence it names.
-- A reply that names (``Session: <id> Sequence: <n>``) another session or an older prompt, or
-  that is the last reply applied with more written after it, is refused.
+- A bound reply (``answers`` given) is refused only when it was given for another prompt than
+  the current one; a wrong or missing echo is applied and noted to the model.
+- An unbound reply that names another session or an older prompt, or that is the last reply
+  applied with more written after it, is refused; one naming a later prompt is applied, noted.
 
 ``force`` applies a duplicate or stale reply anyway; never one while a question waits.
 Refused replies are kept in ``sessions/{id}/refused/``, in a folder named by the prompt they
-came to and their content (the same reply twice is kept once).
+came to and their content (the same reply twice is kept once). Every refusal has two texts: the
+note for the user (what to paste instead) and ``to_model``, what a model source sends with its
+next request.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
-from codingagent.protocol.parser import reply_echo
+from codingagent.protocol.scan import reply_echo
 from codingagent.session.history import TurnRecord, turn_record
 from codingagent.session.store import SessionStore
 from codingagent.state import SessionState
@@ -30,10 +39,65 @@ ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
 
 @dataclass(frozen=True)
 class Refusal:
-    """A reply not applied: the note saying why, and the folder that keeps it."""
+    """A reply not applied: the note saying why (for the user), the folder that keeps it, and
+    why in words for the model that wrote it."""
 
     note: str
     folder: Path
+    to_model: str = ""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The verdict on one reply: refused, or applied with ``notes`` the model sees first in
+    its next prompt (a wrong or missing echo on a bound reply)."""
+
+    refusal: Refusal | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What the echo rules: ``refuse`` with ``why``, or apply (with ``note`` for the model)."""
+
+    refuse: bool = False
+    why: str = ""
+    note: str = ""
+
+
+def rule(
+    echo: tuple[str | None, int | None], session_id: str, current: int, answers: int | None
+) -> Ruling:
+    """The one table of cases: the reply's echo, the session and its current prompt, and the
+    prompt the source knows the reply answers (None: it does not know)."""
+    session, sequence = echo
+    start = f"start your reply with `Session: {session_id} Sequence: {current}`"
+    if answers is not None:
+        if answers != current:
+            return Ruling(
+                True, f"it was given for prompt {answers}, but the session is at prompt {current}"
+            )
+        if session not in (None, session_id):
+            return Ruling(
+                note=f"your reply named Session {session}; this is session "
+                f"{session_id}, prompt {current}; {start}"
+            )
+        if sequence not in (None, current):
+            return Ruling(
+                note=f"your reply named Sequence {sequence}; this is prompt {current}; {start}"
+            )
+        if session is None or sequence is None:
+            return Ruling(note=f"your reply did not say which prompt it answers; {start}")
+        return Ruling()
+    if session is not None and session != session_id:
+        return Ruling(True, f"it names session {session}, but it was given to session {session_id}")
+    if sequence is not None and sequence < current:
+        return Ruling(True, f"it answers prompt {sequence}, but the session is at prompt {current}")
+    if sequence is not None and sequence > current:
+        return Ruling(
+            note=f"your reply named Sequence {sequence}; this is prompt {current}; {start}"
+        )
+    return Ruling()
 
 
 def check(
@@ -43,18 +107,30 @@ def check(
     source: str,
     max_reply_bytes: int,
     force: bool,
-) -> Refusal | None:
-    """Why the reply ``data`` is not applied to the session, or None: apply it."""
+    answers: int | None = None,
+) -> Admission:
+    """Whether the reply ``data`` is applied to the session; ``answers``: the prompt its
+    source knows it answers (None: the source does not know)."""
     if state.question is not None:
-        return _while_asking(store, state, data, source)
+        return Admission(_while_asking(store, state, data, source))
     if force:
-        return None
+        return Admission()
     digest = reply_digest(data)
     duplicate = _duplicate(store, state, digest)
     if duplicate is not None or len(data) > max_reply_bytes:
-        return duplicate
+        return Admission(duplicate)
     echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    return _stale(store, state, echo, data, source, digest)
+    ruling = rule(echo, state.session_id, state.sequence_number, answers)
+    if ruling.refuse:
+        return Admission(_refuse(store, state, ruling.why, data, source, digest))
+    grown = _grown_from(store, state, data) if answers is None else None
+    if grown is not None:
+        why = (
+            f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
+            "written to again after it was read. Send the rest as a reply of its own"
+        )
+        return Admission(_refuse(store, state, why, data, source, digest))
+    return Admission(notes=(ruling.note,) if ruling.note else ())
 
 
 def reply_digest(data: bytes) -> str:
@@ -89,40 +165,22 @@ def _skipped(state: SessionState, folder: Path, why: str) -> Refusal:
         f"This reply is {why}; it was skipped. To apply it again, use 'codingagent step "
         f"{state.session_id} FILE --force'."
     )
-    return Refusal(note, folder)
+    return Refusal(note, folder, f"it is {why}, so it was not applied again")
 
 
-def _stale(
-    store: SessionStore,
-    state: SessionState,
-    echo: tuple[str | None, int | None],
-    data: bytes,
-    source: str,
-    digest: str,
-) -> Refusal | None:
-    """Why the reply is not applied, if it names another session or an older prompt than
-    the current one (docs/protocol.md §7), or is the last reply applied with more written after
-    it (a reply file appended to after it was read); the reply is kept (see
-    :func:`_keep_refused`)."""
-    session, sequence = echo
-    current = state.sequence_number
-    if session is not None and session != state.session_id:
-        why = f"it names session {session}, but it was given to session {state.session_id}"
-    elif sequence is not None and sequence < current:
-        why = f"it answers prompt {sequence}, but the session is at prompt {current}"
-    elif (grown := _grown_from(store, state, data)) is not None:
-        why = (
-            f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
-            "written to again after it was read. Send the rest as a reply of its own"
-        )
-    else:
-        return None
+def _refuse(
+    store: SessionStore, state: SessionState, why: str, data: bytes, source: str, digest: str
+) -> Refusal:
+    """The refusal of a reply for another session or prompt (SPEC 2.4), or grown after it was
+    read; the reply is kept (see :func:`_keep_refused`)."""
     kept = _keep_refused(store, state, data, digest)
     note = (
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
-        f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'."
+        f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'. "
+        f"Otherwise paste the reply to prompt {state.sequence_number} (it starts with "
+        f"'Session: {state.session_id} Sequence: {state.sequence_number}')."
     )
-    return Refusal(note, kept.parent)
+    return Refusal(note, kept.parent, why)
 
 
 def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | None:
@@ -149,7 +207,7 @@ def _while_asking(store: SessionStore, state: SessionState, data: bytes, source:
         f"question ({state.question}). Answer it with 'codingagent answer "
         f'{state.session_id} "..."\'; the reply is kept as {kept}.'
     )
-    return Refusal(note, kept.parent)
+    return Refusal(note, kept.parent, "the user must first answer your question")
 
 
 def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest: str) -> Path:

@@ -21,8 +21,9 @@ applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the
 instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there).
 
 An *automatic* loop (replies from a model, nobody between turns) must end by itself: it stops
-after ``model_max_turns`` replies, and after two replies in a row that ran no command (a model
-that answers in prose, or repeats a reply, which is skipped as a duplicate). Without an OS
+after ``model_max_turns`` replies, after two replies in a row that were not applied (a model
+that repeats a reply, which is skipped as a duplicate: the source told it why each time), and
+after two replies in a row that ran no command (a model that answers in prose). Without an OS
 sandbox and without a terminal to ask, it runs no RUN_COMMAND unless ``commands`` is set
 explicitly (``--commands allow`` or ``deny``): nobody would see what runs.
 
@@ -90,6 +91,7 @@ class SessionLoop:
         self._automatic = automatic
         self._replies = 0  # replies taken in this run
         self._idle = 0  # replies in a row that ran no command
+        self._refused = 0  # replies in a row that were not applied
         self._given_shell = shell
         self._copy = copy
         self._shell: Shell | None = None
@@ -119,7 +121,7 @@ class SessionLoop:
     def run(self, source: ReplySource, follow_up: str | None = None) -> Stop:
         """Take replies from ``source`` until the session stops; say why it stopped."""
         self._stop.clear()
-        self._replies = self._idle = 0
+        self._replies = self._idle = self._refused = 0
         try:
             self._shell_once()  # which sandbox and approval hold, before any reply
             prompt = self.prepare(follow_up)
@@ -260,6 +262,13 @@ class SessionLoop:
             return Stop(StopReason.TURN_LIMIT, self._limit_message())
         if not self._automatic:
             return None
+        if self._refused >= 2:
+            why = report.notes[0] if report.notes else ""
+            return Stop(
+                StopReason.REFUSED,
+                f"Stopped: two replies in a row were not applied; the last: {why} Continue "
+                f"with: codingagent resume {self.session_id} --model ...",
+            )
         if self._idle >= 2:
             return Stop(
                 StopReason.NO_COMMANDS,
@@ -355,9 +364,11 @@ class SessionLoop:
         return prompt
 
     def _count(self, report: TurnReport) -> None:
-        """Count this run's replies, and those in a row that ran no command."""
+        """Count this run's replies, those in a row that ran no command and those in a row
+        that were not applied."""
         self._replies += 1
-        ran = not report.skipped and any(r.command != "REPLY" for r in report.outcome.results)
+        self._refused = self._refused + 1 if report.skipped else 0
+        ran = not report.skipped and not report.found_no_command
         self._idle = 0 if ran else self._idle + 1
 
     def _over_limit(self, state: SessionState) -> bool:

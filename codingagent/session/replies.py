@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
-from codingagent.protocol.parser import parse, unwrapped_diff
+from codingagent.protocol.scan import read_reply as commands_and_slips
+from codingagent.protocol.scan import unwrapped_diff
 from codingagent.state import CommandResult
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
@@ -20,10 +21,12 @@ def read_reply(
     data: bytes, max_reply_bytes: int, size: int | None
 ) -> tuple[list[Command], list[CommandResult]]:
     """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
-    itself, which the LLM sees first."""
+    itself, which the LLM sees first: then a note for each line that holds a tag but was not
+    taken as a command (:mod:`codingagent.protocol.scan`)."""
     text, problem = decode_reply(data, max_reply_bytes, size)
     problems = [problem] if problem else []
-    commands = parse(text) if text is not None else []
+    commands, slips = commands_and_slips(text) if text is not None else ([], [])
+    problems += [note_result(slip.note) for slip in slips]
     if len(commands) > MAX_COMMANDS:
         problems.append(
             _problem(
@@ -32,7 +35,7 @@ def read_reply(
             )
         )
         commands = commands[:MAX_COMMANDS]
-    if not commands and not problems and text is not None:
+    if not commands and text is not None and all(p.success for p in problems):
         problems += filter(None, [_unwrapped_diff(text)])
     return commands, problems
 
@@ -66,6 +69,11 @@ def decode_reply(
 def _problem(summary: str) -> CommandResult:
     """A problem with the reply itself, as the result the LLM sees first."""
     return CommandResult(command="REPLY", success=False, summary=summary)
+
+
+def note_result(summary: str) -> CommandResult:
+    """A note about the reply that did not stop anything in it, as the LLM sees it first."""
+    return CommandResult(command="NOTE", success=True, summary=summary)
 
 
 def _unwrapped_diff(text: str) -> CommandResult | None:

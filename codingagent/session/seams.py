@@ -29,6 +29,9 @@ class Reply:
     source: str  # shown on the console and kept in the history: a file name, "clipboard", ...
     size: int | None = None  # the real size, when ``data`` holds only the first bytes
     meta: Mapping[str, object] = field(default_factory=dict)  # for the turn's meta.json
+    # The prompt the source knows this reply answers (an endpoint sent it, the page showed
+    # it); None when only the reply's own echo can say (docs/admission.md).
+    answers: int | None = None
 
 
 class SourceError(Exception):
@@ -116,6 +119,7 @@ class StopReason(Enum):
     QUESTION = "question"  # the LLM asked; the user answers with `codingagent answer`
     INTERRUPTED = "interrupted"
     SOURCE_ENDED = "source ended"
+    REFUSED = "refused"  # replies in a row were not applied (docs/admission.md)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -42,7 +43,7 @@ from codingagent.session.crashpoints import OnResult, after_each_result, crash_p
 from codingagent.session.history import TurnRecord, digest_of, turn_record
 from codingagent.session.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
 from codingagent.session.outbox import ensure_outbox, next_outbox, open_workspace
-from codingagent.session.replies import REPLY_SIZE_CAP, read_reply, unreadable
+from codingagent.session.replies import REPLY_SIZE_CAP, note_result, read_reply, unreadable
 from codingagent.session.rollback import TurnInterrupted, roll_back_failed, roll_back_interrupted
 from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
@@ -60,9 +61,18 @@ class TurnReport:
     history: Path
     notes: list[str] = field(default_factory=list)  # problems with the reply file itself
     skipped: bool = False  # a duplicate or a stale reply: nothing was applied
+    refusal: Refusal | None = None  # why it was skipped (for the user, and for a model)
     masked: int = 0  # secrets masked in the next prompt
     # Files the turn left that run code when the user works in the folder (autorun.scan).
     auto_run: list[str] = field(default_factory=list)
+
+    @property
+    def found_no_command(self) -> bool:
+        """Applied, yet no command was found in the reply (prose, or the wrong text pasted):
+        the next prompt asks the LLM for commands, and the user deserves to hear it."""
+        return not self.skipped and all(
+            r.command in ("REPLY", "NOTE") for r in self.outcome.results
+        )
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,9 @@ def apply_reply(
 
     ``reply.size`` is the reply's real size when ``reply.data`` holds only its first bytes (a
     file over ``max_reply_bytes`` is read no further); ``reply.meta`` goes into the turn's
-    ``meta.json`` (a model's name, tokens and seconds).
+    ``meta.json`` (a model's name, tokens and seconds); ``reply.answers`` is the prompt its
+    source knows it answers (an endpoint, the page), None when only the reply's echo can say
+    (:mod:`codingagent.session.admission`).
 
     While the LLM's question (ASK) waits for the user's answer, no reply is applied: it is
     kept in ``refused/``. A reply whose content (trailing whitespace aside) was already applied
@@ -103,21 +115,26 @@ def apply_reply(
     """
     state = store.load(session_id)
     refuse_if_interrupted(store, session_id)
-    refusal = admission.check(
-        store, state, reply.data, reply.source, options.max_reply_bytes, force
+    verdict = admission.check(
+        store, state, reply.data, reply.source, options.max_reply_bytes, force, reply.answers
     )
-    if refusal is not None:
-        return _skipped(store, state, refusal, options.prompt)
+    if verdict.refusal is not None:
+        return _skipped(store, state, verdict.refusal, options.prompt)
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
-    return apply_admitted(store, state, reply, options)
+    return apply_admitted(store, state, reply, options, verdict.notes)
 
 
 def apply_admitted(
-    store: SessionStore, state: SessionState, reply: Reply, options: TurnOptions
+    store: SessionStore,
+    state: SessionState,
+    reply: Reply,
+    options: TurnOptions,
+    told: Sequence[str] = (),
 ) -> TurnReport:
     """:func:`apply_reply` once admission let the reply in (also recovery's way to apply a
-    reply again)."""
+    reply again); ``told``: what admission tells the model about the reply (it sees it
+    first)."""
     data, source = reply.data, reply.source
     started = time.perf_counter()
     received = utc_now()
@@ -131,6 +148,7 @@ def apply_admitted(
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
             commands, problems = read_reply(data, options.max_reply_bytes, reply.size)
+            problems[:0] = [note_result(note) for note in told]
             if options.on_result is not None:
                 for each in problems:
                     options.on_result(each)
@@ -185,7 +203,7 @@ def apply_admitted(
         raise TurnNotApplied(session_id, answered, source, error, left, kept) from error
     crash_point("state")
     journal.close()
-    notes = [each.summary for each in problems]
+    notes = [each.summary for each in problems if not each.success]  # NOTEs are results only
     return TurnReport(
         state, outcome, outbox, record.folder, notes=notes, masked=masked, auto_run=auto_run
     )
@@ -208,7 +226,13 @@ def _skipped(
     waiting = state.is_complete or state.question is not None
     outbox = None if waiting else ensure_outbox(store, state, prompt)
     return TurnReport(
-        state, TurnOutcome(), outbox, refusal.folder, notes=[refusal.note], skipped=True
+        state,
+        TurnOutcome(),
+        outbox,
+        refusal.folder,
+        notes=[refusal.note],
+        skipped=True,
+        refusal=refusal,
     )
 
 

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from codingagent.prompt.render import is_prompt
-from codingagent.protocol.parser import has_command_line, reply_echo
+from codingagent.protocol.scan import has_command_line, reply_echo
 from codingagent.session.admission import reply_digest
 from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport

@@ -8,6 +8,12 @@ the history, turns applied by copy-paste included), then the prompt. The answer 
 like a pasted reply (journaled, deduplicated, undoable); the model, its tokens, seconds and
 finish reason go into the turn's ``meta.json``, which ``codingagent log`` shows.
 
+The endpoint knows which prompt each answer answers (it sent it), so the answer is bound to it
+(``Reply.answers``): a wrong or missing ``Session:/Sequence:`` line is applied and noted to the
+model, never a reason to refuse. An answer that is refused all the same (a repeat of an applied
+reply) is never met with the same request: the next one starts by saying why
+(docs/admission.md).
+
 When the loop stops and how RUN_COMMAND is approved is the session loop's business
 (:mod:`codingagent.session.loop`), not this source's.
 """
@@ -44,6 +50,7 @@ class EndpointSource:
         self._system = system
         self._history_turns = history_turns
         self._history_chars = history_chars
+        self._refused: str | None = None  # why the last answer was not applied
         self.description = f"Asking {client.profile.model} at {client.url} for each reply"
 
     def __enter__(self) -> EndpointSource:
@@ -56,7 +63,8 @@ class EndpointSource:
         """The request for ``prompt``: the PROTOCOL, the history, the prompt."""
         store = self._store
         earlier = transcript.history(store, prompt, self._history_turns, self._history_chars)
-        asked = transcript.cut_note(store, prompt) + transcript.without_protocol(prompt.text)
+        told = refused_preface(self._refused, prompt)
+        asked = told + transcript.cut_note(store, prompt) + transcript.without_protocol(prompt.text)
         return Conversation(self._system, [*earlier, {"role": "user", "content": asked}])
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
@@ -76,6 +84,7 @@ class EndpointSource:
         return Reply(
             answer.text.encode("utf-8"),
             source=f"model {answer.model}",
+            answers=prompt.sequence,
             meta={
                 "model": answer.model,
                 "endpoint": self._client.url,
@@ -88,7 +97,19 @@ class EndpointSource:
         )
 
     def done_with(self, reply: Reply, report: TurnReport) -> None:
-        """Nothing to clean up: the answer's bytes are in the turn's history."""
+        """Remember why the answer was not applied, if it was not: the next request says it.
+        Nothing to clean up: the answer's bytes are in the turn's history."""
+        self._refused = report.refusal.to_model if report.refusal is not None else None
+
+
+def refused_preface(why: str | None, prompt: Prompt) -> str:
+    """What a request starts with after the model's last answer was refused ("" if it was not)."""
+    if why is None:
+        return ""
+    return (
+        f"Your last reply was not applied: {why}. Answer the prompt below; start your reply "
+        f"with `Session: {prompt.session_id} Sequence: {prompt.sequence}`.\n\n"
+    )
 
 
 def _stats(answer: Answer) -> str:

@@ -57,9 +57,10 @@ class SessionActions:
             loop.prepare()
         return state.session_id
 
-    def apply(self, session_id: str, text: str) -> dict[str, Any]:
+    def apply(self, session_id: str, text: str, sequence: int | None = None) -> dict[str, Any]:
         """Apply a reply pasted on the page, or save it into ``inbox/`` when another process
-        holds the session."""
+        holds the session. ``sequence``: the prompt the page showed, which the reply answers
+        (docs/admission.md); its own Session/Sequence line is then no reason to refuse it."""
         if not text.strip():
             raise SessionError("The reply box is empty: paste the LLM's answer into it")
         if is_prompt(text):
@@ -75,8 +76,13 @@ class SessionActions:
                 path = save_reply(self.store.inbox, session_id, text)
                 self.hub.publish({"type": "queued", "session": session_id, "path": str(path)})
                 return {"queued": str(path)}
-            report = loop.step(Reply(text.encode("utf-8"), source=PAGE_SOURCE))
-            return {"sequence": report.state.sequence_number, "notes": report.notes}
+            report = loop.step(Reply(text.encode("utf-8"), PAGE_SOURCE, answers=sequence))
+            return {
+                "sequence": report.state.sequence_number,
+                "notes": report.notes,
+                "skipped": report.skipped,
+                "noCommand": report.found_no_command,
+            }
 
     def workspace(self, given: str) -> dict[str, Any]:
         """The folder a New session on ``given`` would work on, resolved, and why it would be

@@ -155,6 +155,7 @@ class PageListener(Listener):
             sequence=report.state.sequence_number - 1,
             notes=report.notes,
             skipped=report.skipped,
+            noCommand=report.found_no_command,
         )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:

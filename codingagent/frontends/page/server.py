@@ -11,7 +11,8 @@ a cap gets 413 before it is read (:mod:`.intake`).
     POST /api/sessions              start one: {"task", "workspace"}
     GET  /api/sessions/{id}         its prompt, turns, diffs and open approvals
     GET  /api/sessions/{id}/full    its prompt with the full PROTOCOL, for a new chat
-    POST /api/sessions/{id}/apply   {"reply"}: one turn (or into inbox/ for a terminal watcher)
+    POST /api/sessions/{id}/apply   {"reply", "sequence"}: one turn (or into inbox/ for a
+                                    terminal watcher); "sequence": the prompt shown
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/sessions/{id}/answer  {"answer"}: the answer to the LLM's [ASK]
     GET  /api/workspace?folder=...  the folder a New session would work on, and why not
@@ -155,8 +156,12 @@ def create_app(
         return JSONResponse(await run_in_threadpool(full_prompt, store, session_id, prompt))
 
     async def apply(request: Request) -> Response:
-        reply = _text(await _body(request), "reply")
-        done = await run_in_threadpool(actions.apply, request.path_params["session"], reply)
+        body = await _body(request)
+        reply, sequence = _text(body, "reply"), body.get("sequence")
+        if sequence is not None and (type(sequence) is not int or sequence < 1):
+            raise SessionError("'sequence' must be the number of the prompt the page showed")
+        session = request.path_params["session"]
+        done = await run_in_threadpool(actions.apply, session, reply, sequence)
         return JSONResponse(done)
 
     async def answer_question(request: Request) -> Response:

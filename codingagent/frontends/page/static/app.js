@@ -370,13 +370,31 @@ async function applyReply() {
   $("apply-status").textContent = "Applying…";
   const before = view.session.sequence;
   try {
-    const done = await api(`api/sessions/${current}/apply`, { reply });
+    const done = await api(`api/sessions/${current}/apply`, { reply, sequence: before });
     $("reply").value = "";
     if (done.queued) waitForWatcher(done.queued, before);
     else await refresh();
+    if (done.skipped) {
+      $("reply").value = reply;
+      notice(done.notes.join("\n"));
+    } else if (done.noCommand) offerTakeBack(reply, done.notes);
   } finally {
     $("apply-status").textContent = "";
   }
+}
+
+function offerTakeBack(reply, notes) {
+  // A paste with no command: say so, and offer to take it back before the next prompt is copied.
+  notice([...notes, "No command found in the reply: the next prompt asks the LLM to write " +
+    "commands. If you pasted the wrong text, take it back first."].join("\n"));
+  const button = el("button", "take-back", "Take the paste back");
+  button.addEventListener("click", () => act(button, async () => {
+    await api(`api/sessions/${current}/undo`, {});
+    $("reply").value = reply;
+    notice("The paste was taken back; paste the LLM's answer instead.");
+    await refresh();
+  }));
+  $("notice").append(" ", button);
 }
 
 function waitForWatcher(path, before) {
