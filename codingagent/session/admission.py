@@ -71,31 +71,27 @@ def rule(
     """The one table of cases: the reply's echo, the session and its current prompt, and the
     prompt the source knows the reply answers (None: it does not know)."""
     session, sequence = echo
-    start = f"start your reply with `Session: {session_id} Sequence: {current}`"
-    if answers is not None:
-        if answers != current:
-            return Ruling(
-                True, f"it was given for prompt {answers}, but the session is at prompt {current}"
-            )
-        if session not in (None, session_id):
-            return Ruling(
-                note=f"your reply named Session {session}; this is session "
-                f"{session_id}, prompt {current}; {start}"
-            )
-        if sequence not in (None, current):
-            return Ruling(
-                note=f"your reply named Sequence {sequence}; this is prompt {current}; {start}"
-            )
-        if session is None or sequence is None:
-            return Ruling(note=f"your reply did not say which prompt it answers; {start}")
-        return Ruling()
-    if session is not None and session != session_id:
-        return Ruling(True, f"it names session {session}, but it was given to session {session_id}")
-    if sequence is not None and sequence < current:
-        return Ruling(True, f"it answers prompt {sequence}, but the session is at prompt {current}")
-    if sequence is not None and sequence > current:
+    if answers is not None and answers != current:
         return Ruling(
-            note=f"your reply named Sequence {sequence}; this is prompt {current}; {start}"
+            True, f"it was given for prompt {answers}, but the session is at prompt {current}"
+        )
+    if answers is None and session not in (None, session_id):
+        return Ruling(True, f"it names session {session}, but it was given to session {session_id}")
+    if answers is None and sequence is not None and sequence < current:
+        return Ruling(True, f"it answers prompt {sequence}, but the session is at prompt {current}")
+    nxt = f"start your next reply with `Session: {session_id} Sequence: {current + 1}`"
+    if session not in (None, session_id):
+        return Ruling(
+            note=f"your reply named Session {session}, but it answered session "
+            f"{session_id}, prompt {current}; {nxt}"
+        )
+    if sequence not in (None, current):
+        return Ruling(
+            note=f"your reply named Sequence {sequence}, but it answered prompt {current}; {nxt}"
+        )
+    if answers is not None and (session is None or sequence is None):
+        return Ruling(
+            note=f"your reply did not say which prompt it answers (prompt {current}); {nxt}"
         )
     return Ruling()
 
