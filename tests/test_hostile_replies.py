@@ -444,7 +444,12 @@ def test_an_empty_reply_is_reported(agent, reply):
 
 def test_a_reply_of_prose_only_gets_the_no_commands_note(agent):
     reply = "I think we should refactor the parser first.\n[Not a tag]\n[DONEISH]\nDONE\n"
-    assert agent.results(reply) == [NO_COMMANDS]
+    assert agent.results(reply) == [
+        "[NOTE] reply line 3: [DONEISH] is not a command, so the line was ignored; the "
+        "commands are CREATE_FILE, EDIT_FILE, REPLACE, PATCH, DELETE_FILE, READ_FILE, SEARCH, "
+        "RUN_COMMAND, MESSAGE, ASK, DONE",
+        NO_COMMANDS,
+    ]
 
 
 def test_an_oversized_reply_is_refused_whole(agent):

@@ -173,6 +173,11 @@ def clip(text: str) -> str:
     return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
 
 
-def fence_note(removed: bool) -> str:
-    """What a file body's result says when the parser removed a code fence around it."""
-    return "removed the code fence around the content" if removed else ""
+def fence_note(removed: bool, residue: tuple[str, ...] = ()) -> str:
+    """What a body's result says when the parser removed a code fence around it, or the lines
+    a chat page adds around a code block (docs/admission.md)."""
+    notes = ["removed the code fence around the content"] if removed else []
+    if residue:
+        lines = ", ".join(f"'{line}'" for line in residue)
+        notes.append(f"removed the chat page's {lines} around the code, not part of it")
+    return "; ".join(notes)

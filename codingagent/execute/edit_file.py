@@ -64,7 +64,7 @@ def edit_file(cmd: EditFile, turn: Turn) -> Success:
         warning = _stale_warning(rel, cmd.path, text, turn)
         run = turn.runs[rel] = EditRun(len(lines), style(lines), text, warning)
     warning, run.warning = run.warning, ""  # said once, on the command that starts the run
-    fence = fence_note(cmd.fence_removed)
+    fence = fence_note(cmd.fence_removed, cmd.residue)
 
     def notes(summary: str) -> str:  # on success and failure alike
         return noted(noted(summary, fence, parenthesis=True), warning)

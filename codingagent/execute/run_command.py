@@ -7,7 +7,7 @@ undo can put it back, and the result names the files it created, changed or dele
 
 from __future__ import annotations
 
-from codingagent.execute.context import CommandFailed, Success, Turn, noted
+from codingagent.execute.context import CommandFailed, Success, Turn, fence_note, noted
 from codingagent.protocol.commands import RunCommand
 from codingagent.secrecy.masking import for_session
 from codingagent.secrecy.secret_files import secret_files
@@ -41,7 +41,8 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     if result.timed_out:
         summary = f"'{shown}' timed out after {turn.shell.timeout:g} s"
         raise CommandFailed(noted(summary, describe(changes)), output)
-    ran = noted(f"Ran '{shown}' (exit code {result.exit_code})", describe(changes))
+    ran = noted(f"Ran '{shown}' (exit code {result.exit_code})", fence_note(False, cmd.residue))
+    ran = noted(ran, describe(changes))
     if result.exit_code != 0:
         raise CommandFailed(ran, output)
     return Success(ran, output)

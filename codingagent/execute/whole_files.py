@@ -38,7 +38,7 @@ def create_file(cmd: CreateFile, turn: Turn) -> Success:
     except IsADirectoryError:
         raise is_a_directory(cmd.path) from None
     summary = f"{'Created' if created else 'Overwrote'} '{cmd.path}'"
-    return Success(noted(summary, fence_note(cmd.fence_removed), parenthesis=True))
+    return Success(noted(summary, fence_note(cmd.fence_removed, cmd.residue), parenthesis=True))
 
 
 def delete_file(cmd: DeleteFile, turn: Turn) -> Success:

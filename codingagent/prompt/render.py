@@ -272,7 +272,9 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
     parts = [environment] if environment else []
     parts.append("## Workspace Files\n" + _listing(context, options.listing_chars))
     if state.sequence_number > 1:
-        results = [line for r in state.last_results for line in r.lines()] or [NO_COMMANDS_NOTE]
+        results = [line for r in state.last_results for line in r.lines()]
+        if all(r.command == "NOTE" for r in state.last_results):  # notes only, or nothing
+            results.append(NO_COMMANDS_NOTE)
         results += _omitted(context.results_omitted, "result")
         parts.append("## Previous Command Results\n" + "\n".join(results))
     if state.answers:

@@ -2,7 +2,9 @@
 command's fields (the parser finds the lines; this module reads them).
 
 File content is verbatim, except that one code fence wrapping all of it is removed (the command
-says so). A REPLACE body is SEARCH/REPLACE blocks, read with the tolerances models need; a
+says so), and so are the lines a chat page adds around a code block when its answer is copied
+(``python`` and ``Copy code`` standing alone above it, docs/admission.md): the result names them.
+A REPLACE body is SEARCH/REPLACE blocks, read with the tolerances models need; a
 PATCH body is kept as written for :mod:`codingagent.execute.diff`.
 """
 
@@ -21,6 +23,9 @@ _DIVIDER = re.compile(r"={5,9}")
 # (``========``) is content.
 _SECOND_DIVIDER = "======="
 _REPLACE_MARK = re.compile(r">{5,9} ?REPLACE", re.IGNORECASE)
+# What a chat page shows around a code block, copied with it: its language, then a copy button.
+_LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{0,19}")
+_COPY_LABELS = frozenset({"copy code", "copy", "copied!", "copy to clipboard"})
 _BLOCK_HELP = (
     "write <<<<<<< SEARCH, the lines to find, =======, the lines to put instead, >>>>>>> REPLACE"
 )
@@ -87,20 +92,55 @@ def _lines_text(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def chat_residue(lines: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """``lines`` without the chat page's lines around a code block, and those lines.
+
+    Above the block: a language name then a copy label (``python`` / ``Copy code``), a
+    language name right before a fence of that language, or copy labels before a fence.
+    Below it: copy labels right after a
+    closing fence. A language name alone above unfenced content is content.
+    """
+    body = _trim_blank_edges(lines)
+    start = 0
+    if body and _LANGUAGE.fullmatch(body[0].strip()) and len(body) > 1:
+        after, fenced = body[1].strip().lower(), fence(body[1])
+        if after in _COPY_LABELS or (fenced and fenced[1].lower() == body[0].strip().lower()):
+            start = 1
+    while start < len(body) and body[start].strip().lower() in _COPY_LABELS:
+        start += 1
+    if start == len(body):
+        start = 0  # nothing but such words: they are the content
+    elif start and fence(body[start]) is None:
+        copy_labels = [line for line in body[:start] if line.strip().lower() in _COPY_LABELS]
+        start = start if copy_labels else 0  # no copy button: "python" is content
+    end = len(body)
+    while end > start + 1 and body[end - 1].strip().lower() in _COPY_LABELS:
+        end -= 1
+    if end < len(body) and fence(body[end - 1]) is None:
+        end = len(body)
+    if start == 0 and end == len(body):
+        return lines, ()
+    return body[start:end], tuple(line.strip() for line in body[:start] + body[end:])
+
+
 def file_body(lines: list[str], first_line: int) -> dict[str, object]:
-    """A file's content; one code fence around all of it is removed, and that is recorded."""
+    """A file's content; one code fence around all of it is removed, and so are the chat
+    page's lines around it; both are recorded."""
+    lines, residue = chat_residue(lines)
     inner = _unfence(lines)
     if inner is None:
-        return {"content": _lines_text(lines)}
-    return {"content": _lines_text(inner), "fence_removed": True}
+        return {"content": _lines_text(lines), "residue": residue}
+    return {"content": _lines_text(inner), "fence_removed": True, "residue": residue}
 
 
 def command_body(lines: list[str], first_line: int) -> dict[str, object]:
-    """A shell command loses the blank lines around it and a code fence wrapping it (a fence
-    line would be run as a command); inner lines stay as written."""
-    lines = _trim_blank_edges(lines)
+    """A shell command loses the blank lines around it, a code fence wrapping it (a fence
+    line would be run as a command) and the chat page's lines around that; inner lines stay
+    as written."""
+    lines, residue = chat_residue(_trim_blank_edges(lines))
     inner = _unfence(lines)
-    return {"command": "\n".join(_trim_blank_edges(inner) if inner is not None else lines)}
+    command = "\n".join(_trim_blank_edges(inner) if inner is not None else lines)
+    return {"command": command, "residue": residue}
 
 
 def text_body(field: str) -> Callable[[list[str], int], dict[str, object]]:

@@ -40,6 +40,7 @@ class CreateFile(_Command):
     path: str
     content: str
     fence_removed: bool = False  # the body was wrapped in a code fence, which was removed
+    residue: tuple[str, ...] = ()  # a chat page's lines around the block, removed
 
     @property
     def target(self) -> str:
@@ -55,6 +56,7 @@ class EditFile(_Command):
     end_line: int
     content: str
     fence_removed: bool = False
+    residue: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -144,6 +146,7 @@ class Search(_Command):
 class RunCommand(_Command):
     kind: Literal["RUN_COMMAND"] = "RUN_COMMAND"
     command: str
+    residue: tuple[str, ...] = ()  # a chat page's lines around the block, removed
 
 
 class Message(_Command):
