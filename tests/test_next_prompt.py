@@ -84,7 +84,8 @@ def test_a_reply_for_another_session_is_not_applied_and_kept(store, sid):
     assert report.notes == [
         f"The reply other.txt was not applied: it names session 0badc0de, but it was given to "
         f"session {sid}. It is kept as {kept}; if it is right after all, apply it with "
-        f"'codingagent step {sid} {kept} --force'."
+        f"'codingagent step {sid} {kept} --force'. Otherwise paste the reply to prompt 1 "
+        f"(it starts with 'Session: {sid} Sequence: 1')."
     ]
     assert (report.history / "reply.txt").read_text().startswith("Session: 0badc0de")
     assert not reply.exists() and not (store.workspace / "x.txt").exists()
