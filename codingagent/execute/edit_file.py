@@ -27,7 +27,7 @@ from codingagent.execute.lines import (
     split_lines,
     style,
 )
-from codingagent.protocol.commands import EditFile
+from codingagent.protocol.commands import EditFile, numbered
 
 
 @dataclass
@@ -70,23 +70,46 @@ def edit_file(cmd: EditFile, turn: Turn) -> Success:
         return noted(noted(summary, fence, parenthesis=True), warning)
 
     try:
-        summary = _edit(cmd, text, run, turn)
+        summary, removed = _edit(cmd, text, run, turn)
     except CommandFailed as failed:
         raise CommandFailed(notes(failed.summary)) from None
-    return Success(notes(summary))
+    return Success(notes(summary), removed)
 
 
-def _edit(cmd: EditFile, text: str, run: EditRun, turn: Turn) -> str:
-    """Apply one edit of ``run`` to the file (whose text is ``text``); what it did."""
+def _edit(cmd: EditFile, text: str, run: EditRun, turn: Turn) -> tuple[str, str | None]:
+    """Apply one edit of ``run`` to the file (whose text is ``text``); what it did, and the
+    lines it replaced as they were (None for an insertion)."""
     new = block_lines(cmd.content)
     start, end = cmd.start_line, cmd.end_line
     summary = _judge_edit(cmd.path, start, end, run.lines_before, len(new), bool(run.edits))
     _refuse_clash(cmd.path, start, end, run)
     shift = run.shift(start)
-    run.text = "".join(splice(split_lines(text), start + shift, end + shift, new, run.style))
+    lines = split_lines(text)
+    removed = _removed(lines[start + shift - 1 : end + shift], start) if end >= start else None
+    run.text = "".join(splice(lines, start + shift, end + shift, new, run.style))
     write(cmd.path, run.text, turn)
     run.edits.append((start, end, len(new)))
-    return summary
+    return summary, removed
+
+
+SHOWN_AT_EACH_END = 3  # replaced lines shown from the start and from the end of the range
+
+
+def _removed(lines: list[str], first: int) -> str:
+    """The replaced lines as the result shows them, so a range one line off is seen: the
+    first and last few, with their numbers (docs/admission.md)."""
+    plain = [line.rstrip("\r\n") for line in lines]
+    n = SHOWN_AT_EACH_END
+    if len(plain) <= 2 * n + 1:
+        shown = numbered(plain, first)
+    else:
+        skipped = len(plain) - 2 * n
+        shown = [
+            *numbered(plain[:n], first),
+            f"  ... ({skipped} more lines)",
+            *numbered(plain[-n:], first + len(plain) - n),
+        ]
+    return "The lines replaced were:\n" + "\n".join(shown)
 
 
 def _stale_warning(rel: str, path: str, text: str, turn: Turn) -> str:

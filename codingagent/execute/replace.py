@@ -155,11 +155,42 @@ def unmatched(
         )
     first, stop = found.closest
     shown = "\n".join(numbered(contents[first:stop], first + 1))
+    only = _only_blanks_differ(contents[first:stop], search)
+    if only:
+        return CommandFailed(
+            f"{what} is not in '{path}': {lines_name(first + 1, stop)} (shown below) differ "
+            f"from it only in {only}; {fix}, tabs and spaces included; {UNCHANGED}",
+            shown,
+        )
     return CommandFailed(
         f"{what} is not in '{path}'; did you mean {lines_name(first + 1, stop)} (shown "
         f"below)? {fix}; {UNCHANGED}",
         shown,
     )
+
+
+def _only_blanks_differ(found: list[str], search: list[str]) -> str:
+    """How ``found`` differs from ``search`` when only tabs and spaces do ("" otherwise):
+    tabs against spaces, and/or blanks at line ends."""
+    if len(found) != len(search):
+        return ""
+    pairs = list(zip(found, search, strict=True))
+    if any(_BLANKS.sub(" ", a).strip() != _BLANKS.sub(" ", b).strip() for a, b in pairs):
+        return ""
+    inner = [(a.rstrip(), b.rstrip()) for a, b in pairs if a.rstrip() != b.rstrip()]
+    differs = []
+    if any("\t" in a for a, _ in inner):
+        differs.append("tabs against spaces (the file has tabs where SEARCH has spaces)")
+    elif any("\t" in b for _, b in inner):
+        differs.append("tabs against spaces (SEARCH has tabs where the file has spaces)")
+    elif inner:
+        differs.append("the number of spaces")
+    if any(a[len(a.rstrip()) :] != b[len(b.rstrip()) :] for a, b in pairs):
+        differs.append("blanks at line ends")
+    return " and ".join(differs)
+
+
+_BLANKS = re.compile(r"[ \t]+")
 
 
 def _blank_edges(search: list[str]) -> bool:

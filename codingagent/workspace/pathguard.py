@@ -88,8 +88,9 @@ def is_git(name: str) -> bool:
     return name.casefold() == ".git"
 
 
-def _check_spelling(rel: str) -> list[str]:
-    """Reject what must never be looked up at all; the path's components otherwise."""
+def _check_spelling(rel: str, root: Path | None = None) -> list[str]:
+    """Reject what must never be looked up at all; the path's components otherwise. An
+    absolute path into ``root`` (or ``/workspace/``) is refused naming the relative path."""
     if not rel:
         raise PathRejected(EMPTY)
     if "\0" in rel:
@@ -97,7 +98,7 @@ def _check_spelling(rel: str) -> list[str]:
     if _CONTROL.search(rel):
         raise PathRejected(CONTROL)
     if rel.startswith("/") or _DRIVE.match(rel):
-        raise PathRejected(OUTSIDE)
+        raise PathRejected(_absolute(rel, root))
     if "\\" in rel:  # also every UNC path and Windows-style relative path
         raise PathRejected(BACKSLASH)
     try:
@@ -110,6 +111,21 @@ def _check_spelling(rel: str) -> list[str]:
     for part in parts:
         _check_name(part)
     return parts
+
+
+def _absolute(rel: str, root: Path | None) -> str:
+    """Why an absolute path is refused; for one that names the workspace itself (its real
+    prefix, or ``/workspace/`` as models guess it), with the relative path to write."""
+    for prefix in ([f"{root.as_posix().rstrip('/')}/"] if root is not None else []) + [
+        "/workspace/"
+    ]:
+        inside = rel[len(prefix) :].lstrip("/")
+        if rel.startswith(prefix) and inside:
+            return (
+                f"{OUTSIDE} ('{rel}' is absolute); paths are relative to the workspace "
+                f"folder: write '{inside}'"
+            )
+    return OUTSIDE
 
 
 def components(rel: str) -> list[str]:
@@ -267,7 +283,7 @@ class Guard:
         down itself (a pre-image's): it is walked the same way, but the spelling rules for
         what the LLM may write do not apply (a symlink's target may have led there).
         """
-        parts = components(rel) if recorded else _check_spelling(rel)
+        parts = components(rel) if recorded else _check_spelling(rel, self.root)
         spot = Spot(self.open_root())
         try:
             self._walk_to(spot, parts, rel, follow_last=not for_write)
