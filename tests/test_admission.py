@@ -102,7 +102,7 @@ def test_a_bound_reply_with_a_wrong_echo_is_applied_and_the_model_is_told(tmp_pa
         f"[NOTE] your reply named Session {OTHER}, but it answered session {sid}, prompt 1; "
         f"start your next reply with `Session: {sid} Sequence: 2`"
     )
-    assert [r.headline for r in report.outcome.results][0] == note
+    assert report.outcome.results[0].headline == note
     assert note in report.outbox.read_text()
 
 

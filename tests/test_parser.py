@@ -901,8 +901,8 @@ def test_search_attributes():
     ]
 
 
-def block(line: int, search: str, replace: str) -> ReplaceBlock:
-    return ReplaceBlock(line=line, search=search, replace=replace)
+def block(line: int, search: str, replace: str, *tolerated: str) -> ReplaceBlock:
+    return ReplaceBlock(line=line, search=search, replace=replace, tolerated=tolerated)
 
 
 def test_replace_blocks():
@@ -938,7 +938,9 @@ def test_replace_blocks():
                     "def divide(a, b):\n    if b == 0:\n        raise ValueError\n"
                     "    return a / b\n",
                 ),
-                block(13, "", "========\nnew file\n"),
+                block(
+                    13, "", "========\nnew file\n", "ignored the code fence lines around the block"
+                ),
             ),
         )
     ]

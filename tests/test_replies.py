@@ -400,7 +400,10 @@ CASES: dict[str, Case] = {
         after={"pkg/constants.py": "PI = 3.14159\nE = 2.71828\n", "calc.py": CALC},
     ),
     "replace_wrapped_in_fence_inside_tags": Case(
-        ["[OK] REPLACE: Replaced lines 8-9 of 'calc.py' (2 lines replaced by 2)"],
+        [
+            "[OK] REPLACE: Replaced lines 8-9 of 'calc.py' (2 lines replaced by 2, ignored the "
+            "code fence lines around the block)"
+        ],
         after={"calc.py": CALC.replace("a - b\n", "a - b  # a minus b\n")},
     ),
     # --- SEARCH and READ_FILE (docs/protocol.md §5.4, §5.5) --------------------------------------

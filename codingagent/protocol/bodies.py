@@ -26,6 +26,7 @@ _REPLACE_MARK = re.compile(r">{5,9} ?REPLACE", re.IGNORECASE)
 # What a chat page shows around a code block, copied with it: its language, then a copy button.
 _LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{0,19}")
 _COPY_LABELS = frozenset({"copy code", "copy", "copied!", "copy to clipboard"})
+_FENCES_IGNORED = "ignored the code fence lines around the block"
 _BLOCK_HELP = (
     "write <<<<<<< SEARCH, the lines to find, =======, the lines to put instead, >>>>>>> REPLACE"
 )
@@ -168,19 +169,24 @@ def replace_body(lines: list[str], first_line: int) -> dict[str, object]:
     tolerated: list[str] = []
     section: list[str] | None = None
     start = 0
-    closed_by_divider = False
+    closed_by_divider = fenced = False
     for number, line in enumerate(lines, first_line):
         mark = line.strip()
         if section is None:
             if _SEARCH_MARK.fullmatch(mark):
                 start, search, replace, tolerated = number, [], [], []
+                if fenced:
+                    tolerated.append(_FENCES_IGNORED)
+                    fenced = False
                 if mark.endswith(">"):
                     tolerated.append(f"read '{mark}' as <<<<<<< SEARCH")
                 section, closed_by_divider = search, False
             elif closed_by_divider and _REPLACE_MARK.fullmatch(mark):
                 closed_by_divider = False  # the doubled divider's own >>>>>>> REPLACE
                 blocks[-1] = _doubled_divider(blocks[-1])
-            elif mark and fence(line) is None:
+            elif fence(line) is not None:
+                fenced = True  # told in the result of the block it stands by
+            elif mark:
                 raise BodyError(
                     f"text outside a SEARCH/REPLACE block at reply line {number} "
                     f"('{clip(mark)}'); {_BLOCK_HELP}"
@@ -208,6 +214,9 @@ def replace_body(lines: list[str], first_line: int) -> dict[str, object]:
         raise BodyError(f"the block at reply line {start} has no >>>>>>> REPLACE line")
     if not blocks:
         raise BodyError(f"no SEARCH/REPLACE block; {_BLOCK_HELP}")
+    if fenced and _FENCES_IGNORED not in blocks[-1].tolerated:
+        update = {"tolerated": (*blocks[-1].tolerated, _FENCES_IGNORED)}
+        blocks[-1] = blocks[-1].model_copy(update=update)
     return {"blocks": tuple(blocks)}
 
 
