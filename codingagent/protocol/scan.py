@@ -36,7 +36,7 @@ _DIFF_INFO = frozenset({"diff", "patch", "udiff"})
 # A known tag written as the PROTOCOL writes it (upper case), anywhere in a line.
 _KNOWN_TAG = re.compile(r"\[/?(" + "|".join(sorted(TAGS, key=len, reverse=True)) + r")(?=[\s\]/])")
 # A line that starts like a tag of a command the PROTOCOL does not have: ``[WRITE_FILE ...]``.
-_TAG_LIKE = re.compile(r"\[/?([A-Z][A-Z_]{2,})(?:\]|\s+[a-z_]+\s*=)")
+_TAG_LIKE = re.compile(r"\[([A-Z][A-Z_]{2,})(?:\]|\s+[a-z_]+\s*=)")
 _WHOLE_TAG = re.compile(r"\[/?[A-Z_]+(?:\s[^\]]*)?\]")
 _TRAILING = " \t*_`.!"
 MAX_SLIPS = 10  # slips noted one by one; the rest are counted in one more note
