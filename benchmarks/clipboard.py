@@ -92,10 +92,14 @@ def latencies(turns: int) -> list[float]:
     """Seconds from a reply on the clipboard to the next prompt on it, one per turn."""
     with tempfile.TemporaryDirectory() as folder, agent(Path(folder), "--clipboard"):
         wait_for(on_clipboard(1))
+        session = xserver.clipboard_text().split("Session: ", 1)[1][:8]  # the reply names it
         samples = []
         for n in range(1, turns + 1):
             time.sleep(0.3)  # a user's pause: the poll is anywhere in its cycle
-            xserver.copy(f'I add a file.\n\n[CREATE_FILE path="f{n}.txt"]\n{n}\n[/CREATE_FILE]\n')
+            xserver.copy(
+                f'Session: {session}\nI add a file.\n\n[CREATE_FILE path="f{n}.txt"]\n{n}\n'
+                "[/CREATE_FILE]\n"
+            )
             copied = time.perf_counter()
             wait_for(on_clipboard(n + 1))
             samples.append(time.perf_counter() - copied)

@@ -235,7 +235,10 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
 
         copy_until_read(first)  # stale now: its echo names prompt 1
         copy_until_read(prompt_1)  # an earlier prompt of ours
-        second = '[CREATE_FILE path="two.txt"]\n2\n[/CREATE_FILE]\n'  # no echo
+        loose = '[CREATE_FILE path="two.txt"]\n2\n[/CREATE_FILE]\n'  # names no session
+        copy_until_read(loose)  # a candidate: without a terminal, not applied (said so)
+        assert not (tmp_path / "workspace" / "two.txt").exists()
+        second = f"Session: {session}\n{loose}"  # bound by its Session line
         copy(second)  # turn 2
         wait_for(lambda: "Sequence: 3\n" in clipboard_text(), "prompt 3 on the clipboard")
         copy_until_read(second)  # a reply copied twice is applied once
@@ -252,13 +255,15 @@ def test_the_clipboard_loop_end_to_end(tmp_path, x_display):
     assert "Reply third.txt received" in err
     for n in (1, 2, 3, 4):
         assert f"Prompt {n} is on the clipboard: paste it into the chat\n" in err
-    assert "Next prompt" not in err and "Copied" not in err, "one line says it"
+    assert "Next prompt" not in err and "Copied to" not in err, "one line says it"
     assert (
         "Watching the clipboard (xclip: told of each copy by X11's XFixes events, no polling) "
         "for the LLM's reply; also watching"
     ) in err
     assert "Session complete: Wrote hi.txt, two.txt, three.txt" in err
-    assert "not applied" not in err and "identical" not in err and "note" not in err
+    assert "Copied text that names no session was not applied" in err
+    assert "identical" not in err and "note" not in err
+    assert err.count("not applied") == 1
     turns = sorted(p.name for p in (tmp_path / "sessions" / session / "turns").iterdir())
     assert turns == ["0001", "0002", "0003", "0004"]
     history = tmp_path / "sessions" / session / "turns"
@@ -275,7 +280,8 @@ def test_resume_with_the_clipboard_takes_the_next_reply(tmp_path, x_display):
     assert clipboard_text() == ""
     with running_agent(tmp_path, "resume", "--clipboard") as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard")
-        copy("Done already.\n\n[DONE]\nnothing to do\n[/DONE]\n")
+        session = next((tmp_path / "sessions").glob("*.json")).stem
+        copy(f"Session: {session}\nDone already.\n\n[DONE]\nnothing to do\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
     assert "Session complete: nothing to do" in err
@@ -296,14 +302,15 @@ def test_replies_copied_and_saved_at_once_are_both_applied_in_turn(tmp_path, x_d
         time.sleep(0.5)
         return clipboard.paste()
 
-    copy(CREATE)
+    copy(f"Session: {state.session_id}\n{CREATE}")  # bound: applied without a question
     stop = threading.Event()
     with ClipboardSource(InboxSource(store.inbox, 10**6), interval=0.05, read=read) as source:
         prompts = [
             Prompt(state.session_id, n, outbox, f"=== HEADER ===\n(prompt {n})") for n in (1, 2)
         ]
         replies = [source.next_reply(prompt, stop) for prompt in prompts]
-        assert sorted(r.data.decode() for r in replies if r is not None) == sorted([CREATE, saved])
+        copied = f"Session: {state.session_id}\n{CREATE}"
+        assert sorted(r.data.decode() for r in replies if r is not None) == sorted([copied, saved])
         assert {r.source for r in replies if r is not None} == {SOURCE, "saved.txt"}
         stop.set()
         assert source.next_reply(prompts[1], stop) is None
@@ -482,7 +489,8 @@ def test_on_wayland_with_xwayland_the_loop_reads_through_x11(
     assert clipboard.backend() == "wl-clipboard", "pyperclip's own choice on Wayland"
     with running_agent(tmp_path, "start", "t", "--clipboard") as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "the prompt on the clipboard", agent)
-        copy("[DONE]\nread through X11\n[/DONE]\n")
+        session = next((tmp_path / "sessions").glob("*.json")).stem
+        copy(f"Session: {session}\n[DONE]\nread through X11\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
     assert "Watching the clipboard (xclip: told of each copy by X11's XFixes" in err

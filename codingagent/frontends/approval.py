@@ -1,5 +1,5 @@
-"""The user's y/n before a RUN_COMMAND runs (approval ``ask``), and answers to the LLM's
-questions (ASK), on a terminal."""
+"""The user's y/n before a RUN_COMMAND runs (approval ``ask``) or copied text that names no
+session is applied, and answers to the LLM's questions (ASK), on a terminal."""
 
 from __future__ import annotations
 
@@ -31,3 +31,16 @@ def answer_on_terminal(question: str) -> str | None:
     except click.Abort:
         return None
     return text.strip() or None
+
+
+def confirm_on_terminal(what: str) -> bool:
+    """Show what copied text that names no session would do; one key applies it: ``y``
+    (docs/admission.md). Any other key, or the end of input, is a no."""
+    console.print(safe_text(what, style="bold yellow"))
+    console.print(safe_text("Apply it? Press y to apply, any other key to ignore it: "), end="")
+    try:
+        key = click.getchar()
+    except (click.Abort, EOFError):
+        key = ""
+    console.print(safe_text(key if key.isprintable() else ""))
+    return key.lower() == "y"

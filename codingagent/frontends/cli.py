@@ -440,7 +440,12 @@ def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManag
         from codingagent.sources.inbox import InboxSource
 
         inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
-        return ClipboardSource(inbox) if settings.clipboard_watch else inbox
+        if not settings.clipboard_watch:
+            return inbox
+        from codingagent.frontends.approval import confirm_on_terminal
+
+        confirm = confirm_on_terminal if _stdin_is_terminal() else None
+        return ClipboardSource(inbox, confirm=confirm, note=loop.listener.note)
     from codingagent.protocol.manual import protocol_text
     from codingagent.sources.endpoint import EndpointSource
 

@@ -7,15 +7,27 @@ and hands over whichever reply comes first.
 
 Which copied text is a reply
 ----------------------------
-People copy other things while they work, so :func:`is_reply` takes a text only when it is a
-reply for this session's current prompt: it echoes ``Session: <id> Sequence: <n>`` of that
-prompt near its top, or it echoes nothing at all and holds a command whose tag stands alone at
-the start of a line. Our own prompts (whole or a piece), text for another session or an older
+People copy other things while they work, so :func:`is_reply` takes a text only when it could
+answer this session's current prompt: it echoes ``Session: <id> Sequence: <n>`` of that prompt
+near its top, or it echoes nothing at all and holds a command whose tag stands alone at the
+start of a line. Our own prompts (whole or a piece), text for another session or an older
 prompt, code with brackets and prose that mentions ``[DONE]`` are ignored without a word (so
 is an echo-less reply found word for word in our prompt, such as one of the PROTOCOL's examples:
 copying a piece of the prompt must never run it). Each text is judged once, when it appears on
 the clipboard, and a reply already handed over is never handed over again, so copying a reply
 twice applies it once.
+
+Bound by the Session line (docs/admission.md)
+---------------------------------------------
+Only a text that names this session (``Session: <id>``, which every prompt asks the LLM to
+write first) is applied at once. Copied text that names no session (a snippet from another
+chat, a fragment of an older reply) is a *candidate*: on a terminal, what it would do is shown
+(commands, paths, the first line of each RUN_COMMAND) and it is applied on one key (``y``);
+without a terminal it is not applied, and the console says to add the Session line. A
+candidate is claimed (a file named by its digest in a per-user folder) before it is offered,
+so two sessions watching the clipboard never both apply it. A reply that names this session,
+copied while no session watched, is taken when the watch begins (``resume --clipboard``), before
+the prompt is copied over it.
 
 Noticing a copy
 ---------------
@@ -28,12 +40,17 @@ second; told of changes, the idle loop starts no process).
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from codingagent.prompt.render import is_prompt
-from codingagent.protocol.scan import has_command_line, reply_echo
+from codingagent.protocol.commands import RunCommand
+from codingagent.protocol.scan import has_command_line, read_reply, reply_echo
 from codingagent.session.admission import reply_digest
 from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
@@ -42,6 +59,7 @@ from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes
 from codingagent.sources.inbox import FileReply, InboxSource
 
+CLAIM_SECONDS = 600  # how long a candidate claimed by one session is kept from the others
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history
 _PROMPTS_KEPT = 4  # recent prompts a copied piece of text is compared with
 
@@ -59,6 +77,43 @@ def is_reply(text: str, prompt: Prompt, prompts: Iterable[str] = ()) -> bool:
     if session is not None and sequence is not None:
         return True
     return has_command_line(text)
+
+
+def names_session(text: str, prompt: Prompt) -> bool:
+    """Whether ``text`` names the session of ``prompt`` (its Session line): bound to it."""
+    return reply_echo(text)[0] == prompt.session_id
+
+
+def what_it_would_do(text: str) -> str:
+    """The commands of a candidate, one a line: name, path, first line of a RUN_COMMAND."""
+    shown = []
+    for command in read_reply(text)[0]:
+        if isinstance(command, RunCommand):
+            first = (command.command.strip().splitlines() or [""])[0]
+            shown.append(f"  RUN_COMMAND: {first}")
+        else:
+            shown.append(f"  {command.name} {command.target or ''}".rstrip())
+    return "\n".join(shown)
+
+
+def claim(text: str, session_id: str, folder: Path | None = None) -> str | None:
+    """Claim a candidate for ``session_id``: None if it is now ours, else the session that
+    claimed it first (two sessions watching one clipboard never both apply it). A claim older
+    than ``CLAIM_SECONDS`` has lapsed: the same text copied again later is a new candidate."""
+    folder = folder or Path(tempfile.gettempdir()) / f"codingagent-clipboard-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / reply_digest(text.encode("utf-8"))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        owner = path.read_text(encoding="utf-8", errors="replace").strip()
+        if owner == session_id or time.time() - path.stat().st_mtime > CLAIM_SECONDS:
+            path.write_text(session_id, encoding="utf-8")  # ours, or an old claim: taken anew
+            return None
+        return owner or "another session"
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(session_id)
+    return None
 
 
 def is_our_prompt(text: str, prompts: Iterable[str] = ()) -> bool:
@@ -99,8 +154,17 @@ class ClipboardSource:
         interval: float = POLL_INTERVAL,
         read: Callable[[], tuple[str | None, str | None]] = clipboard.paste,
         changes: Callable[[str, float], Polling] = open_changes,
+        confirm: Callable[[str], bool] | None = None,
+        note: Callable[[str], None] = lambda text: None,
+        claims: Path | None = None,
     ) -> None:
+        """``confirm`` asks the user on a terminal whether to apply a candidate (shown to
+        them), None without one; ``note`` tells them why one was not applied; ``claims`` is
+        the folder of claimed candidates (see :func:`claim`)."""
         tool = require_clipboard()
+        self._confirm = confirm
+        self._note = note
+        self._claims = claims
         self._inbox = inbox
         self._interval = interval
         self._read = read
@@ -109,6 +173,7 @@ class ClipboardSource:
         self._handed: set[str] = set()  # digests of the replies handed over
         self._prompts: deque[str] = deque(maxlen=_PROMPTS_KEPT)
         self._waiting: str | None = None  # a copied reply that came with an inbox reply
+        self._at_start: str | None = None  # on the clipboard when the watch began
         also = inbox.description[:1].lower() + inbox.description[1:]
         self.description = (
             f"Watching the clipboard ({tool}: {self._changes.description}) for the LLM's "
@@ -116,7 +181,10 @@ class ClipboardSource:
         )
 
     def __enter__(self) -> ClipboardSource:
+        """Start watching; what is on the clipboard now is kept, to be judged against the
+        first prompt before that prompt is copied over it."""
         self._inbox.__enter__()
+        self._last = self._at_start = self._read()[0]
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -126,13 +194,34 @@ class ClipboardSource:
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
         """The first reply for ``prompt`` to be copied or saved; None once ``stop`` is set.
 
-        The inbox waits in this thread; the clipboard is read in another, which ends the inbox's
-        wait (``found``) when a reply is copied or ``stop`` is set.
+        A copied text that names no session is applied only once the user says so
+        (:meth:`_admits`); until then the watch goes on.
         """
         self._prompts.append(prompt.text)
+        at_start, self._at_start = self._at_start, None
+        # A reply copied while no session watched counts if it names this session.
+        if (
+            at_start is not None
+            and names_session(at_start, prompt)
+            and self._takes(at_start, prompt)
+        ):
+            return self._handing(Reply(at_start.encode("utf-8"), SOURCE))
         waiting, self._waiting = self._waiting, None
-        if waiting is not None and self._takes(waiting, prompt):
+        if waiting is not None and self._takes(waiting, prompt) and self._admits(waiting, prompt):
             return self._handing(Reply(waiting.encode("utf-8"), SOURCE))
+        while True:
+            reply, copied = self._first(prompt, stop)
+            if reply is not None:
+                return self._handing(reply)
+            if copied is None:
+                return None
+            if self._admits(copied, prompt):
+                return self._handing(Reply(copied.encode("utf-8"), SOURCE))
+
+    def _first(self, prompt: Prompt, stop: threading.Event) -> tuple[Reply | None, str | None]:
+        """The inbox waits in this thread; the clipboard is read in another, which ends the
+        inbox's wait (``found``) when a reply is copied or ``stop`` is set. The inbox's reply
+        or the copied text, whichever came (a text copied with an inbox reply waits)."""
         found = threading.Event()
         copied: list[str] = []
         errors: list[BaseException] = []
@@ -150,8 +239,28 @@ class ClipboardSource:
             raise errors[0]
         if reply is not None:
             self._waiting = copied[0] if copied else None  # judged again for the next prompt
-            return self._handing(reply)
-        return self._handing(Reply(copied[0].encode("utf-8"), SOURCE)) if copied else None
+            return reply, None
+        return None, copied[0] if copied else None
+
+    def _admits(self, text: str, prompt: Prompt) -> bool:
+        """Whether a copied text is applied: at once if it names this session; a candidate
+        (it names none) only on the user's ``y``, and only if no other session claimed it."""
+        if names_session(text, prompt):
+            return True
+        would = what_it_would_do(text) or "  (no command)"
+        if self._confirm is None:
+            self._note(
+                "Copied text that names no session was not applied; it would do:\n"
+                f"{would}\nTo apply it, have it start with 'Session: {prompt.session_id} "
+                f"Sequence: {prompt.sequence}' (the prompt asks the LLM for that line) and "
+                "copy it again, or save it into inbox/"
+            )
+            return False
+        owner = claim(text, prompt.session_id, self._claims)
+        if owner is not None:
+            self._note(f"Copied text that names no session was taken by session {owner}")
+            return False
+        return self._confirm(f"Copied text that names no session would do:\n{would}")
 
     def done_with(self, reply: Reply, report: TurnReport) -> None:
         if isinstance(reply, FileReply):
