@@ -17,8 +17,9 @@ from codingagent.frontends.cli import MODEL_EXIT, main
 from codingagent.sandbox.shell import Shell
 from codingagent.session.admission import Ruling, rule
 from codingagent.session.lifecycle import start_session
+from codingagent.session.seams import Reply
 from codingagent.session.store import SessionStore
-from codingagent.session.turn import apply_reply
+from codingagent.session.turn import TurnOptions, apply_reply
 
 SID = "ab12cd34"
 OTHER = "0badc0de"
@@ -93,9 +94,8 @@ def session_at_prompt_1(tmp_path: Path) -> tuple[SessionStore, str]:
 def test_a_bound_reply_with_a_wrong_echo_is_applied_and_the_model_is_told(tmp_path):
     store, sid = session_at_prompt_1(tmp_path)
     reply = f'Session: {OTHER} Sequence: 7\n[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n'
-    report = apply_reply(
-        store, sid, reply.encode(), source="model m", shell=Shell(timeout=5), answers=1
-    )
+    bound = Reply(reply.encode(), "model m", answers=1)
+    report = apply_reply(store, sid, bound, TurnOptions(shell=Shell(timeout=5)))
     assert not report.skipped and report.notes == []
     assert (store.workspace / "a.txt").read_text() == "a\n"
     note = (
@@ -109,7 +109,7 @@ def test_a_bound_reply_with_a_wrong_echo_is_applied_and_the_model_is_told(tmp_pa
 def test_the_same_reply_unbound_is_refused_and_the_user_told_what_to_paste(tmp_path):
     store, sid = session_at_prompt_1(tmp_path)
     reply = f'Session: {OTHER} Sequence: 1\n[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n'
-    report = apply_reply(store, sid, reply.encode(), source="r.txt", shell=Shell(timeout=5))
+    report = apply_reply(store, sid, Reply(reply.encode(), "r.txt"), TurnOptions(shell=Shell()))
     assert report.skipped and not (store.workspace / "a.txt").exists()
     assert report.refusal is not None
     assert report.refusal.to_model == f"it names session {OTHER}, but it was given to session {sid}"

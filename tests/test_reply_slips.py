@@ -19,7 +19,7 @@ from test_replies import CALC, Case, check_case
 from codingagent.prompt.render import NO_COMMANDS_NOTE as NO_COMMANDS
 from codingagent.protocol.commands import ParseError
 from codingagent.protocol.parser import TAGS, parse_spans, split_lines
-from codingagent.protocol.scan import MAX_SLIPS, read_reply, slips
+from codingagent.protocol.scan import MAX_SLIPS, commands_and_slips, slips
 
 COMMANDS = ", ".join(TAGS)
 
@@ -100,7 +100,7 @@ def test_slip(tmp_path: Path, name: str) -> None:
 
 
 def test_a_flood_of_slips_is_noted_in_a_bounded_number_of_notes():
-    commands, found = read_reply("All done. [DONE]\n" * 1000)
+    commands, found = commands_and_slips("All done. [DONE]\n" * 1000)
     assert commands == []
     assert len(found) == MAX_SLIPS + 1
     assert found[-1].note == "and 990 more lines like these were not run either"
@@ -108,12 +108,12 @@ def test_a_flood_of_slips_is_noted_in_a_bounded_number_of_notes():
 
 def test_a_tag_mentioned_mid_sentence_is_prose_not_a_slip():
     reply = "A REPLACE is safer than [EDIT_FILE] with made-up numbers; [DONE] comes last.\n"
-    assert read_reply(reply) == ([], [])
+    assert commands_and_slips(reply) == ([], [])
 
 
 def test_a_body_holding_tags_is_content_not_slips():
     reply = '[CREATE_FILE path="doc.md"]\nEnd with [DONE]\n[WRITE_FILE path="x"]\n[/CREATE_FILE]\n'
-    commands, found = read_reply(reply)
+    commands, found = commands_and_slips(reply)
     assert found == [] and commands[0].content == 'End with [DONE]\n[WRITE_FILE path="x"]\n'
 
 

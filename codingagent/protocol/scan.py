@@ -51,7 +51,7 @@ class Slip(NamedTuple):
     note: str
 
 
-def read_reply(text: str) -> tuple[list[Command], list[Slip]]:
+def commands_and_slips(text: str) -> tuple[list[Command], list[Slip]]:
     """The reply's commands (as :func:`~codingagent.protocol.parser.parse` reads them) and
     its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest)."""
     lines = split_lines(text)

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
-from codingagent.protocol.scan import read_reply as commands_and_slips
-from codingagent.protocol.scan import unwrapped_diff
+from codingagent.protocol.scan import commands_and_slips, unwrapped_diff
 from codingagent.state import CommandResult
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from codingagent.prompt.render import is_prompt
 from codingagent.protocol.commands import RunCommand
-from codingagent.protocol.scan import has_command_line, read_reply, reply_echo
+from codingagent.protocol.scan import commands_and_slips, has_command_line, reply_echo
 from codingagent.session.admission import reply_digest
 from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
@@ -87,7 +87,7 @@ def names_session(text: str, prompt: Prompt) -> bool:
 def what_it_would_do(text: str) -> str:
     """The commands of a candidate, one a line: name, path, first line of a RUN_COMMAND."""
     shown = []
-    for command in read_reply(text)[0]:
+    for command in commands_and_slips(text)[0]:
         if isinstance(command, RunCommand):
             first = (command.command.strip().splitlines() or [""])[0]
             shown.append(f"  RUN_COMMAND: {first}")
