@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from codingagent.sources.clipboard import SOURCE, ClipboardSource, claim, what_i
 from codingagent.sources.inbox import InboxSource
 
 RM_BUILD = "I'll clean up.\n\n[RUN_COMMAND]\nrm -rf build\necho gone\n[/RUN_COMMAND]\n"
+RUN = uuid.uuid4().hex  # in each copied text: no candidate is one a past test run claimed
 ALLOW = ("--commands", "allow", "--root")
 CREATE = '[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n'
 
@@ -62,7 +64,7 @@ def test_a_copied_run_command_naming_no_session_never_runs_without_a_terminal(tm
     with running_agent(tmp_path, *command) as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = session_of(tmp_path)
-        copy_until_read(f"{RM_BUILD}\n(for {tmp_path.name})\n")
+        copy_until_read(f"{RM_BUILD}\n(run {RUN})\n")
         copy(f"Session: {session} Sequence: 1\n[DONE]\nnothing ran\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
@@ -100,19 +102,32 @@ def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
         except OSError:  # the terminal closed: the process is gone
             pass
 
+    def press(key: bytes) -> None:
+        """Press ``key`` once the question reads it: the terminal is put in raw mode (which
+        drops what was typed before) after the question is printed, so press until it is
+        echoed back."""
+        echoed = b"to ignore it: " + key
+        before = seen.count(echoed)
+        for _ in range(100):
+            os.write(leader, key)
+            deadline = time.monotonic() + 1
+            while time.monotonic() < deadline and seen.count(echoed) == before:
+                time.sleep(0.05)
+            if seen.count(echoed) > before:
+                return
+        raise AssertionError(f"the key {key!r} was never read")
+
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = session_of(tmp_path)
-        copy(f"{RM_BUILD}\n(for {tmp_path.name})\n")  # not a candidate claimed in a past run
+        copy(f"{RM_BUILD}\n(run {RUN})\n")  # not a candidate claimed in a past run
         wait_for(lambda: seen.count(b"Apply it?") == 1, "the first question", agent)
-        time.sleep(0.3)  # the terminal is put in raw mode after the question is printed
-        os.write(leader, b"n")
-        copy(f"{CREATE}\n(for {tmp_path.name})\n")
+        press(b"n")
+        copy(f"{CREATE}\n(run {RUN})\n")
         wait_for(lambda: seen.count(b"Apply it?") == 2, "the second question", agent)
-        time.sleep(0.3)
-        os.write(leader, b"y")
+        press(b"y")
         wait_for(lambda: "Sequence: 2\n" in clipboard_text(), "prompt 2 on the clipboard", agent)
         copy(f"Session: {session} Sequence: 2\n[DONE]\ncreated a.txt\n[/DONE]\n")
         assert agent.wait(timeout=60) == 0
@@ -156,7 +171,7 @@ def test_two_sessions_watching_one_clipboard_never_both_apply_a_candidate(tmp_pa
     ]
     for thread in threads:
         thread.start()
-    copy(f"{CREATE}\n(for {tmp_path.name})\n")
+    copy(f"{CREATE}\n(run {RUN})\n")
     wait_for(lambda: len(got) == 1 and len(notes) == 1, "one taker and one note")
     stop.set()
     for thread in threads:

@@ -164,3 +164,18 @@ def test_every_line_that_gives_a_tag_is_run_noted_or_refused(lines: list[str]) -
         bodiless = span is not None and not isinstance(span.command, ParseError)
         if bodiless and TAGS[span.command.kind].body is None:
             assert len(given_tags) <= 1, f"a second tag on line {number} {line!r} vanished"
+
+
+def test_an_unclosed_done_is_read_as_the_protocol_says():
+    from codingagent.protocol.commands import Done
+    from codingagent.protocol.manual import protocol_text
+
+    text = " ".join(protocol_text(30, 4000).split())
+    assert (
+        "Only [/DONE] may be left out: a [DONE] line then takes the rest of the reply as its "
+        "summary." in text
+    )
+    assert commands_and_slips("Finished.\n[DONE]\nAll tests pass.\n") == (
+        [Done(line=2, summary="All tests pass.")],
+        [],
+    )

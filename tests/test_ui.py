@@ -227,7 +227,10 @@ def test_a_run_command_waits_for_allow_or_deny_on_the_page(serve, tab, tmp_path,
     applying = tab.locator("article.turn.live")
     assert applying.locator("h4").inner_text() == "Turn 1: applying…"
     assert applying.locator(".result .headline").all_inner_texts() == [
-        "[OK] CREATE_FILE: Created 'first.txt'"
+        # the page knows the prompt a paste answers: a missing echo is only noted (admission)
+        "[NOTE] your reply did not say which prompt it answers (prompt 1); start your next "
+        f"reply with `Session: {session_id} Sequence: 2`",
+        "[OK] CREATE_FILE: Created 'first.txt'",
     ]
     assert page.store.load(session_id).sequence_number == 1
 

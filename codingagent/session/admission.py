@@ -167,8 +167,8 @@ def _skipped(state: SessionState, folder: Path, why: str) -> Refusal:
 def _refuse(
     store: SessionStore, state: SessionState, why: str, data: bytes, source: str, digest: str
 ) -> Refusal:
-    """The refusal of a reply for another session or prompt (SPEC 2.4), or grown after it was
-    read; the reply is kept (see :func:`_keep_refused`)."""
+    """The refusal of a reply for another session or prompt (docs/admission.md), or grown
+    after it was read; the reply is kept (see :func:`_keep_refused`)."""
     kept = _keep_refused(store, state, data, digest)
     note = (
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
