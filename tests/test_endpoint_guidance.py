@@ -9,7 +9,16 @@ import json
 
 import pytest
 from scripted_model import Say, ScriptedModel, Stall
-from test_endpoint import DONE, agent, one_error_line, outbox_text, profile, sent, state_of
+from test_endpoint import (
+    DONE,
+    ENDPOINT_FAILED,
+    agent,
+    one_error_line,
+    outbox_text,
+    profile,
+    sent,
+    state_of,
+)
 
 from codingagent.session.store import SessionStore
 
@@ -39,7 +48,7 @@ def test_the_timeout_hint_names_what_the_user_gave(tmp_path, by_flags):
         else:
             profile(tmp_path, model.url, timeout=0.5)
             given = ["--model", "scripted"]
-        line = one_error_line(agent(tmp_path, "start", "t", *given))
+        line = one_error_line(agent(tmp_path, "start", "t", *given), ENDPOINT_FAILED)
     assert "scripted-1 at " in line and "did not answer within 0.5 s" in line
     if by_flags:
         assert line.endswith("Give --model-timeout SECONDS to wait longer")
