@@ -206,7 +206,7 @@ def test_a_commands_changes_show_as_diffs_marked_as_made_by_it(serve, tab, tmp_p
         f"new.txt created by {by}",
     ]
     assert "+print('hey')" in turn.locator("details.diff pre").first.inner_text().splitlines()
-    headline = turn.locator(".result .headline").first.inner_text()
+    headline = turn.locator(".result .headline").nth(1).inner_text()  # after the echo's NOTE
     assert headline.endswith("it created 1 file (new.txt); changed 1 file (hello.py)")
 
 

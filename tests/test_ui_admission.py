@@ -19,7 +19,7 @@ from test_ui import (  # noqa: F401  (browser, serve and tab are fixtures)
 )
 
 from codingagent.frontends.cli import main
-from codingagent.frontends.console import NO_COMMAND
+from codingagent.frontends.console_listener import NO_COMMAND
 
 PROSE = "Sure! You could add a multiply function that returns a * b.\n"
 
