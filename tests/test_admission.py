@@ -103,7 +103,7 @@ def test_a_bound_reply_with_a_wrong_echo_is_applied_and_the_model_is_told(tmp_pa
         f"start your next reply with `Session: {sid} Sequence: 2`"
     )
     assert report.outcome.results[0].headline == note
-    assert note in report.outbox.read_text()
+    assert report.outbox is not None and note in report.outbox.read_text()
 
 
 def test_the_same_reply_unbound_is_refused_and_the_user_told_what_to_paste(tmp_path):

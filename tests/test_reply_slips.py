@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_replies import CALC, Case, check_case
 
 from codingagent.prompt.render import NO_COMMANDS_NOTE as NO_COMMANDS
-from codingagent.protocol.commands import ParseError
+from codingagent.protocol.commands import CreateFile, ParseError
 from codingagent.protocol.parser import TAGS, parse_spans, split_lines
 from codingagent.protocol.scan import MAX_SLIPS, commands_and_slips, slips
 
@@ -114,7 +114,8 @@ def test_a_tag_mentioned_mid_sentence_is_prose_not_a_slip():
 def test_a_body_holding_tags_is_content_not_slips():
     reply = '[CREATE_FILE path="doc.md"]\nEnd with [DONE]\n[WRITE_FILE path="x"]\n[/CREATE_FILE]\n'
     commands, found = commands_and_slips(reply)
-    assert found == [] and commands[0].content == 'End with [DONE]\n[WRITE_FILE path="x"]\n'
+    assert found == [] and isinstance(commands[0], CreateFile)
+    assert commands[0].content == 'End with [DONE]\n[WRITE_FILE path="x"]\n'
 
 
 # --- the property: nothing that looks like a command vanishes ------------------------------
@@ -162,7 +163,7 @@ def test_every_line_that_gives_a_tag_is_run_noted_or_refused(lines: list[str]) -
         assert number in inside, f"line {number} {line!r} was dropped in silence"
         span = openings.get(number)
         bodiless = span is not None and not isinstance(span.command, ParseError)
-        if bodiless and TAGS[span.command.kind].body is None:
+        if span is not None and bodiless and TAGS[span.command.kind].body is None:
             assert len(given_tags) <= 1, f"a second tag on line {number} {line!r} vanished"
 
 

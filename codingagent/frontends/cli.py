@@ -94,7 +94,9 @@ def main() -> None:
     chat is enough.
 
     Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
-    3 a queue ended with a task not completed, 130 stopped with Ctrl-C.
+    3-7 a model run that stopped without DONE (3 turn limit, 4 no commands, 5 refused
+    replies, 6 endpoint failed, 7 a question), 8 a queue ended with a task not completed,
+    130 stopped with Ctrl-C.
     """
 
 

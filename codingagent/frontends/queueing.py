@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     # The command line's reply source for a loop: the model's, else the inbox (and clipboard).
     SourceFor = Callable[[SessionLoop, ChatClient | None], AbstractContextManager[ReplySource]]
 
-QUEUE_FAILED = 3  # the exit status of a queue that ended with a task not completed
+# The exit status of a queue that ended with a task not completed: its own code, apart from the
+# single model run's codes by cause (3-7, docs/admission.md), so a script can tell them apart.
+QUEUE_FAILED = 8
 STYLES = {"completed": "green", "stopped": "yellow", "skipped": "yellow", "running": "bold"}
 
 
