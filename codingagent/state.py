@@ -177,7 +177,8 @@ class Environment(BaseModel):
     model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     os: str | None = None  # "Linux 6.1.0-18-amd64 (Debian GNU/Linux 12 (bookworm))"
-    shell: str | None = None  # what /bin/sh really is: "/usr/bin/dash"
+    shell: str | None = None  # the shell commands run in, resolved: "/usr/bin/bash"
+    pipefail: bool = False  # a pipeline fails when any stage fails (bash -o pipefail)
     pythons: dict[str, str] = Field(default_factory=dict)  # command -> version
     pytest_module: str | None = None  # the python that can import pytest
     tools: list[str] = Field(default_factory=list)  # of TOOLS (and pytest), those found

@@ -31,6 +31,7 @@ from click.testing import CliRunner, Result
 
 from codingagent.frontends.cli import main
 from codingagent.prompt.render import FILE_VIEW_CAP
+from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.replies import REPLY_SIZE_CAP
@@ -697,7 +698,7 @@ def test_an_empty_or_oversized_command_fails_cleanly(agent):
     reply = f"[RUN_COMMAND]\n\n  \n[/RUN_COMMAND]\n[RUN_COMMAND]\n{huge}\n[/RUN_COMMAND]\n"
     assert agent.results(reply) == [
         "[FAILED] RUN_COMMAND: No command given",
-        "[FAILED] RUN_COMMAND: Argument list too long ('/bin/sh')",
+        f"[FAILED] RUN_COMMAND: Argument list too long ('{SHELL}')",
     ]
 
 

@@ -41,6 +41,7 @@ from codingagent.protocol.manual import REMINDER, protocol_text
 from codingagent.protocol.parser import TAGS, parse
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.probe import parse_probe, probe
+from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.outbox import ensure_outbox, prompt_text
@@ -261,7 +262,8 @@ def test_the_environment_section_says_os_shell_python_tools_network_and_limits(t
     _, _, _, first = session(tmp_path)
     assert part(first, "Environment") == (
         "OS: Linux 6.1 (Debian GNU/Linux 12 (bookworm))\n"
-        "Shell: /bin/sh -c (dash: POSIX sh, not bash); bash is installed\n"
+        "Shell: /bin/sh -c (dash: POSIX sh, not bash); no pipefail: a pipeline's status is its "
+        "last stage's\n"
         "Python: python3 is Python 3.11.7\n"
         "Tools found: bash, git, make, pytest (python3 -m pytest); not found: gcc, node, npm, "
         "cargo, go, java, rg, curl\n"
@@ -316,6 +318,8 @@ def test_the_probe_runs_without_approval_and_finds_this_python(tmp_path):
     assert env.pythons.get("python3", "").count(".") == 2
     assert env.shell and env.os and not env.sandboxed
     assert "sh" in Path(env.shell).name or env.shell.endswith("dash")
+    # Commands run under bash with pipefail wherever bash is installed (it is, here).
+    assert env.pipefail == (SHELL != "/bin/sh") and env.shell.endswith("bash") == env.pipefail
 
 
 @bwrap_works
@@ -327,17 +331,29 @@ def test_the_probe_runs_inside_the_command_sandbox(tmp_path):
 
 def test_the_probe_output_is_read_line_by_line():
     env = parse_probe(
-        "os=Linux 6.1\ndistro=Alpine Linux v3.19\nsh=/bin/busybox\n"
+        "os=Linux 6.1\ndistro=Alpine Linux v3.19\nsh=/bin/busybox\npipefail=on\n"
         "python=python3 3.12.1\nnet=route\ntool=git\ntool=pytest\nnoise\n"
     )
     assert env == Environment(
         os="Linux 6.1 (Alpine Linux v3.19)",
         shell="/bin/busybox",
+        pipefail=True,
         pythons={"python3": "3.12.1"},
         tools=["git", "pytest"],
         network=True,
     )
     assert parse_probe("") == Environment()
+
+
+def test_the_environment_says_when_a_pipeline_fails_on_any_stage():
+    env = Environment(shell="/usr/bin/bash", pipefail=True)
+    text = render_outbox(
+        SessionState(session_id="a1b2c3d4", task="t", workspace="/w", environment=env),
+        OutboxContext(),
+    )
+    assert body_of(text, "Environment").splitlines()[1] == (
+        "Shell: bash -o pipefail -c (/usr/bin/bash): a pipeline fails when any stage fails"
+    )
 
 
 def test_an_unknown_environment_still_reads_well():
@@ -347,7 +363,7 @@ def test_an_unknown_environment_still_reads_well():
     )
     assert body_of(text, "Environment").splitlines()[:5] == [
         "OS: unknown",
-        "Shell: /bin/sh -c",
+        "Shell: /bin/sh -c; no pipefail: a pipeline's status is its last stage's",
         "Python: not found",
         "Tools found: none of the usual ones; not found: bash, git, make, gcc, node, npm, "
         "cargo, go, java, rg, curl",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from processes import gone, needs_proc
 
+from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.scrub import scrub_env
 from codingagent.sandbox.shell import Shell, ShellResult
 
@@ -31,6 +32,19 @@ def test_exit_codes_and_plain_output(tmp_path: Path) -> None:
     )
     assert run("exit 3", tmp_path).exit_code == 3
     assert run("no-such-command-xyz", tmp_path).exit_code == 127
+
+
+@pytest.mark.skipif(SHELL == "/bin/sh", reason="no bash here: commands run under /bin/sh")
+@pytest.mark.parametrize("layer", ["none", "auto"])
+def test_a_pipeline_fails_when_any_stage_fails(tmp_path: Path, layer: str) -> None:
+    """``pytest | tail -5`` must not read green: bash runs commands with pipefail."""
+    shell = Shell(timeout=10, sandbox=layer)
+    failing = shell.run("printf 'FAILED test_x\\n1 failed\\n'; exit 1", tmp_path)
+    assert failing.exit_code == 1
+    piped = shell.run("(printf 'FAILED test_x\\n1 failed\\n'; exit 1) | tail -1", tmp_path)
+    assert (piped.exit_code, piped.output) == (1, "1 failed\n")
+    assert shell.run("false | true | true", tmp_path).exit_code == 1
+    assert shell.run("true | true", tmp_path).exit_code == 0
 
 
 def test_output_is_returned_as_printed(tmp_path: Path) -> None:
@@ -164,7 +178,8 @@ def test_closing_output_early_still_waits_for_the_exit_code(tmp_path: Path) -> N
 
 
 def test_huge_output_keeps_head_and_tail(tmp_path: Path) -> None:
-    result = run("yes | head -c 5000000", tmp_path, max_output=4000)
+    # One writer (`yes | head` would end in SIGPIPE for yes, a failure under pipefail).
+    result = run("awk 'BEGIN { for (i = 0; i < 2500000; i++) print \"y\" }'", tmp_path, 4000)
     half = "y\n" * 1000
     assert result.output == f"{half}\n[... 4996000 characters cut ...]\n{half}"
     assert result.cut_chars == 4_996_000

@@ -206,12 +206,14 @@ def _protocol(state: SessionState, options: PromptOptions) -> str:
 def _environment(env: Environment, options: PromptOptions) -> list[str]:
     unknown = "unknown"
     lines = [f"OS: {env.os or unknown}"]
-    shell = "/bin/sh -c"
-    if env.shell:
-        name = env.shell.rsplit("/", 1)[-1]
-        shell += f" ({env.shell})" if name in ("sh", "bash") else f" ({name}: POSIX sh, not bash)"
-    if "bash" in env.tools:
-        shell += "; bash is installed"
+    if env.pipefail:
+        shell = f"bash -o pipefail -c ({env.shell}): a pipeline fails when any stage fails"
+    else:
+        shell = "/bin/sh -c"
+        if env.shell:
+            name = env.shell.rsplit("/", 1)[-1]
+            shell += f" ({env.shell})" if name == "sh" else f" ({name}: POSIX sh, not bash)"
+        shell += "; no pipefail: a pipeline's status is its last stage's"
     lines.append(f"Shell: {shell}")
     pythons = [f"{command} is Python {version}" for command, version in env.pythons.items()]
     lines.append("Python: " + ("; ".join(pythons) or "not found"))

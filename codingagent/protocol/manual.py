@@ -90,10 +90,13 @@ new lines
 [RUN_COMMAND]
 python -m pytest -q
 [/RUN_COMMAND]
-  Runs the text with /bin/sh in the workspace folder (cmd.exe on Windows), with no input and
-  a time limit of {timeout}. stdout and stderr come back merged, as one text, in the next
-  message: at most {max_output:,} characters of it, the start and the end, with the middle cut
-  out and the cut said. The command FAILED if it exits with a non-zero code, times out, or
+  Runs the text with bash -o pipefail (where bash is installed; else /bin/sh, as the
+  Environment section says) in the workspace folder (cmd.exe on Windows), with no input and
+  a time limit of {timeout}. A pipeline fails when any of its stages fails (so `cmd | head`
+  fails when cmd is cut off early: write `cmd > out.txt; head out.txt`).
+  stdout and stderr come back merged, as one text, in the next message:
+  at most {max_output:,} characters of it, the start and the end, with the middle cut out and
+  the cut said. The command FAILED if it exits with a non-zero code, times out, or
   the user refuses to run it.
 
 [MESSAGE]

@@ -48,7 +48,8 @@ except OSError:
 PROBE_SCRIPT = f"""\
 echo "os=$(uname -sr 2>/dev/null)"
 (. /etc/os-release 2>/dev/null && echo "distro=$PRETTY_NAME")
-echo "sh=$(readlink -f /bin/sh 2>/dev/null)"
+echo "sh=$(readlink -f "${{BASH:-/bin/sh}}" 2>/dev/null)"
+(set -o 2>/dev/null | grep -q 'pipefail[[:space:]]*on') && echo "pipefail=on"
 for p in python3 python; do "$p" -c '{_PYTHON_FACTS}' "$p" 2>/dev/null; done
 for t in {" ".join(TOOLS)} pytest; do command -v "$t" >/dev/null 2>&1 && echo "tool=$t"; done
 true
@@ -98,6 +99,7 @@ def parse_probe(output: str, sandbox: str | None = None) -> Environment:
     return Environment(
         os=os_name or distro,
         shell=first("sh"),
+        pipefail=first("pipefail") == "on",
         pythons=pythons,
         pytest_module=first("pytest-module"),
         tools=facts.get("tool", []),

@@ -26,7 +26,9 @@ from codingagent.sandbox.scrub import scrub_env
 
 POSIX = os.name == "posix"
 LINUX = sys.platform.startswith("linux")
-SHELL = "/bin/sh"
+# What runs a RUN_COMMAND: bash where it is installed, so the runner can set ``pipefail`` (a
+# pipeline fails when any stage fails: ``pytest | tail`` must not read green); else /bin/sh.
+SHELL = next((p for p in ("/bin/bash", "/usr/bin/bash") if os.access(p, os.X_OK)), "/bin/sh")
 RUN_TAG = "CODINGAGENT_RUN_ID"
 _CHUNK = 65536
 _POLL_S = 0.05  # how often the read loop checks whether the command has exited

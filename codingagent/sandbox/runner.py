@@ -80,7 +80,8 @@ def _exec_shell(shell: str, command: str, limits: list[int | None]) -> None:
             signal.signal(sig, signal.SIG_DFL)
         _set_limits(*limits)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        os.execv(shell, [shell, "-c", command])
+        options = ["-o", "pipefail"] if os.path.basename(shell) == "bash" else []
+        os.execv(shell, [shell, *options, "-c", command])
     except BaseException as e:  # the child must never return into main()
         os.write(2, f"{shell}: {e}\n".encode())
     finally:
