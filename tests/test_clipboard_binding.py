@@ -32,7 +32,14 @@ from codingagent.sources.clipboard import SOURCE, ClipboardSource, claim, what_i
 from codingagent.sources.inbox import InboxSource
 
 RM_BUILD = "I'll clean up.\n\n[RUN_COMMAND]\nrm -rf build\necho gone\n[/RUN_COMMAND]\n"
-RUN = uuid.uuid4().hex  # in each copied text: no candidate is one a past test run claimed
+
+
+def unique() -> str:
+    """A line that makes a copied text a candidate never seen before: a claim lasts 10 minutes,
+    so a text another test (or an earlier run) copied would not be offered again."""
+    return f"(run {uuid.uuid4().hex})"
+
+
 ALLOW = ("--commands", "allow", "--root")
 CREATE = '[CREATE_FILE path="a.txt"]\nA\n[/CREATE_FILE]\n'
 
@@ -64,7 +71,7 @@ def test_a_copied_run_command_naming_no_session_never_runs_without_a_terminal(tm
     with running_agent(tmp_path, *command) as agent:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = session_of(tmp_path)
-        copy_until_read(f"{RM_BUILD}\n(run {RUN})\n")
+        copy_until_read(f"{RM_BUILD}\n{unique()}\n")
         copy(f"Session: {session} Sequence: 1\n[DONE]\nnothing ran\n[/DONE]\n")
         _, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
@@ -122,10 +129,10 @@ def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
     try:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = session_of(tmp_path)
-        copy(f"{RM_BUILD}\n(run {RUN})\n")  # not a candidate claimed in a past run
+        copy(f"{RM_BUILD}\n{unique()}\n")  # not a candidate claimed in a past run
         wait_for(lambda: seen.count(b"Apply it?") == 1, "the first question", agent)
         press(b"n")
-        copy(f"{CREATE}\n(run {RUN})\n")
+        copy(f"{CREATE}\n{unique()}\n")
         wait_for(lambda: seen.count(b"Apply it?") == 2, "the second question", agent)
         press(b"y")
         wait_for(lambda: "Sequence: 2\n" in clipboard_text(), "prompt 2 on the clipboard", agent)
@@ -171,7 +178,7 @@ def test_two_sessions_watching_one_clipboard_never_both_apply_a_candidate(tmp_pa
     ]
     for thread in threads:
         thread.start()
-    copy(f"{CREATE}\n(run {RUN})\n")
+    copy(f"{CREATE}\n{unique()}\n")
     wait_for(lambda: len(got) == 1 and len(notes) == 1, "one taker and one note")
     stop.set()
     for thread in threads:
