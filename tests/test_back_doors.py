@@ -232,6 +232,7 @@ def test_another_users_home_is_not_readable_by_a_command(tmp_path: Path) -> None
         shutil.rmtree(home)
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 @needs_bwrap
 def test_builds_and_tests_still_work_in_the_sandbox(tmp_path: Path) -> None:
     run = Run(tmp_path / "run", tmp_path / "ws")

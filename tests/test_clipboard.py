@@ -516,6 +516,7 @@ def test_on_gnome_wayland_without_xclip_the_loop_says_what_to_install(
 # --- noticing a copy ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # real time: a time limit, X events, a stalled stream
 @needs_x
 def test_x11_tells_of_each_copy_and_nothing_else(x_display):
     changes = open_changes("xclip")

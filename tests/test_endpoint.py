@@ -210,6 +210,7 @@ def test_500_three_times_is_a_clear_failure_and_the_session_goes_on_later(tmp_pa
     assert state_of(tmp_path)["isComplete"]
 
 
+@pytest.mark.slow  # real time: a time limit, X events, a stalled stream
 def test_a_stream_cut_in_the_middle_is_not_applied_and_is_asked_again(tmp_path):
     with ScriptedModel(Cut(SOLVE_1), Say(DONE)) as model:
         profile(tmp_path, model.url)

@@ -265,6 +265,7 @@ def test_a_queue_killed_in_task_3_resumes_there_and_runs_4_and_5(tmp_path):
 # --- replies from inbox/, and a skip -----------------------------------------------------------
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 def test_with_inbox_replies_the_next_prompt_is_written_at_once_and_a_skip_moves_on(tmp_path):
     """A real watcher process runs a 3-task queue on inbox/ files; `queue --skip` (what the
     page's button does) skips task 1, a reply completes task 2, and Ctrl-C then stops it."""

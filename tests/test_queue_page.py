@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from test_ui import Page, browser, serve, tab  # noqa: F401  (the page's fixtures)
 
 from codingagent.session.queue import QueueStore
@@ -18,6 +19,7 @@ UNSANDBOXED = ("--sandbox", "none", "--commands", "deny", "--poll")
 DONE = "Session: {session} Sequence: 1\n[DONE]\nDid the first task.\n[/DONE]\n"
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 def test_the_page_shows_the_queue_follows_it_and_skips_a_task(serve, tab, tmp_path):  # noqa: F811
     page: Page = serve()
     root = page.store.root

@@ -451,6 +451,7 @@ print(before, high_water_kib(), result.cut_chars, result.timed_out, len(result.o
 """
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 @needs_proc
 def test_yes_keeps_the_agents_memory_bounded(tmp_path: Path) -> None:
     done = subprocess.run(

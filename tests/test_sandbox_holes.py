@@ -211,6 +211,7 @@ def test_allocating_past_the_memory_limit_fails_clearly(tmp_path: Path, layer: s
     assert shell.run(grab.replace("512", "64"), tmp_path).output == "allocated\n"
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 @pytest.mark.parametrize("layer", LAYERS)
 def test_forking_past_the_process_limit_fails_clearly(tmp_path: Path, layer: str) -> None:
     shell = Shell(timeout=20, sandbox=layer, limits=Limits(nproc=16))
@@ -235,6 +236,7 @@ print(shell.run("for i in $(seq 8); do sleep 0.1 & done; wait; echo ok", Path.cw
 """
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 @needs_bwrap
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="runs a user as root")
 def test_for_a_user_the_process_limit_is_an_rlimit_in_the_user_namespace() -> None:

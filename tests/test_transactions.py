@@ -441,6 +441,7 @@ def test_many_views_of_one_file_are_windowed_to_fit(store, sid):
 needs_fork = pytest.mark.skipif(not searching._CAN_FORK, reason="regex searches run in a fork")
 
 
+@pytest.mark.slow  # real time: a time limit, X events, a stalled stream
 @needs_fork
 def test_the_searches_of_one_reply_share_a_time_limit(ws, monkeypatch):
     """Five regex bombs: each is stopped at its own limit, and once the reply's SEARCH time is

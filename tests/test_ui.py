@@ -342,6 +342,7 @@ def test_undo_refuses_over_a_hand_edit_and_says_why(serve, tab, tmp_path):
     assert page.store.load(session_id).sequence_number == 2
 
 
+@pytest.mark.slow  # real time: a watcher, a poll, a sleep or a build
 def test_with_a_terminal_watcher_on_the_session_the_reply_goes_to_its_inbox(serve, tab, tmp_path):
     """The session lock decides: the watcher holds it, so it applies the page's reply."""
     page = serve()
