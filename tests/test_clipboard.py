@@ -325,7 +325,8 @@ def test_doctor_and_copy_name_the_clipboard_tool(tmp_path, x_display):
         for line in doctor
     )
     assert clipboard.copy("copied by the agent") is None
-    assert clipboard_text() == "copied by the agent"
+    # xclip returns once its server process is forked; it owns the selection a moment later.
+    wait_for(lambda: clipboard_text() == "copied by the agent", "the copy on the clipboard")
     assert clipboard.paste() == ("copied by the agent", None)
 
 

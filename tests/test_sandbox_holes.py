@@ -218,7 +218,9 @@ def test_forking_past_the_process_limit_fails_clearly(tmp_path: Path, layer: str
     if shell.process_limit() == "none":
         pytest.skip("no pids cgroup here, and RLIMIT_NPROC does not bind root")
     result = shell.run("for i in $(seq 40); do sleep 2 & done; wait; echo finished", tmp_path)
-    assert "finished" not in result.output
+    # The shell cannot fork past the limit and says so (dash gives up; bash retries, and may
+    # finish once the first sleeps end): the limit held, and the result names it.
+    assert "fork" in result.output
     assert result.output.endswith("\n[limit reached: 16 processes and threads]")
     assert shell.run("for i in $(seq 8); do sleep 0.1 & done; wait; echo ok", tmp_path).output == (
         "ok\n"
@@ -262,7 +264,7 @@ def test_for_a_user_the_process_limit_is_an_rlimit_in_the_user_namespace() -> No
     lines = done.stdout.splitlines()
     assert lines[0] == "rlimit", done.stderr
     # The shell cannot fork past the limit (dash gives up at once, bash retries and gives up):
-    assert any("fork" in line for line in lines[1:]) and "finished" not in lines, lines
+    assert any("fork" in line for line in lines[1:]), lines  # bash may retry and finish
     assert "[limit reached: 16 processes and threads]" in lines
     assert lines[-2:] == ["ok", ""]  # the next command has the whole limit again
 

@@ -103,16 +103,20 @@ def claim(text: str, session_id: str, folder: Path | None = None) -> str | None:
     folder = folder or Path(tempfile.gettempdir()) / f"codingagent-clipboard-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / reply_digest(text.encode("utf-8"))
+    # The claim appears with its owner in it (a link of a file already written): a session that
+    # loses the race reads who won, never an empty file.
+    mine = folder / f".{path.name}.{session_id}.{os.getpid()}"
+    mine.write_text(session_id, encoding="utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.link(mine, path)
     except FileExistsError:
         owner = path.read_text(encoding="utf-8", errors="replace").strip()
         if owner == session_id or time.time() - path.stat().st_mtime > CLAIM_SECONDS:
-            path.write_text(session_id, encoding="utf-8")  # ours, or an old claim: taken anew
+            os.replace(mine, path)  # ours, or an old claim: taken anew
             return None
         return owner or "another session"
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(session_id)
+    finally:
+        mine.unlink(missing_ok=True)
     return None
 
 
