@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 SESSION_ID = re.compile(r"^[0-9a-f]{8}$")
 
@@ -43,6 +46,18 @@ def damaged(path: Path, error: Exception, what: str = "a valid history file") ->
     else:
         reason = str(error)
     return Damaged(path, reason, what)
+
+
+def read_json_model(path: Path, model: type[_Model], missing: str, what: str) -> _Model:
+    """``model`` read back from the JSON file ``path``: a :class:`SessionError` saying
+    ``missing`` when there is no such file, :class:`Damaged` (naming ``what`` it should be)
+    when it does not read back."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise SessionError(missing) from None
+    except ValidationError as e:
+        raise damaged(path, e, what) from None
 
 
 def utc_now() -> datetime:

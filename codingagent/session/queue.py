@@ -22,13 +22,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from codingagent.fsio import atomic_write
 from codingagent.session.history import turn_log
 from codingagent.session.store import SessionStore
-from codingagent.state import SessionError, damaged, utc_now
+from codingagent.state import SessionError, read_json_model, utc_now
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -149,12 +149,8 @@ class QueueStore:
 
     def load(self, queue_id: str) -> QueueState:
         path = self.path(queue_id)
-        try:
-            return QueueState.model_validate_json(path.read_bytes())
-        except FileNotFoundError:
-            raise SessionError(f"No queue '{queue_id}' in {self.folder}") from None
-        except ValidationError as e:
-            raise damaged(path, e, "a valid queue file") from None
+        missing = f"No queue '{queue_id}' in {self.folder}"
+        return read_json_model(path, QueueState, missing, "a valid queue file")
 
     def ids(self) -> list[str]:
         """Every queue id, most recently written first."""

@@ -14,11 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from codingagent.fsio import atomic_write
 from codingagent.session.summaries import state_files
-from codingagent.state import SessionError, SessionState, damaged, utc_now
+from codingagent.state import SessionError, SessionState, read_json_model, utc_now
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -66,12 +64,8 @@ class SessionStore:
 
     def load(self, session_id: str) -> SessionState:
         path = self.state_path(session_id)
-        try:
-            return SessionState.model_validate_json(path.read_bytes())
-        except FileNotFoundError:
-            raise SessionError(f"No session '{session_id}' in {self.sessions}") from None
-        except ValidationError as e:
-            raise damaged(path, e, "a valid session file") from None
+        missing = f"No session '{session_id}' in {self.sessions}"
+        return read_json_model(path, SessionState, missing, "a valid session file")
 
     def ids(self) -> list[str]:
         """Every session id, most recently updated first."""
