@@ -25,9 +25,9 @@ from codingagent.execute import execute
 from codingagent.fsio import folder_syncs_grouped
 from codingagent.protocol.commands import RunCommand
 from codingagent.sandbox.shell import Shell
-from codingagent.session.capture import Watch
-from codingagent.session.history import TurnRecord
-from codingagent.session.journal import Journal
+from codingagent.transaction.capture import Watch
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.journal import Journal
 from codingagent.workspace import Workspace
 
 CHANGED = 3  # files the command rewrites

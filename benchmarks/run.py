@@ -36,12 +36,12 @@ from codingagent.protocol.parser import parse
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
-from codingagent.session.outbox import write_outbox
-from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
+from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings
 from codingagent.sources.inbox import InboxSource
+from codingagent.transaction.outbox import write_outbox
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -437,7 +437,7 @@ def copy_sessions(store: SessionStore, n: int) -> None:
 _MEMORY_PROBE = """
 import sys
 from pathlib import Path
-from codingagent.session.store import SessionStore
+from codingagent.transaction.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply

@@ -13,13 +13,14 @@ import pytest
 from click.testing import CliRunner, Result
 from scripted_model import Say, ScriptedModel
 
-from codingagent.frontends.cli import MODEL_EXIT, main
+from codingagent.frontends.cli import main
+from codingagent.frontends.exits import Exit
 from codingagent.sandbox.shell import Shell
 from codingagent.session.admission import Ruling, rule
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
+from codingagent.transaction.store import SessionStore
 
 SID = "ab12cd34"
 OTHER = "0badc0de"
@@ -165,7 +166,7 @@ def test_a_refused_model_answer_is_never_met_with_the_same_request_and_the_run_e
     with ScriptedModel(Say(SOLVE), Say(SOLVE), Say(SOLVE), Say(DONE)) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "t", "--model", "scripted")
-    assert result.exit_code == MODEL_EXIT["refused"] == 5, result.output
+    assert result.exit_code == Exit.REFUSED == 5, result.output
     sid = session_id(tmp_path)
     assert len(model.requests) == 3  # the third answer, refused again, ends the run
     told = (
@@ -181,7 +182,7 @@ def test_a_model_run_that_stops_unfinished_exits_with_the_code_of_its_cause(tmp_
     with ScriptedModel(Say("Let me think."), Say("More thinking.")) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "t", "--model", "scripted")
-    assert result.exit_code == MODEL_EXIT["no commands"] == 4, result.output
+    assert result.exit_code == Exit.NO_COMMANDS == 4, result.output
     with ScriptedModel(Say(DONE)) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "resume", "--model", "scripted")

@@ -13,8 +13,8 @@ from codingagent.protocol.parser import parse
 from codingagent.sandbox.shell import Shell
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import StopReason
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
+from codingagent.transaction.store import SessionStore
 
 ASK = "[ASK]\nShould the port be 8080 or 9090?\n[/ASK]\n"
 

@@ -16,12 +16,12 @@ from test_transactions import agent
 from turns import step
 
 from codingagent.frontends.page.diffs import session_diffs
-from codingagent.session.history import TurnRecord
 from codingagent.session.lifecycle import start_session
-from codingagent.session.shadow import SHADOW
-from codingagent.session.store import SessionStore
-from codingagent.session.undo import undo
 from codingagent.state import SessionError
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.shadow import SHADOW
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import undo
 from codingagent.workspace import Workspace
 from codingagent.workspace.snapshot import RACY_NS, Scan, moved
 

@@ -1,7 +1,7 @@
 """Crash safety: kill -9 anywhere in a turn; recovery leaves it applied or not, never half.
 
 Each case runs a real ``codingagent step`` process and kills it with SIGKILL, either at a named
-point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.session.crashpoints`) or after a random
+point (``CODINGAGENT_CRASH_AT``, see :mod:`codingagent.transaction.crashpoints`) or after a random
 delay.
 Then it runs the recovery that ``resume``/``step`` run first, checks the workspace equals the
 snapshot before or after the turn, finishes the session, and compares it with an uninterrupted
@@ -25,12 +25,12 @@ from turns import step
 from codingagent.fsio import atomic_write, folder_syncs_grouped
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
-from codingagent.session.crashpoints import CRASH_ENV
 from codingagent.session.lifecycle import make_shell, start_session
 from codingagent.session.recovery import recover
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions
 from codingagent.settings import load_settings
+from codingagent.transaction.crashpoints import CRASH_ENV
+from codingagent.transaction.store import SessionStore
 
 REPLIES = [
     '[CREATE_FILE path="a.txt"]\none\n[/CREATE_FILE]\n'

@@ -20,7 +20,7 @@ from test_endpoint import (
     state_of,
 )
 
-from codingagent.session.store import SessionStore
+from codingagent.transaction.store import SessionStore
 
 CUT_REPLY = """\
 [CREATE_FILE path="a.py"]

@@ -26,7 +26,7 @@ import pytest
 
 from codingagent.faults import TurnNotApplied, is_fault, message
 from codingagent.session.lifecycle import start_session
-from codingagent.session.store import SessionStore
+from codingagent.transaction.store import SessionStore
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="mounting a filesystem needs root")

@@ -36,8 +36,8 @@ from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.replies import REPLY_SIZE_CAP
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
+from codingagent.transaction.store import SessionStore
 
 pytestmark = [
     pytest.mark.skipif(os.name != "posix", reason="uses /bin/sh, symlinks and FIFOs"),

@@ -1,7 +1,8 @@
 """The house rules of the package's layout (docs/architecture.md), checked on the source itself:
-the wings import downward only (the import-linter contracts in pyproject.toml), only the
-sandbox wing names a backend, no module is over 500 lines, no two modules share a name, and
-the top level holds only the base."""
+the wings import downward only (the import-linter contracts in pyproject.toml), no module
+imports one that imports it back (directly or around a longer cycle), only the sandbox wing
+names a backend, no module is over 500 lines, no folder holds more than 14 modules, no two
+modules share a name, and the top level holds only the base."""
 
 from __future__ import annotations
 
@@ -32,6 +33,73 @@ def test_the_import_contracts_hold():
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert "0 broken" in done.stdout
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module -> the package's modules it imports anywhere in its text (TYPE_CHECKING
+    blocks and function bodies included: a cycle hidden there is still a cycle of meaning).
+    ``from package import name`` names the module ``package.name`` when there is one."""
+    names = {_module_name(p): p for p in MODULES}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    found.add(full if full in names else node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                component.append(w)
+            if component:
+                found.append(sorted([v, *component]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert _cycles(_imports()) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_folder_holds_more_than_14_modules():
+    per_folder = Counter(_relative(p.parent) for p in MODULES if p.stem != "__init__")
+    assert {folder: n for folder, n in per_folder.items() if n > 14} == {}
 
 
 def test_only_the_sandbox_wing_names_a_backend():

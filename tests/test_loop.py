@@ -17,12 +17,11 @@ import pytest
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
-from codingagent.session.seams import Listener, Prompt, Reply, Stop, StopReason
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport
-from codingagent.session.undo import UndoReport
+from codingagent.session.seams import Listener, Prompt, Reply, Stop, StopReason, TurnReport
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import CommandResult, SessionError
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import UndoReport
 
 
 class ScriptedSource:

@@ -11,8 +11,8 @@ from turns import apply_file, step
 
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
-from codingagent.session.store import SessionStore
 from codingagent.state import FileRange, SessionState
+from codingagent.transaction.store import SessionStore
 
 
 @pytest.fixture

@@ -44,11 +44,11 @@ from codingagent.sandbox.probe import parse_probe, probe
 from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
-from codingagent.session.outbox import ensure_outbox, prompt_text
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import Environment, SessionState
+from codingagent.transaction.outbox import ensure_outbox, prompt_text
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace.listing import UNSIZED
 
 bwrap_works = pytest.mark.skipif(

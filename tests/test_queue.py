@@ -22,10 +22,10 @@ from test_clipboard import needs_x, running_agent, wait_for, x_display  # noqa: 
 from xserver import clipboard_text, copy
 
 from codingagent.frontends.cli import main
-from codingagent.frontends.queueing import QUEUE_FAILED
-from codingagent.session.queue import QueueStore, parse_tasks
-from codingagent.session.store import SessionStore
+from codingagent.frontends.exits import Exit
+from codingagent.queue.tasks import QueueStore, parse_tasks
 from codingagent.state import SessionError
+from codingagent.transaction.store import SessionStore
 
 DONE = "[DONE]\nDid task {}.\n[/DONE]\n"
 PROSE = "Let me think about it."  # runs no command: two in a row stop a model's session
@@ -74,7 +74,7 @@ def test_a_model_runs_three_tasks_and_the_second_failing_does_not_stop_the_third
             tmp_path, "start", "--tasks", str(tasks), "--model", "scripted", "--commands", "allow"
         )
 
-    assert result.exit_code == QUEUE_FAILED, result.output  # one task did not complete
+    assert result.exit_code == Exit.QUEUE_INCOMPLETE, result.output  # one task did not complete
     assert "Task 1/3: Write t1.txt" in result.output
     assert "Task 2/3: Write t2.txt, over two lines" in result.output
     assert "Task 3/3: Write t3.txt" in result.output
@@ -125,7 +125,7 @@ def test_an_endpoint_failing_for_good_stops_its_task_only(tmp_path):
     with ScriptedModel(Say(DONE.format(1)), *fails, Say(DONE.format(3))) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "a", "b", "c", "--model", "scripted")
-    assert result.exit_code == QUEUE_FAILED, result.output
+    assert result.exit_code == Exit.QUEUE_INCOMPLETE, result.output
     tasks = the_queue(tmp_path)["tasks"]
     assert [t["outcome"] for t in tasks] == ["completed", "stopped", "completed"]
     assert "answered HTTP 500: overloaded; gave up after 3 attempts" in tasks[1]["reason"]
@@ -136,7 +136,7 @@ def test_stop_on_failure_halts_the_queue_at_the_first_task_that_stops(tmp_path):
     with ScriptedModel(Say(PROSE), Say(PROSE_2)) as model:
         profile(tmp_path, model.url)
         result = agent(tmp_path, "start", "a", "b", "--model", "scripted", "--stop-on-failure")
-        assert result.exit_code == QUEUE_FAILED, result.output
+        assert result.exit_code == Exit.QUEUE_INCOMPLETE, result.output
         assert "The queue halted: task 1 stopped and --stop-on-failure is set" in result.output
         queue = the_queue(tmp_path)
         assert [t["outcome"] for t in queue["tasks"]] == ["stopped", "pending"]
@@ -371,7 +371,7 @@ def test_ctrl_c_on_a_terminal_offers_to_skip_the_task_and_the_queue_goes_on(tmp_
                     pass
             except OSError:  # the terminal closed: the process is gone
                 pass
-            assert process.wait(timeout=20) == QUEUE_FAILED
+            assert process.wait(timeout=20) == Exit.QUEUE_INCOMPLETE
         finally:
             os.close(leader)
             process.kill()

@@ -21,11 +21,11 @@ import pytest
 from executing import sha
 
 from codingagent.sandbox.shell import Shell
-from codingagent.session.outbox import write_outbox
-from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
+from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import SessionState
+from codingagent.transaction.outbox import write_outbox
+from codingagent.transaction.store import SessionStore
 
 REPLIES = Path(__file__).parent / "replies"
 SID = "5f3a9c01"

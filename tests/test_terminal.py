@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from invoking import run
 
 from codingagent.frontends.cli import main
-from codingagent.session.store import SessionStore
-from codingagent.session.summaries import summaries
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.summaries import summaries
 
 REPLY = '[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n'
 

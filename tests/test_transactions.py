@@ -2,7 +2,7 @@
 progress, duplicates by content, undo as a transaction, Ctrl-C, the pre-image cap.
 
 Processes are real ``codingagent`` runs killed with SIGKILL at named points
-(:mod:`codingagent.session.crashpoints`); a full disk is a real 2 MB tmpfs (root only).
+(:mod:`codingagent.transaction.crashpoints`); a full disk is a real 2 MB tmpfs (root only).
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ from codingagent.faults import TurnNotApplied
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Replace, ReplaceBlock, Search
 from codingagent.sandbox.shell import Shell
-from codingagent.session.crashpoints import CRASH_ENV
-from codingagent.session.history import TurnRecord, append_frame, frame, read_frames
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions, apply_reply
-from codingagent.session.undo import undo
 from codingagent.state import SessionError
+from codingagent.transaction.crashpoints import CRASH_ENV
+from codingagent.transaction.history import TurnRecord, append_frame, frame, read_frames
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import undo
 
 
 @pytest.fixture

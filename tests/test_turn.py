@@ -16,10 +16,10 @@ from codingagent.frontends.cli import main
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
-from codingagent.session.store import SessionStore
 from codingagent.session.turn import TurnOptions
-from codingagent.session.undo import undo
 from codingagent.state import SessionError
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import undo
 
 
 @pytest.fixture

@@ -22,11 +22,11 @@ import pytest
 
 from codingagent.frontends.page.events import Approvals, EventHub
 from codingagent.frontends.page.server import PageServer, create_app, listen, new_token, url
-from codingagent.session.history import turn_log
 from codingagent.session.lifecycle import start_session
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
 from codingagent.state import CommandResult
+from codingagent.transaction.history import turn_log
+from codingagent.transaction.store import SessionStore
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

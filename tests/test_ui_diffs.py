@@ -16,8 +16,8 @@ from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 

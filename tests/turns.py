@@ -8,10 +8,10 @@ from typing import Any
 
 from codingagent.sandbox.shell import Shell
 from codingagent.session.replies import REPLY_SIZE_CAP
-from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
+from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources.inbox import hand_off, read_reply_file
+from codingagent.transaction.store import SessionStore
 
 
 def apply_file(

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from codingagent.execute.lines import Style
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import masking
 from codingagent.state import CommandResult, ReadRequest
 from codingagent.workspace import PathRejected, Workspace
-
-if TYPE_CHECKING:
-    from codingagent.execute.edit_file import EditRun
 
 _CLIP = 60
 
@@ -39,6 +37,31 @@ class TurnOutcome:
 
 # A READ_FILE request by the file it really names: (real relative path, start, end).
 ReadKey = tuple[str, int | None, int | None]
+
+
+@dataclass
+class EditRun:
+    """Consecutive EDIT_FILE commands on one file."""
+
+    lines_before: int  # line count of the file when the run started
+    style: Style  # its line endings, kept by every edit of the run
+    text: str  # the file as the run last left it: anything else means another writer
+    warning: str  # added to the run's first result, e.g. that its line numbers may be stale
+    edits: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, new lines)
+
+    def clash(self, start: int, end: int) -> tuple[int, int] | None:
+        """An earlier range of the run that shares a line with ``start..end`` (an empty range
+        ``end = start - 1`` is the gap before ``start``: it clashes only with a range around
+        that gap)."""
+        for s, e, _ in self.edits:
+            if start <= e and s <= end:
+                return s, e
+        return None
+
+    def shift(self, start: int) -> int:
+        """How far line ``start`` of the original file has moved: the growth of every earlier
+        edit that ends before it (an insertion at the same gap counts: it stays first)."""
+        return sum(added - (e - s + 1) for s, e, added in self.edits if e < start)
 
 
 @dataclass

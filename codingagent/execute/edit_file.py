@@ -6,10 +6,9 @@ as it was when the run started (docs/protocol.md §5.1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from codingagent.execute.context import (
     CommandFailed,
+    EditRun,
     Success,
     Turn,
     digest,
@@ -19,7 +18,6 @@ from codingagent.execute.context import (
     write,
 )
 from codingagent.execute.lines import (
-    Style,
     block_lines,
     count,
     lines_name,
@@ -28,31 +26,6 @@ from codingagent.execute.lines import (
     style,
 )
 from codingagent.protocol.commands import EditFile, numbered
-
-
-@dataclass
-class EditRun:
-    """Consecutive EDIT_FILE commands on one file."""
-
-    lines_before: int  # line count of the file when the run started
-    style: Style  # its line endings, kept by every edit of the run
-    text: str  # the file as the run last left it: anything else means another writer
-    warning: str  # added to the run's first result, e.g. that its line numbers may be stale
-    edits: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, new lines)
-
-    def clash(self, start: int, end: int) -> tuple[int, int] | None:
-        """An earlier range of the run that shares a line with ``start..end`` (an empty range
-        ``end = start - 1`` is the gap before ``start``: it clashes only with a range around
-        that gap)."""
-        for s, e, _ in self.edits:
-            if start <= e and s <= end:
-                return s, e
-        return None
-
-    def shift(self, start: int) -> int:
-        """How far line ``start`` of the original file has moved: the growth of every earlier
-        edit that ends before it (an insertion at the same gap counts: it stays first)."""
-        return sum(added - (e - s + 1) for s, e, added in self.edits if e < start)
 
 
 def edit_file(cmd: EditFile, turn: Turn) -> Success:

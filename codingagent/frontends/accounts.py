@@ -8,6 +8,7 @@ import sys
 import click
 
 from codingagent.frontends.console import say
+from codingagent.frontends.exits import Exit
 
 PROVIDERS = click.Choice(["copilot"])
 
@@ -45,7 +46,7 @@ def login(provider: str, github_url: str, api_url: str) -> None:
             sign_in = signin.device_flow(http, show, github_url, api_url)
         except KeyboardInterrupt:
             say("Stopped: not signed in", "yellow")
-            sys.exit(130)
+            sys.exit(Exit.INTERRUPTED)
         signin.chat_token(http, sign_in)  # a subscription that cannot chat fails here, not later
     path = signin.store(sign_in)
     say(f"Signed in to GitHub Copilot; the token is in {path} (mode 0600)", "green")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import accounts, inspection, queueing
+from codingagent.frontends import accounts, exits, inspection, queueing
 from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
@@ -41,17 +41,6 @@ if TYPE_CHECKING:
     from codingagent.sources.providers.client import ChatClient
 
 
-# Exit codes of a model run (--model) that stops without DONE, by cause (docs/admission.md).
-MODEL_EXIT = {
-    "turn limit": 3,
-    "no commands": 4,
-    "refused": 5,
-    "endpoint failed": 6,
-    "source ended": 6,
-    "question": 7,
-}
-
-
 class _Group(click.Group):
     """Turns user errors, and faults of the machine (a full disk, no permission: see
     :mod:`codingagent.faults`), into one red line and exit code 1."""
@@ -63,7 +52,7 @@ class _Group(click.Group):
             from codingagent.faults import message
 
             error(message(e))
-            ctx.exit(1)
+            ctx.exit(exits.Exit.PROBLEM)
         except Exception as e:
             # Imported only now: a command that needs none of them (`sessions`) starts faster.
             from codingagent.session.seams import SourceError
@@ -73,7 +62,7 @@ class _Group(click.Group):
             if not isinstance(e, (SessionError, SettingsError, SourceError)):
                 raise
             error(str(e))
-            ctx.exit(1)
+            ctx.exit(exits.Exit.PROBLEM)
 
 
 def _stdin_is_terminal() -> bool:
@@ -92,12 +81,10 @@ def main() -> None:
     .txt file in inbox/ (or run `codingagent paste`); the agent applies it and writes the next
     prompt. With `start --clipboard`, prompts go onto the clipboard and copying the reply in the
     chat is enough.
-
-    Exit codes: 0 ok, 1 a problem to fix (the message says which), 2 wrong usage,
-    3-7 a model run that stopped without DONE (3 turn limit, 4 no commands, 5 refused
-    replies, 6 endpoint failed, 7 a question), 8 a queue ended with a task not completed,
-    130 stopped with Ctrl-C.
     """
+
+
+main.help = exits.appended(main.help, exits.summary())
 
 
 @main.command()
@@ -140,13 +127,11 @@ def start(
 ) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer. Several TASKs, or --tasks FILE, make a queue: one
-    session per task, each started when the one before ends (docs/queue.md).
-
-    A queue exits 0 when every task completed, 3 when one stopped or was skipped."""
+    session per task, each started when the one before ends (docs/queue.md)."""
     from codingagent.frontends.kept import keep
     from codingagent.session.lifecycle import new_session
-    from codingagent.session.store import SessionStore
     from codingagent.sources.clipboard import require_clipboard
+    from codingagent.transaction.store import SessionStore
     from codingagent.workspace.choice import BROAD_OVERRIDE, check_workspace
 
     options = dict(flags)  # kept with the session (docs/prompts.md)
@@ -191,6 +176,9 @@ def start(
         watch=not no_watch,
         model=model,
     )
+
+
+start.help = exits.appended(start.help, exits.queue_summary())
 
 
 @main.command()
@@ -265,7 +253,7 @@ def step(words: tuple[str, ...], root: Path, force: bool, **flags: Any) -> None:
             raise
         except KeyboardInterrupt as e:
             say(f"Stopped (Ctrl-C): {interrupted_turn(e)}", "yellow")
-            sys.exit(130)
+            sys.exit(exits.Exit.INTERRUPTED)
 
 
 @main.command()
@@ -277,10 +265,10 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
-    from codingagent.session.store import SessionStore
     from codingagent.sources.inbox import save_reply
     from codingagent.sources.pasteboard import paste as read_clipboard
     from codingagent.state import SessionError
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -350,14 +338,14 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
     reply, see each turn's results and diffs, undo. Its address carries a secret token."""
     from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
-    from codingagent.session.store import SessionStore
+    from codingagent.transaction.store import SessionStore
 
     if SessionStore(root).ids():  # the page of a new run directory starts its own sessions
         flags = kept_flags(root, session, flags)
     try:
         run(root, session, port, not no_open, flags)
     except KeyboardInterrupt:  # the way to stop it
-        sys.exit(130)
+        sys.exit(exits.Exit.INTERRUPTED)
 
 
 @main.command()
@@ -388,7 +376,7 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
             click.echo(" " * width + line)
     if damaged:
         error(f"{len(damaged)} damaged or unreadable file(s) listed above")
-        sys.exit(1)
+        sys.exit(exits.Exit.PROBLEM)
 
 
 # --- watching --------------------------------------------------------------------------
@@ -419,7 +407,7 @@ def _watch(
                 stop = loop.run(source, follow_up)
             except SourceError as failed:  # the endpoint failed mid-run: its own exit code
                 error(str(failed))
-                sys.exit(MODEL_EXIT["endpoint failed"])
+                sys.exit(exits.Exit.ENDPOINT_FAILED)
             except TurnNotApplied as fault:  # the watcher stops: the user must act first
                 if (loop.store.inbox / fault.source).is_file():
                     fault.retry = (
@@ -428,9 +416,9 @@ def _watch(
                     )
                 raise
     if stop.reason is StopReason.INTERRUPTED:
-        sys.exit(130)
+        sys.exit(exits.Exit.INTERRUPTED)
     if model is not None and stop.reason is not StopReason.COMPLETE:
-        sys.exit(MODEL_EXIT[stop.reason.value])
+        sys.exit(exits.MODEL_STOP[stop.reason.value])
 
 
 def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManager[ReplySource]:

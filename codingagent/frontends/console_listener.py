@@ -11,10 +11,9 @@ from codingagent.frontends.console import STYLE, console, safe_text, say, shorte
 from codingagent.session.seams import Listener
 
 if TYPE_CHECKING:
-    from codingagent.session.seams import Prompt, Reply, ReplySource, Stop
-    from codingagent.session.turn import TurnReport
-    from codingagent.session.undo import UndoReport
+    from codingagent.session.seams import Prompt, Reply, ReplySource, Stop, TurnReport
     from codingagent.state import CommandResult
+    from codingagent.transaction.undo import UndoReport
 
 
 NO_COMMAND = (

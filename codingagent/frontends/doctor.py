@@ -18,15 +18,15 @@ from codingagent import __version__
 from codingagent.faults import describe
 from codingagent.sandbox.backends import default_approval, status
 from codingagent.sandbox.protections import protections
-from codingagent.session.history import TurnRecord
-from codingagent.session.journal import Journal
 from codingagent.session.seams import SourceError
-from codingagent.session.store import SessionStore
 from codingagent.settings import ModelProfile, Settings, load_settings
 from codingagent.sources.pasteboard import describe as describe_clipboard
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.watching import backend_name
 from codingagent.state import Damaged, SessionError
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.journal import Journal
+from codingagent.transaction.store import SessionStore
 
 LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
 PACKAGES = (

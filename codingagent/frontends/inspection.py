@@ -21,9 +21,9 @@ from codingagent.frontends.options import root_option, session_argument
 def log(session: str, root: Path, as_json: bool) -> None:
     """Show each turn of SESSION (default: the latest): when, which reply, each command's
     result and duration."""
-    from codingagent.session.history import turn_log
-    from codingagent.session.store import SessionStore
     from codingagent.state import CommandResult
+    from codingagent.transaction.history import turn_log
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -75,11 +75,11 @@ def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first (damaged ones too, marked so)."""
     from rich.table import Table
 
-    from codingagent.session.summaries import age, summaries
+    from codingagent.transaction.summaries import age, summaries
 
     folder = root.resolve() / "sessions"
     if as_json:  # whole states: data for scripts
-        from codingagent.session.store import SessionStore
+        from codingagent.transaction.store import SessionStore
 
         store = SessionStore(root)
         states = [store.load(session_id) for session_id in store.ids()]
@@ -120,9 +120,9 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
 
     from codingagent.frontends.kept import MODEL_KEYS, in_force
     from codingagent.prompt.render import PromptOptions
-    from codingagent.session.outbox import ensure_outbox, prompt_text
-    from codingagent.session.store import SessionStore
     from codingagent.settings import load_settings
+    from codingagent.transaction.outbox import ensure_outbox, prompt_text
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)

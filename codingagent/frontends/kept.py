@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from codingagent.session.store import SessionStore
 from codingagent.settings import load_settings
 from codingagent.state import SessionState
+from codingagent.transaction.store import SessionStore
 
 NOT_KEPT = frozenset({"trust_settings"})
 MODEL_KEYS = ("model_name", "base_url", "model_id", "api_key_env", "model_timeout")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
-    from codingagent.session.summaries import summaries
+    from codingagent.transaction.summaries import summaries
 
     root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
     return [
@@ -160,8 +160,8 @@ def session_loop(
     from codingagent.frontends.console_listener import ConsoleListener
     from codingagent.frontends.kept import described
     from codingagent.session.loop import SessionLoop
-    from codingagent.session.store import SessionStore
     from codingagent.sources import pasteboard
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     state = store.load(store.resolve(session))

@@ -2,9 +2,8 @@
 FILE`` runs a queue, ``resume`` continues one, ``codingagent queue`` shows it. The console
 says "Task 2/5: <task>" as each task starts, how each ended, and a summary table at the end.
 
-Exit status of a queue run: 0 when every task completed, 3 when the queue ended with a task
-stopped or skipped (or halted by ``--stop-on-failure``), 130 when Ctrl-C stopped it (``resume``
-continues it), 1 for a problem to fix before it can go on.
+A queue run exits as :func:`codingagent.frontends.exits.queue_summary` says (halted by
+``--stop-on-failure`` counts as not completed; ``resume`` continues a queue Ctrl-C stopped).
 """
 
 from __future__ import annotations
@@ -21,21 +20,19 @@ from rich.console import Console
 from rich.table import Table
 
 from codingagent.frontends.console import console, safe_text, say, shorten
+from codingagent.frontends.exits import Exit
 from codingagent.frontends.options import root_option, run_settings, session_loop
 
 if TYPE_CHECKING:
+    from codingagent.queue.tasks import QueueState
     from codingagent.session.loop import SessionLoop
-    from codingagent.session.queue import QueueState
     from codingagent.session.seams import ReplySource
-    from codingagent.session.store import SessionStore
     from codingagent.sources.providers.client import ChatClient
+    from codingagent.transaction.store import SessionStore
 
     # The command line's reply source for a loop: the model's, else the inbox (and clipboard).
     SourceFor = Callable[[SessionLoop, ChatClient | None], AbstractContextManager[ReplySource]]
 
-# The exit status of a queue that ended with a task not completed: its own code, apart from the
-# single model run's codes by cause (3-7, docs/admission.md), so a script can tell them apart.
-QUEUE_FAILED = 8
 STYLES = {"completed": "green", "stopped": "yellow", "skipped": "yellow", "running": "bold"}
 
 
@@ -43,7 +40,7 @@ def task_list(
     tasks: tuple[str, ...], task_file: str | None, configured: tuple[str, ...]
 ) -> list[str]:
     """The queue's tasks: the arguments, then the file's; the settings' when neither is given."""
-    from codingagent.session.queue import checked_tasks, parse_tasks
+    from codingagent.queue.tasks import checked_tasks, parse_tasks
 
     found = checked_tasks(list(tasks), "the task arguments") if tasks else []
     if task_file is not None:
@@ -70,8 +67,8 @@ def start_queue(
     watch: bool = True,
 ) -> None:
     """``codingagent start`` with a queue: write the queue file, then run it."""
-    from codingagent.session.queue import QueueStore
-    from codingagent.session.store import SessionStore
+    from codingagent.queue.tasks import QueueStore
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     store.ensure_dirs()
@@ -83,8 +80,8 @@ def start_queue(
 def queue_of(root: Path, session: str) -> str | None:
     """The unfinished queue whose task to run now is SESSION's, or the halted one whose task
     that halted it is, if any (for ``resume``)."""
-    from codingagent.session.queue import QueueStore
-    from codingagent.session.store import SessionStore
+    from codingagent.queue.tasks import QueueStore
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     found = QueueStore(store).of_session(store.resolve(session))
@@ -102,10 +99,10 @@ def run_queue(
 ) -> None:
     """Run the queue from the task to run now (``reopen``: a halted queue goes on from the
     task that halted it); the summary, and the exit status."""
-    from codingagent.session.queue import QueueStore
-    from codingagent.session.queue_runner import QueueRunner
-    from codingagent.session.store import SessionStore
+    from codingagent.queue.queue_runner import QueueRunner
+    from codingagent.queue.tasks import QueueStore
     from codingagent.sources.providers.client import ChatClient
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     queues = QueueStore(store)
@@ -134,14 +131,14 @@ def run_queue(
         index = queue.position
         running = "" if index is None else f" {queue.tasks[index].session_id or ''}"
         say(f"Queue {queue_id} stopped. Continue it with: codingagent resume{running}".rstrip())
-        sys.exit(130)
+        sys.exit(Exit.INTERRUPTED)
     if not watch:
         return
     console.print(summary_table(store, end.queue))
     if end.queue.halted:
         say(f"The queue halted: {end.queue.halted}", "yellow")
     if not end.queue.succeeded:
-        sys.exit(QUEUE_FAILED)
+        sys.exit(Exit.QUEUE_INCOMPLETE)
 
 
 class ConsoleQueueListener:
@@ -178,7 +175,7 @@ class ConsoleQueueListener:
 
 
 def summary_table(store: SessionStore, queue: QueueState) -> Table:
-    from codingagent.session.queue import summary_rows
+    from codingagent.queue.tasks import summary_rows
 
     table = Table(
         "#", "task", "session", "turns", "outcome", "time", "tokens in/out", "why",
@@ -208,8 +205,8 @@ def summary_table(store: SessionStore, queue: QueueState) -> Table:
 def queue_command(queue_ref: str, root: Path, as_json: bool, skip: bool) -> None:
     """Show QUEUE (default: the latest): each task, its session, turns, outcome, time and
     tokens."""
-    from codingagent.session.queue import QueueStore, summary_rows
-    from codingagent.session.store import SessionStore
+    from codingagent.queue.tasks import QueueStore, summary_rows
+    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     queues = QueueStore(store)

@@ -1,15 +1,15 @@
-"""One session's life: its turns as crash-safe transactions and the loop that feeds them.
+"""One session's life: the loop that feeds it replies, and each turn's steps.
 
 :mod:`.loop` is the session loop (SessionLoop: the one place that decides when a session stops);
 :mod:`.seams` holds the types it shares with sources and front ends (Reply, ReplySource,
-Listener, Prompt, Stop). A turn (:mod:`.turn`) is admitted (:mod:`.admission`: the one place
-that admits a reply), read (:mod:`.replies`), journaled (:mod:`.journal`, :mod:`.history`),
-executed, and rolled back (:mod:`.rollback`) or recovered (:mod:`.recovery`) if it cannot
-finish; :mod:`.undo` puts turns back; :mod:`.store` keeps the sessions' files, :mod:`.outbox`
-writes the next prompt, :mod:`.lifecycle` starts, answers and follows up a session;
-:mod:`.crashpoints` are the kill points the crash tests use. A queue of tasks is a loop of
-sessions around the loop: :mod:`.queue` keeps its durable file, :mod:`.queue_runner` runs it.
+Listener, Prompt, TurnReport, Stop). A turn (:mod:`.turn`) is admitted (:mod:`.admission`: the
+one place that admits a reply), read (:mod:`.replies`), executed and committed through the
+``transaction`` wing, which makes it durable; :mod:`.recovery` finishes or rolls back a turn a
+crash interrupted and applies its reply afresh; :mod:`.lifecycle` starts, answers and follows up
+a session. A queue of tasks runs sessions from the ``queue`` wing above; a session never knows
+about it.
 
-May import: the base and every wing below it (``prompt``, ``execute``, ``protocol``,
-``workspace``, ``sandbox``); never ``sources`` or ``frontends``.
+May import: the base and every wing below it (``transaction``, ``prompt``, ``execute``,
+``protocol``, ``workspace``, ``sandbox``, ``secrecy``); never ``queue``, ``sources`` or
+``frontends``.
 """

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from codingagent.fsio import atomic_write
 from codingagent.protocol.scan import reply_echo
-from codingagent.session.history import TurnRecord, turn_record
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionState
+from codingagent.transaction.history import TurnRecord, turn_record
+from codingagent.transaction.store import SessionStore
 
 REFUSED = "refused"  # the session's folder of replies not applied
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo

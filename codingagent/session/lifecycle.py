@@ -13,11 +13,11 @@ from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.sandbox.backends import SandboxUnavailable
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell
-from codingagent.session.journal import refuse_if_interrupted
-from codingagent.session.outbox import next_outbox, write_outbox
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
+from codingagent.transaction.journal import refuse_if_interrupted
+from codingagent.transaction.outbox import next_outbox, write_outbox
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
 

@@ -48,15 +48,23 @@ from codingagent.sandbox.shell import Shell, ShellResult
 from codingagent.secrecy.secret_files import notes as secret_file_notes
 from codingagent.secrecy.secret_files import secret_files
 from codingagent.session.lifecycle import answer_question, follow_up_session, make_shell
-from codingagent.session.outbox import ensure_outbox
 from codingagent.session.recovery import recover
-from codingagent.session.rollback import TurnInterrupted
-from codingagent.session.seams import Listener, Prompt, Reply, ReplySource, Stop, StopReason
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnOptions, TurnReport, apply_reply
-from codingagent.session.undo import UndoReport, undo
+from codingagent.session.seams import (
+    Listener,
+    Prompt,
+    Reply,
+    ReplySource,
+    Stop,
+    StopReason,
+    TurnReport,
+)
+from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Environment, SessionError, SessionState
+from codingagent.transaction.outbox import ensure_outbox
+from codingagent.transaction.rollback import TurnInterrupted
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import UndoReport, undo
 
 if TYPE_CHECKING:
     from filelock import FileLock

@@ -9,15 +9,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
-from codingagent.session.crashpoints import crash_point
-from codingagent.session.history import Restored, TurnRecord, turn_record
-from codingagent.session.journal import Journal
-from codingagent.session.outbox import open_workspace
-from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnOptions, TurnReport, apply_admitted
-from codingagent.session.undo import finish_undo
+from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
+from codingagent.transaction.crashpoints import crash_point
+from codingagent.transaction.history import Restored, TurnRecord, turn_record
+from codingagent.transaction.journal import Journal
+from codingagent.transaction.outbox import open_workspace
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import finish_undo
 
 
 def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnReport | None:

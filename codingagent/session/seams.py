@@ -14,11 +14,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codingagent.prompt.render import estimate_tokens
+from codingagent.session.admission import Refusal
+from codingagent.state import SessionState
 
-if TYPE_CHECKING:  # for annotations only: the turn itself takes a Reply from here
-    from codingagent.session.turn import TurnReport
-    from codingagent.session.undo import UndoReport
+if TYPE_CHECKING:
+    from codingagent.execute import TurnOutcome
     from codingagent.state import CommandResult
+    from codingagent.transaction.undo import UndoReport
+
+
+@dataclass
+class TurnReport:
+    """What happened in one turn, for the console."""
+
+    state: SessionState
+    outcome: TurnOutcome
+    outbox: Path | None  # the next prompt, or None when the session is complete
+    history: Path
+    notes: list[str] = field(default_factory=list)  # problems with the reply file itself
+    skipped: bool = False  # a duplicate or a stale reply: nothing was applied
+    refusal: Refusal | None = None  # why it was skipped (for the user, and for a model)
+    masked: int = 0  # secrets masked in the next prompt
+    # Files the turn left that run code when the user works in the folder (autorun.scan).
+    auto_run: list[str] = field(default_factory=list)
+
+    @property
+    def found_no_command(self) -> bool:
+        """Applied, yet no command was found in the reply (prose, or the wrong text pasted):
+        the next prompt asks the LLM for commands, and the user deserves to hear it."""
+        return not self.skipped and all(
+            r.command in ("REPLY", "NOTE") for r in self.outcome.results
+        )
 
 
 @dataclass(frozen=True)

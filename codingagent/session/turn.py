@@ -3,7 +3,7 @@
     reply bytes -> dedupe -> journal -> decode -> parse -> execute (pre-images first)
       -> history -> next outbox -> state (the commit point) -> journal removed
 
-The journal (:mod:`codingagent.session.journal`) exists exactly while a turn is in flight.
+The journal (:mod:`codingagent.transaction.journal`) exists exactly while a turn is in flight.
 Before any
 workspace file is written or deleted, its pre-image is appended to the turn's history and
 fsynced.  The reply, the state before the turn and the journal are durable before the first
@@ -27,8 +27,8 @@ import hashlib
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from codingagent.execute import TurnOutcome, execute
 from codingagent.faults import TurnNotApplied
@@ -38,41 +38,21 @@ from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
-from codingagent.session.capture import Watch
-from codingagent.session.crashpoints import OnResult, after_each_result, crash_point
-from codingagent.session.history import TurnRecord, digest_of, turn_record
-from codingagent.session.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
-from codingagent.session.outbox import ensure_outbox, next_outbox, open_workspace
 from codingagent.session.replies import REPLY_SIZE_CAP, note_result, read_reply, unreadable
-from codingagent.session.rollback import TurnInterrupted, roll_back_failed, roll_back_interrupted
-from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
+from codingagent.session.seams import Reply, TurnReport
 from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
+from codingagent.transaction.capture import Watch
+from codingagent.transaction.crashpoints import OnResult, after_each_result, crash_point
+from codingagent.transaction.history import TurnRecord, digest_of, turn_record
+from codingagent.transaction.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
+from codingagent.transaction.outbox import ensure_outbox, next_outbox, open_workspace
+from codingagent.transaction.rollback import (
+    TurnInterrupted,
+    roll_back_failed,
+    roll_back_interrupted,
+)
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace, autorun
-
-
-@dataclass
-class TurnReport:
-    """What happened in one turn, for the console."""
-
-    state: SessionState
-    outcome: TurnOutcome
-    outbox: Path | None  # the next prompt, or None when the session is complete
-    history: Path
-    notes: list[str] = field(default_factory=list)  # problems with the reply file itself
-    skipped: bool = False  # a duplicate or a stale reply: nothing was applied
-    refusal: Refusal | None = None  # why it was skipped (for the user, and for a model)
-    masked: int = 0  # secrets masked in the next prompt
-    # Files the turn left that run code when the user works in the folder (autorun.scan).
-    auto_run: list[str] = field(default_factory=list)
-
-    @property
-    def found_no_command(self) -> bool:
-        """Applied, yet no command was found in the reply (prose, or the wrong text pasted):
-        the next prompt asks the LLM for commands, and the user deserves to hear it."""
-        return not self.skipped and all(
-            r.command in ("REPLY", "NOTE") for r in self.outcome.results
-        )
 
 
 @dataclass(frozen=True)
@@ -269,7 +249,7 @@ def _execute(
     problems: list[CommandResult],
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
-    what each RUN_COMMAND changed recorded around it (:mod:`codingagent.session.capture`)."""
+    what each RUN_COMMAND changed recorded around it (:mod:`codingagent.transaction.capture`)."""
     ws.before_change = journal.record
     ws.watch = Watch(ws, journal)
     try:

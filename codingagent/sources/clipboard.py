@@ -52,8 +52,7 @@ from codingagent.prompt.render import is_prompt
 from codingagent.protocol.commands import RunCommand
 from codingagent.protocol.scan import commands_and_slips, has_command_line, reply_echo
 from codingagent.session.admission import reply_digest
-from codingagent.session.seams import Prompt, Reply
-from codingagent.session.turn import TurnReport
+from codingagent.session.seams import Prompt, Reply, TurnReport
 from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes

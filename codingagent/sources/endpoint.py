@@ -23,12 +23,11 @@ from __future__ import annotations
 import threading
 
 from codingagent.prompt.render import estimate_tokens
-from codingagent.session.seams import Listener, Prompt, Reply
-from codingagent.session.store import SessionStore
-from codingagent.session.turn import TurnReport
+from codingagent.session.seams import Listener, Prompt, Reply, TurnReport
 from codingagent.sources import transcript
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.providers.wire import Answer, Conversation
+from codingagent.transaction.store import SessionStore
 
 
 class EndpointSource:

@@ -1,7 +1,7 @@
 """What a RUN_COMMAND changed in the workspace: stat scans before and after, and their diff.
 
 A scan records each file's stat data (inode, size, mtime, ctime, mode) and each folder, and
-reads no file: the session's shadow copy (:mod:`codingagent.session.shadow`) hashes only what
+reads no file: the session's shadow copy (:mod:`codingagent.transaction.shadow`) hashes only what
 moved.  It covers what undo covers (docs/undo.md): every regular file except those in ``.git``,
 the agent's folders, SKIPPED_DIRS and folders the ignore files ignore (``build/``,
 ``node_modules/``...): those folders are noted by their own stat data only ("untracked"), so a

@@ -23,11 +23,11 @@ from codingagent.prompt.render import is_prompt
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
 from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.state import SessionError
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import broad_reason, resolve_workspace
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history

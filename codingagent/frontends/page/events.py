@@ -19,10 +19,9 @@ from codingagent.frontends.page.views import result_json
 from codingagent.session.seams import Listener
 
 if TYPE_CHECKING:
-    from codingagent.session.seams import Prompt, Reply, ReplySource, Stop
-    from codingagent.session.turn import TurnReport
-    from codingagent.session.undo import UndoReport
+    from codingagent.session.seams import Prompt, Reply, ReplySource, Stop, TurnReport
     from codingagent.state import CommandResult
+    from codingagent.transaction.undo import UndoReport
 
 Event = dict[str, Any]
 APPROVAL_TIMEOUT = 300.0  # seconds a RUN_COMMAND waits for Allow or Deny before it is denied

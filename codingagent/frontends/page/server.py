@@ -51,10 +51,10 @@ from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, Event
 from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.prompt.render import PromptOptions
-from codingagent.session.queue import QueueStore
-from codingagent.session.store import SessionStore
+from codingagent.queue.tasks import QueueStore
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.state import SessionError
+from codingagent.transaction.store import SessionStore
 
 STATIC = Path(__file__).parent / "static"
 HOST = "127.0.0.1"

@@ -12,11 +12,11 @@ from typing import Any
 
 from codingagent.frontends.page.diffs import session_diffs
 from codingagent.prompt.render import PromptOptions, estimate_tokens
-from codingagent.session.history import TurnRecord
-from codingagent.session.outbox import ensure_outbox, open_workspace, prompt_text
-from codingagent.session.queue import QueueStore, summary_rows
-from codingagent.session.store import SessionStore
+from codingagent.queue.tasks import QueueStore, summary_rows
 from codingagent.state import CommandResult, SessionError, SessionState
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.outbox import ensure_outbox, open_workspace, prompt_text
+from codingagent.transaction.store import SessionStore
 
 
 def result_json(result: CommandResult) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from codingagent.faults import describe
-from codingagent.session.history import TurnRecord
-from codingagent.session.journal import Journal
-from codingagent.session.store import SessionStore
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.journal import Journal
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 

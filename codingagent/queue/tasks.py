@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from codingagent.fsio import atomic_write
-from codingagent.session.history import turn_log
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionError, read_json_model, utc_now
+from codingagent.transaction.history import turn_log
+from codingagent.transaction.store import SessionStore
 
 if TYPE_CHECKING:
     from filelock import FileLock

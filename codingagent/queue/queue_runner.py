@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Protocol
 
 from codingagent.faults import Fault
+from codingagent.queue.tasks import Outcome, QueueState, QueueStore
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
-from codingagent.session.queue import Outcome, QueueState, QueueStore
 from codingagent.session.seams import ReplySource, SourceError, Stop, StopReason
 from codingagent.settings import Settings
 from codingagent.state import SessionError, utc_now

@@ -7,7 +7,7 @@ turn (or an undo) is in flight; before any workspace file is written or deleted,
 so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.  A
 RUN_COMMAND, which may change any file, is covered by a ``command`` record written before it
 runs and naming the session's shadow copy of the workspace; its changes' pre-images follow it
-(:mod:`codingagent.session.capture`, docs/undo.md).
+(:mod:`codingagent.transaction.capture`, docs/undo.md).
 
 ``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
 that fails half-way (a full disk) is cut back before the next one, so a torn record can never
@@ -24,10 +24,10 @@ from typing import Any
 
 from codingagent.execute.context import CommandFailed
 from codingagent.fsio import atomic_write
-from codingagent.session.crashpoints import crash_point
-from codingagent.session.history import TurnRecord
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionError, damaged
+from codingagent.transaction.crashpoints import crash_point
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PreImage
 
 PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codingagent.fsio import atomic_write
-from codingagent.session.summaries import state_files
 from codingagent.state import SessionError, SessionState, read_json_model, utc_now
+from codingagent.transaction.summaries import state_files
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -135,7 +135,7 @@ class SessionStore:
     # --- journal: the turn in progress ----------------------------------------------------
 
     def journal_path(self, session_id: str) -> Path:
-        """Present while a turn is being applied; see :mod:`codingagent.session.journal`."""
+        """Present while a turn is being applied; see :mod:`codingagent.transaction.journal`."""
         return self.sessions / session_id / "journal.json"
 
     # --- lock --------------------------------------------------------------------------

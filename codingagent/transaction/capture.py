@@ -19,9 +19,9 @@ from __future__ import annotations
 import stat
 
 from codingagent.execute.context import CommandFailed
-from codingagent.session.crashpoints import crash_point
-from codingagent.session.journal import Journal
-from codingagent.session.shadow import SHADOW, Index, Shadow
+from codingagent.transaction.crashpoints import crash_point
+from codingagent.transaction.journal import Journal
+from codingagent.transaction.shadow import SHADOW, Index, Shadow
 from codingagent.workspace import PreImage, Workspace
 from codingagent.workspace.preimage import PREIMAGE_IN_MEMORY
 from codingagent.workspace.snapshot import CommandChanges, moved

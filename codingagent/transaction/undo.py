@@ -12,12 +12,12 @@ from typing import Any
 
 from codingagent.fsio import atomic_write
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
-from codingagent.session.crashpoints import crash_point
-from codingagent.session.history import Restored, TurnRecord, digest_of
-from codingagent.session.journal import Journal, refuse_if_interrupted
-from codingagent.session.outbox import ensure_outbox, open_workspace
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionError, SessionState, utc_now
+from codingagent.transaction.crashpoints import crash_point
+from codingagent.transaction.history import Restored, TurnRecord, digest_of
+from codingagent.transaction.journal import Journal, refuse_if_interrupted
+from codingagent.transaction.outbox import ensure_outbox, open_workspace
+from codingagent.transaction.store import SessionStore
 
 
 @dataclass

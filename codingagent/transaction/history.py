@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from codingagent.fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
-from codingagent.session.crashpoints import crash_point
-from codingagent.session.shadow import SHADOW, Shadow, put_back
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionState, damaged
+from codingagent.transaction.crashpoints import crash_point
+from codingagent.transaction.shadow import SHADOW, Shadow, put_back
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, PreImage, Workspace
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 from codingagent.prompt.compose import compose
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
-from codingagent.session.store import SessionStore
 from codingagent.state import SessionError, SessionState
+from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 
