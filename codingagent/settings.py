@@ -70,7 +70,7 @@ class ModelProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # One adapter each in sources/providers/ (docs/models.md, "Adding a provider").
-    api: Literal["openai", "anthropic", "azure", "copilot"] = Field(
+    api: Literal["openai", "anthropic", "azure", "copilot", "ollama"] = Field(
         "openai", description="the API: openai (chat completions), anthropic, azure, copilot"
     )
     base_url: str = Field(description="the API's root, e.g. http://127.0.0.1:11434/v1")
@@ -82,6 +82,12 @@ class ModelProfile(BaseModel):
     stream: bool = Field(True, description="stream the reply (a live line shows its progress)")
     deployment: str | None = Field(None, description="azure: the deployment's name")
     api_version: str | None = Field(None, description="azure: the api-version of the path")
+    context_tokens: int | None = Field(
+        None, ge=256, description="the model's window, tokens (default: asked of the server)"
+    )
+    keep_alive: str | None = Field(
+        None, description='ollama: how long the model stays loaded ("5m", "1h", "-1")'
+    )
 
     # The [models.NAME] the profile came from; None when flags alone named the endpoint.
     _name: str | None = PrivateAttr(None)
@@ -107,6 +113,9 @@ class Settings(BaseModel):
     max_output: int = Field(4000, ge=100, description="RUN_COMMAND output kept, characters")
     max_reply_bytes: int = Field(5 * 1024 * 1024, ge=1, description="larger replies are not run")
     token_budget: int = Field(100_000, ge=1000, description="warn when a prompt is larger")
+    context_tokens: int | None = Field(
+        None, ge=256, description="the chat's window, tokens: prompts are fitted to it"
+    )
     max_preimage_bytes: int = Field(
         50 * 1024 * 1024, ge=0, description="bytes of old file contents one turn keeps for undo"
     )

@@ -406,8 +406,9 @@ def _watch(
             try:
                 stop = loop.run(source, follow_up)
             except SourceError as failed:  # the endpoint failed mid-run: its own exit code
-                error(str(failed))
-                sys.exit(exits.Exit.ENDPOINT_FAILED)
+                error(str(failed))  # (a window too small for the prompt: a problem to fix, 1)
+                fix_first = getattr(failed, "fix_first", False)
+                sys.exit(exits.Exit.PROBLEM if fix_first else exits.Exit.ENDPOINT_FAILED)
             except TurnNotApplied as fault:  # the watcher stops: the user must act first
                 if (loop.store.inbox / fault.source).is_file():
                     fault.retry = (

@@ -134,9 +134,16 @@ class ConsoleListener(Listener):
             paste = " Paste it into your chat LLM." if self._pasting else ""
             say(
                 f"Next prompt: {prompt.path} ({len(prompt.text):,} characters, "
-                f"~{prompt.tokens:,} tokens).{paste}"
+                f"~{prompt.tokens:,}{_of(prompt.window)} tokens).{paste}"
             )
-        if prompt.tokens > token_budget:
+        if prompt.window and prompt.tokens > prompt.window:
+            say(
+                f"warning: the prompt (~{prompt.tokens:,} tokens) is over the chat's window "
+                f"({prompt.window:,}, setting context_tokens) even with all that can be cut "
+                "left out; use a chat with a larger window",
+                "yellow",
+            )
+        elif prompt.tokens > token_budget:
             say(
                 f"warning: the prompt is over the token budget ({prompt.tokens:,} > "
                 f"{token_budget:,}); some chat UIs will cut it",
@@ -171,3 +178,8 @@ class ConsoleListener(Listener):
         if stop.message:
             attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)
             say(stop.message, "yellow" if attention else "")
+
+
+def _of(window: int | None) -> str:
+    """ " of M" after a prompt's tokens when the chat's window is known (context_tokens)."""
+    return f" of {window:,}" if window else ""

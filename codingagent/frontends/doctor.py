@@ -97,8 +97,9 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
 
 
 def profile_check(profile: ModelProfile, offline: bool) -> str:
-    """A model profile's API and address, whether its key variable is set (never the key), and
-    whether the endpoint answers and offers the model (``offline``: not asked)."""
+    """A model profile's API and address, whether its key variable is set (never the key),
+    whether the endpoint answers and offers the model, and the model's window and where it
+    came from (``offline``: not asked)."""
     said = f"{profile.api} API at {profile.base_url}, model {profile.model}"
     variable = profile.api_key_env
     if variable and not os.environ.get(variable):
@@ -106,13 +107,20 @@ def profile_check(profile: ModelProfile, offline: bool) -> str:
     if variable:
         said += f"; ${variable} is set"
     if offline:
-        return said + "; not asked (--offline)"
+        own = profile.context_tokens
+        shown = f"; window {own:,} tokens (context_tokens)" if own else ""
+        return said + shown + "; not asked (--offline)"
     try:
         with ChatClient(profile) as client:
             client.check()
+            window = client.window()
+            api = client.adapter.api
     except SourceError as e:
         return f"{said}; {e}"
-    return said + "; it answers"
+    spoken = "; Ollama found: its own chat API is used (num_ctx)" if api != profile.api else ""
+    loaded = f", {window.loaded:,} as loaded now" if window.loaded else ""
+    size = f"window {window.tokens:,} tokens ({window.source}{loaded})"
+    return f"{said}; it answers{spoken}; {size}"
 
 
 def setting_text(value: object) -> str:

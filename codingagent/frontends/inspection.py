@@ -18,9 +18,10 @@ from codingagent.frontends.options import root_option, session_argument
 @session_argument
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print the log as JSON.")
-def log(session: str, root: Path, as_json: bool) -> None:
+@click.option("--thinking", is_flag=True, help="Also print what a reasoning model thought.")
+def log(session: str, root: Path, as_json: bool, thinking: bool) -> None:
     """Show each turn of SESSION (default: the latest): when, which reply, each command's
-    result and duration."""
+    result and duration, and how much the model thought (never run: docs/protocol.md)."""
     from codingagent.state import CommandResult
     from codingagent.transaction.history import turn_log
     from codingagent.transaction.store import SessionStore
@@ -28,6 +29,8 @@ def log(session: str, root: Path, as_json: bool) -> None:
     store = SessionStore(root)
     session_id = store.resolve(session)
     entries = turn_log(store, session_id)
+    for entry, folder in zip(entries, store.turns(session_id), strict=True):
+        entry["thinking"] = entry.get("thinking") or _thought(folder / "reply.txt")
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
@@ -53,6 +56,12 @@ def log(session: str, root: Path, as_json: bool) -> None:
                     style="dim",
                 )
             )
+        if entry["thinking"]:
+            said = f"  thought for {len(entry['thinking']):,} characters (never run)"
+            out.print(safe_text(said, style="dim"))
+            if thinking:
+                for line in entry["thinking"].splitlines():
+                    out.print(safe_text(f"    | {line}", style="dim"))
         for result in map(CommandResult.model_validate, entry["results"]):
             out.print(
                 safe_text(f"  {result.headline}", style=STYLE[result.success])
@@ -66,6 +75,16 @@ def log(session: str, root: Path, as_json: bool) -> None:
             out.print(
                 safe_text(f"  {entry['masked']} secret(s) masked in the next prompt{by_kind}")
             )
+
+
+def _thought(reply: Path) -> str:
+    """The leading thinking of a turn's reply as received ("" if none, or unreadable)."""
+    from codingagent.protocol.reasoning import split_reasoning
+
+    try:
+        return split_reasoning(reply.read_bytes().decode("utf-8", "replace")).thinking
+    except OSError:
+        return ""
 
 
 @click.command()

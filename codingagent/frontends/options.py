@@ -84,6 +84,12 @@ def tuning_options(command: Callable) -> Callable:
             type=click.Choice(["every", "first"]),
             help="The full PROTOCOL in the first prompt only (default), or in every one.",
         ),
+        click.option(
+            "--context-tokens",
+            type=int,
+            metavar="N",
+            help="The chat's window in tokens: prompts are fitted to it (docs/models.md).",
+        ),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from codingagent.prompt.changes import listing_change
+from codingagent.prompt.fitting import fit_prompt, prompt_budget
 from codingagent.prompt.render import (
     FileView,
     OutboxContext,
@@ -172,7 +173,9 @@ def compose(
     it shows whole; how many secrets of each kind were masked in it.
 
     Over ``prompt.token_budget``, the largest file views are shown in smaller windows first.
-    With ``prompt.mask_secrets`` (setting ``mask_secrets``), secrets in it are masked.
+    With ``prompt.context_tokens`` (a chat's window), the prompt is then fitted to it
+    (:mod:`codingagent.prompt.fitting`). With ``prompt.mask_secrets`` (setting
+    ``mask_secrets``), secrets in it are masked.
     """
     listing = ws.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
     views = []
@@ -200,6 +203,8 @@ def compose(
         text, kinds = masking.for_session(state.session_id).mask(text)
     if kinds:
         text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
+    if prompt.context_tokens is not None:  # a chat with a known window (docs/models.md)
+        text, _ = fit_prompt(text, prompt_budget(prompt.context_tokens))
     return text, shown, kinds
 
 

@@ -61,6 +61,7 @@ class PromptOptions:
     mask_secrets: bool = True  # secrets masked before the prompt is written (docs/security.md §6)
     secret_files_allow: tuple[str, ...] = ()  # secret files commands may read (docs/secrets.md)
     full_protocol: bool = False  # the full PROTOCOL and Environment whatever else holds
+    context_tokens: int | None = None  # the chat's window: prompts are fitted to it
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PromptOptions:
@@ -72,6 +73,7 @@ class PromptOptions:
             token_budget=settings.token_budget,
             mask_secrets=settings.mask_secrets,
             secret_files_allow=settings.secret_files_allow,
+            context_tokens=settings.context_tokens,
         )
 
 

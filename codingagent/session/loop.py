@@ -363,7 +363,8 @@ class SessionLoop:
         return self._shell
 
     def _offer(self, path: Path, sequence: int) -> Prompt:
-        prompt = Prompt(self.session_id, sequence, path, path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        prompt = Prompt(self.session_id, sequence, path, text, self.settings.context_tokens)
         # A model's prompts stay off the clipboard: nobody pastes them, and the user's own
         # clipboard is left alone.
         wanted = self._copy is not None and self.settings.copies_prompts and not self._automatic

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
+from codingagent.protocol.reasoning import UNCLOSED_NOTE, split_reasoning
 from codingagent.protocol.scan import commands_and_slips, unwrapped_diff
 from codingagent.state import CommandResult
 
@@ -21,9 +22,15 @@ def read_reply(
 ) -> tuple[list[Command], list[CommandResult]]:
     """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
     itself, which the LLM sees first: then a note for each line that holds a tag but was not
-    taken as a command (:mod:`codingagent.protocol.scan`)."""
+    taken as a command (:mod:`codingagent.protocol.scan`). A leading thinking block is not
+    parsed (:mod:`codingagent.protocol.reasoning`)."""
     text, problem = decode_reply(data, max_reply_bytes, size)
     problems = [problem] if problem else []
+    if text is not None:  # a reasoning model's thinking is never parsed
+        reasoned = split_reasoning(text)
+        text = reasoned.answer
+        if reasoned.unclosed is not None:
+            problems.append(_problem(UNCLOSED_NOTE.format(name=reasoned.unclosed)))
     commands, slips = commands_and_slips(text) if text is not None else ([], [])
     problems += [note_result(slip.note) for slip in slips]
     if len(commands) > MAX_COMMANDS:

@@ -73,6 +73,7 @@ class Prompt:
     sequence: int
     path: Path
     text: str
+    window: int | None = None  # the chat's window (setting context_tokens), if known
 
     @property
     def tokens(self) -> int:

@@ -8,6 +8,13 @@ the history, turns applied by copy-paste included), then the prompt. The answer 
 like a pasted reply (journaled, deduplicated, undoable); the model, its tokens, seconds and
 finish reason go into the turn's ``meta.json``, which ``codingagent log`` shows.
 
+Each request is fitted to the model's window (:mod:`codingagent.prompt.fitting`; the window
+from :mod:`codingagent.sources.providers.windows`): what was left out is noted on the console
+and in the turn's ``meta.json``; a prompt that cannot fit is never sent (:class:`WindowTooSmall`,
+a problem to fix), and a server that refuses a request as over its window is asked once more
+with a smaller one, never the same. Reasoning a model sends apart from its answer is kept in
+``meta.json`` (``thinking``), never parsed.
+
 The endpoint knows which prompt each answer answers (it sent it), so the answer is bound to it
 (``Reply.answers``): a wrong or missing ``Session:/Sequence:`` line is applied and noted to the
 model, never a reason to refuse. An answer that is refused all the same (a repeat of an applied
@@ -20,13 +27,21 @@ When the loop stops and how RUN_COMMAND is approved is the session loop's busine
 
 from __future__ import annotations
 
+import math
 import threading
 
+from codingagent.prompt.fitting import Count, Fitted, NoFit, fit, prompt_budget, reply_reserve
 from codingagent.prompt.render import estimate_tokens
 from codingagent.session.seams import Listener, Prompt, Reply, TurnReport
 from codingagent.sources import transcript
 from codingagent.sources.providers.client import ChatClient
-from codingagent.sources.providers.wire import Answer, Conversation
+from codingagent.sources.providers.windows import Window, fix_line
+from codingagent.sources.providers.wire import (
+    Answer,
+    ContextOverflow,
+    Conversation,
+    WindowTooSmall,
+)
 from codingagent.transaction.store import SessionStore
 
 
@@ -50,6 +65,7 @@ class EndpointSource:
         self._history_turns = history_turns
         self._history_chars = history_chars
         self._refused: str | None = None  # why the last answer was not applied
+        self._fitted = Fitted(system, [], 0)  # the last request, as fitted to the window
         self.description = f"Asking {client.profile.model} at {client.url} for each reply"
 
     def __enter__(self) -> EndpointSource:
@@ -58,22 +74,49 @@ class EndpointSource:
     def __exit__(self, *exc_info: object) -> None:
         self._client.__exit__(*exc_info)
 
-    def conversation(self, prompt: Prompt) -> Conversation:
-        """The request for ``prompt``: the PROTOCOL, the history, the prompt."""
+    def conversation(
+        self, prompt: Prompt, budget: int | None = None, count: Count | None = None
+    ) -> Conversation:
+        """The request for ``prompt``: the PROTOCOL, the history, the prompt, fitted to the
+        model's window (``budget`` tokens, counted by ``count``: by default the window less
+        the reply's reserve, counted by the server's tokenizer or the documented bound)."""
         store = self._store
         earlier = transcript.history(store, prompt, self._history_turns, self._history_chars)
         told = refused_preface(self._refused, prompt)
         asked = told + transcript.cut_note(store, prompt) + transcript.without_protocol(prompt.text)
-        return Conversation(self._system, [*earlier, {"role": "user", "content": asked}])
+        client = self._client
+        window = client.window()
+        reserve = reply_reserve(window.tokens, client.profile.max_tokens)
+        budget = window.tokens - reserve if budget is None else budget
+        try:
+            self._fitted = fit(self._system, earlier, asked, budget, count or client.count)
+        except NoFit as e:
+            raise WindowTooSmall(self._too_small(window, e.needed + reserve)) from None
+        return Conversation(self._system, self._fitted.messages, self._fitted.tokens + reserve)
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
         listener = self._listener
-        answer = self._client.complete(
-            self.conversation(prompt), stop, listener.progress, listener.note
-        )
+        conversation = self.conversation(prompt)
+        self._note_cuts()
+        try:
+            answer = self._client.complete(conversation, stop, listener.progress, listener.note)
+        except ContextOverflow as refused:  # once more, smaller; never the same request
+            conversation = self._smaller(prompt, conversation, refused)
+            self._note_cuts()
+            try:
+                answer = self._client.complete(conversation, stop, listener.progress, listener.note)
+            except ContextOverflow as again:
+                window = self._client.window()
+                needed = again.prompt_tokens or self._fitted.tokens
+                raise WindowTooSmall(self._too_small(window, needed, again.window)) from None
         if answer is None:
             return None
         listener.note(_stats(answer))
+        if answer.thinking:
+            listener.note(
+                f"{answer.model} thought for {len(answer.thinking):,} characters (kept with "
+                "the turn; codingagent log --thinking shows it)"
+            )
         if answer.cut:
             listener.note(
                 "note: the answer stopped at the output limit (max_tokens); its last command "
@@ -92,7 +135,63 @@ class EndpointSource:
                 "tokensCached": usage.cache_read,
                 "modelSeconds": round(answer.seconds, 2),
                 "finishReason": answer.finish_reason,
+                "contextWindow": self._client.window().tokens,
+                "promptTokens": self._fitted.tokens,
+                "fitted": list(self._fitted.cuts),
+                **({"thinking": answer.thinking} if answer.thinking else {}),
             },
+        )
+
+    def _smaller(
+        self, prompt: Prompt, sent: Conversation, refused: ContextOverflow
+    ) -> Conversation:
+        """The request again after the server said it was over its window: counted as the
+        server counted it, within the window it named, and smaller than the one refused."""
+        client = self._client
+        window = client.window()
+        tokens = refused.window or window.tokens
+        ratio = 1.25  # unknown: our count was that much too low, at least
+        if refused.prompt_tokens:
+            ratio = max(1.0, refused.prompt_tokens / max(1, self._fitted.tokens)) * 1.05
+        budget = min(
+            prompt_budget(tokens, client.profile.max_tokens), int(self._fitted.tokens / ratio) - 1
+        )
+        if budget <= 0:
+            raise WindowTooSmall(self._too_small(window, refused.prompt_tokens or 0, tokens))
+
+        def counted(text: str) -> int:
+            return math.ceil(client.count(text) * ratio)
+
+        self._listener.note(
+            f"note: {client.url} refused the request as over its window ({refused}); "
+            "asking once more with a smaller prompt"
+        )
+        smaller = self.conversation(prompt, budget, counted)
+        if smaller.messages == sent.messages:
+            needed = refused.prompt_tokens or self._fitted.tokens
+            raise WindowTooSmall(self._too_small(window, needed, tokens))
+        return smaller
+
+    def _note_cuts(self) -> None:
+        """Say what was left out of the request to fit the window, if anything."""
+        fitted = self._fitted
+        if fitted.cuts:
+            window = self._client.window()
+            self._listener.note(
+                f"note: the request was fitted to the model's window of {window.tokens:,} "
+                f"tokens ({window.source}): {'; '.join(fitted.cuts)}"
+            )
+
+    def _too_small(self, window: Window, needed: int, told: int | None = None) -> str:
+        """The one line for a window too small for even the smallest prompt."""
+        client = self._client
+        tokens = told or window.tokens
+        source = "as the server said" if told else window.source
+        return (
+            f"The prompt does not fit the window of {client.profile.model} at {client.url}: "
+            f"{tokens:,} tokens ({source}), and even its smallest form needs ~{needed:,} "
+            f"with room for the reply; nothing was sent. To go on, "
+            f"{fix_line(window, client.profile, needed)}"
         )
 
     def done_with(self, reply: Reply, report: TurnReport) -> None:

@@ -6,6 +6,7 @@ provider's prompt cache helps and their size stays bounded.
 * With ``model_history_turns``, earlier turns go before the prompt, oldest first, so a request
   starts with the one before it. Turns beyond ``model_history_chars`` (counted from the newest)
   are trimmed: the prompt to its HEADER and result status lines, the reply to its tag lines.
+* A reply's leading thinking (a ``<think>`` block) is not sent back.
 * After a reply the output limit cut (``finish_reason: length``), the next message starts with
   a note naming the last command that was complete and the one left unclosed.
 """
@@ -16,6 +17,7 @@ import re
 
 from codingagent.protocol.commands import ParseError
 from codingagent.protocol.parser import parse
+from codingagent.protocol.reasoning import split_reasoning
 from codingagent.session.seams import Prompt
 from codingagent.sources.providers.wire import CUT
 from codingagent.transaction.history import TurnRecord
@@ -59,7 +61,7 @@ def history(store: SessionStore, prompt: Prompt, turns: int, budget: int) -> lis
         outbox = store.outbox_path(prompt.session_id, turn.meta()["sequence"])
         if not outbox.is_file():  # the user cleaned outbox/: that turn is left out
             continue
-        answered = turn.reply_path.read_bytes().decode("utf-8", "replace")
+        answered = _without_thinking(turn.reply_path.read_bytes().decode("utf-8", "replace"))
         pairs.append((without_protocol(outbox.read_text(encoding="utf-8")), answered))
     messages: list[dict[str, str]] = []
     used = 0
@@ -83,7 +85,8 @@ def cut_note(store: SessionStore, prompt: Prompt) -> str:
     meta = turn.meta()
     if meta.get("finishReason") != CUT or meta.get("sequence") != prompt.sequence - 1:
         return ""
-    commands = parse(turn.reply_path.read_bytes().decode("utf-8", "replace"))
+    reply = turn.reply_path.read_bytes().decode("utf-8", "replace")
+    commands = parse(split_reasoning(reply).answer)
     complete = [c for c in commands if not isinstance(c, ParseError)]
     after = f"[{complete[-1].name}] at line {complete[-1].line}" if complete else "no command"
     last = commands[-1] if commands else None
@@ -95,6 +98,13 @@ def cut_note(store: SessionStore, prompt: Prompt) -> str:
         f"{after}.{unclosed} Continue from there in smaller steps: one file or one command "
         "per reply when they are long.\n\n"
     )
+
+
+def _without_thinking(reply: str) -> str:
+    """A reply as the model is shown it again: its leading thinking left out (models are not
+    sent their own reasoning back, and it would take the window's room)."""
+    reasoned = split_reasoning(reply)
+    return reasoned.answer.lstrip("\n") if reasoned.thinking else reply
 
 
 def _sections(prompt: str) -> list[tuple[str | None, str]]:

@@ -146,7 +146,9 @@ def create_app(
 
     async def show(request: Request) -> Response:
         session_id = store.resolve(request.path_params["session"])
-        view = await run_in_threadpool(session_view, store, session_id, settings.token_budget)
+        view = await run_in_threadpool(
+            session_view, store, session_id, settings.token_budget, settings.context_tokens
+        )
         view["approvals"] = approvals.pending(session_id)
         return JSONResponse(view)
 

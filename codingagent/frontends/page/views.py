@@ -42,9 +42,12 @@ def sessions_list(store: SessionStore) -> list[dict[str, Any]]:
     return [session_row(store.load(session_id)) for session_id in store.ids()]
 
 
-def session_view(store: SessionStore, session_id: str, token_budget: int) -> dict[str, Any]:
+def session_view(
+    store: SessionStore, session_id: str, token_budget: int, window: int | None = None
+) -> dict[str, Any]:
     """One session: its state, the prompt it waits on (None once complete) and its turns,
-    newest first, each with its results, MESSAGE texts and diffs."""
+    newest first, each with its results, MESSAGE texts and diffs. ``window``: the chat's
+    window (setting ``context_tokens``), shown as "~N of M tokens"."""
     # A rewritten prompt's digests are saved only under the lock (a watcher may hold it).
     with store.held_if_free(session_id) as held:
         state = store.load(session_id)
@@ -61,6 +64,7 @@ def session_view(store: SessionStore, session_id: str, token_budget: int) -> dic
             "tokens": tokens,
             "overBudget": tokens > token_budget,
             "tokenBudget": token_budget,
+            "window": window,
         }
     folders = store.turns(session_id, state.sequence_number)
     turns = [_turn(folder) for folder in folders]

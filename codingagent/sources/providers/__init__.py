@@ -1,6 +1,8 @@
 """Model endpoints, one adapter per API (docs/models.md): ``openai`` (chat completions: OpenAI,
 Ollama, llama.cpp, vLLM, SGLang, Z.AI, OpenRouter, ...), ``anthropic`` (the Messages API),
-``azure`` (Azure OpenAI) and ``copilot`` (GitHub Copilot, signed in by device flow).
+``azure`` (Azure OpenAI), ``copilot`` (GitHub Copilot, signed in by device flow) and
+``ollama`` (Ollama's native chat API: also chosen by itself when an ``openai`` profile's
+server turns out to be Ollama, see :mod:`.windows`).
 
 :mod:`.wire` holds what they share, :mod:`.base` the seam an adapter fills in, :mod:`.client`
 the one client that drives any of them. Imports the base, ``session.seams`` (for
@@ -13,11 +15,12 @@ from codingagent.sources.providers.anthropic import AnthropicAdapter
 from codingagent.sources.providers.azure import AzureAdapter
 from codingagent.sources.providers.base import Adapter
 from codingagent.sources.providers.copilot import CopilotAdapter
+from codingagent.sources.providers.ollama import OllamaAdapter
 from codingagent.sources.providers.openai import OpenAIAdapter
 
 ADAPTERS: dict[str, type[Adapter]] = {
     adapter.api: adapter
-    for adapter in (OpenAIAdapter, AnthropicAdapter, AzureAdapter, CopilotAdapter)
+    for adapter in (OpenAIAdapter, AnthropicAdapter, AzureAdapter, CopilotAdapter, OllamaAdapter)
 }
 
 

@@ -21,11 +21,19 @@ class Adapter:
 
     api: ClassVar[str]
     shape: ClassVar[str]  # "OpenAI chat-completions": what a wrong server is told it is not
+    stream_type: ClassVar[str] = "text/event-stream"  # or newline-delimited JSON (Ollama)
 
     def __init__(self, profile: ModelProfile) -> None:
         self.profile = profile
         self.url = profile.base_url.rstrip("/")
         self.key = take_key(profile.api_key_env)
+
+    def switched(self, other: type[Adapter], url: str) -> Adapter:
+        """This adapter's profile and key, spoken in ``other``'s API at ``url`` (a profile
+        whose server turns out to be Ollama: :mod:`.ollama`). The key is not taken again."""
+        adapter = other.__new__(other)
+        adapter.profile, adapter.url, adapter.key = self.profile, url.rstrip("/"), self.key
+        return adapter
 
     def post_url(self) -> str:
         raise NotImplementedError

@@ -21,11 +21,15 @@ from collections.abc import Callable
 
 import httpx
 
+from codingagent.prompt.fitting import estimate
 from codingagent.settings import ModelProfile
 from codingagent.sources.providers import adapter_for
+from codingagent.sources.providers.ollama import OllamaAdapter
+from codingagent.sources.providers.windows import Window, discover, server_root
 from codingagent.sources.providers.wire import (
     Answer,
     ChatError,
+    ContextOverflow,
     Conversation,
     Streamed,
     Transient,
@@ -33,6 +37,7 @@ from codingagent.sources.providers.wire import (
     events,
     json_object,
     json_or_text,
+    overflow,
     reason,
     retry_after,
 )
@@ -59,6 +64,8 @@ class ChatClient:
             transport=transport,
             timeout=httpx.Timeout(profile.timeout, connect=min(profile.timeout, 10.0)),
         )
+        self._window: Window | None = None
+        self._counted: dict[str, int] = {}  # tokens of texts the server's tokenizer counted
 
     def __enter__(self) -> ChatClient:
         return self
@@ -91,9 +98,42 @@ class ChatClient:
                 return None
             attempt += 1
 
+    def window(self) -> Window:
+        """The model's window and where it came from, asked of the server once
+        (:mod:`.windows`). A server that turns out to be Ollama is spoken to in its own chat
+        API from then on (:mod:`.ollama`)."""
+        if self._window is None:
+            probing = self.profile.api in ("openai", "ollama")
+            headers = self.adapter.headers(self._http) if probing else {}
+            self._window = discover(self._http, self.profile, headers)
+            if self._window.server == "ollama":
+                ollama = self.adapter.switched(OllamaAdapter, server_root(self.profile.base_url))
+                assert isinstance(ollama, OllamaAdapter)
+                ollama.trained = self._window.trained or self._window.tokens
+                self.adapter = ollama
+        return self._window
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``: by the server's tokenizer where it has one (llama-server's
+        ``/tokenize``), else by the documented bound (:func:`fitting.estimate`)."""
+        url = self.window().tokenize_url
+        if url is None:
+            return estimate(text)
+        if text not in self._counted:
+            try:
+                response = self._http.post(
+                    url, json={"content": text}, headers=self.adapter.headers(self._http)
+                )
+                tokens = response.json().get("tokens") if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError, AttributeError):
+                tokens = None
+            self._counted[text] = len(tokens) if isinstance(tokens, list) else estimate(text)
+        return self._counted[text]
+
     def check(self) -> None:
         """Before a session is made: that the endpoint answers, takes the key, and offers the
         model where it lists its models. Raises ChatError saying what is wrong."""
+        self.window()
         url = self.adapter.models_url() or self.url
         try:
             response = self._http.get(url, headers=self.adapter.headers(self._http))
@@ -133,7 +173,8 @@ class ChatClient:
                     if response.status_code != 200:
                         response.read()
                         self._fail(response)
-                    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    kind = response.headers.get("content-type", "")
+                    if not kind.startswith(("text/event-stream", adapter.stream_type)):
                         response.read()  # asked not to stream, or the server would not
                         whole = json_object(response.text, self.url, adapter.shape)
                         return adapter.read_answer(whole, started)
@@ -155,14 +196,17 @@ class ChatClient:
         self, response: httpx.Response, started: float, stop: threading.Event, progress: Progress
     ) -> Answer | None:
         streamed = Streamed(self.profile.model)
-        for data in events(response.iter_lines()):
+        lines = response.iter_lines()
+        sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        for data in events(lines) if sse else (line for line in lines if line.strip()):
             self.adapter.read_event(data, streamed)
             if streamed.ended:
                 return streamed.answer(started)
             if stop.is_set():
                 return None
+            doing = "thinking, " if streamed.thinking else ""
             progress(
-                f"{streamed.model}: {_received(streamed)} tokens received, "
+                f"{streamed.model}: {doing}{_received(streamed)} tokens received, "
                 f"{time.monotonic() - started:.1f} s"
             )
         raise Transient(f"The answer from {self.url} was cut off (the stream did not end)")
@@ -186,6 +230,8 @@ class ChatClient:
             raise Transient(f"{self.url} answered HTTP {status}: {said}", retry_after(response))
         if status in (401, 403):
             raise ChatError(f"{self.url} refused the API key (HTTP {status}): {adapter.key_hint()}")
+        if status in (400, 413, 422) and (told := overflow(json_or_text(response.text))):
+            raise ContextOverflow(f"{self.url} answered HTTP {status}: {said}", told[0], told[1])
         if adapter.unknown_model(status, said):
             raise ChatError(
                 f"{self.url} does not offer the model {self.profile.model!r}: {said}. "

@@ -1,6 +1,7 @@
 """The OpenAI chat-completions API (``POST {base_url}/chat/completions``): OpenAI, OpenRouter,
 Ollama, llama.cpp, LM Studio, vLLM, SGLang, Z.AI, and the OpenAI-compatible endpoints of
-Anthropic and Gemini. The PROTOCOL goes first, as the system message."""
+Anthropic and Gemini. The PROTOCOL goes first, as the system message. Reasoning sent apart
+(``reasoning_content``, ``reasoning``) is kept as the answer's thinking, never as its text."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class OpenAIAdapter(Adapter):
             _usage(body.get("usage")),
             time.monotonic() - started,
             choice.get("finish_reason"),
+            _reasoning(choice["message"]),
         )
 
     def read_event(self, data: str, into: Streamed) -> None:
@@ -74,10 +76,23 @@ class OpenAIAdapter(Adapter):
         if chunk.get("usage"):
             into.usage = vars(_usage(chunk["usage"]))
         for choice in chunk.get("choices") or []:
-            text = (choice.get("delta") or {}).get("content")
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
             if text:
                 into.parts.append(text)
+            thought = _reasoning(delta)
+            if thought:
+                into.thoughts.append(thought)
             into.finish_reason = choice.get("finish_reason") or into.finish_reason
+
+
+def _reasoning(message: Any) -> str:
+    """The reasoning a server sends apart from the text: ``reasoning_content`` (DeepSeek,
+    vLLM, llama-server), ``reasoning`` (OpenRouter, Ollama's OpenAI endpoint)."""
+    if not isinstance(message, dict):
+        return ""
+    found = message.get("reasoning_content") or message.get("reasoning")
+    return found if isinstance(found, str) else ""
 
 
 def _usage(usage: Any) -> Usage:

@@ -5,6 +5,7 @@ of the wire (server-sent events, JSON bodies, ``Retry-After``)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,25 @@ CUT = "length"  # the finish reason of an answer stopped by the output limit, in
 
 class ChatError(SourceError):
     """A failure the user must fix (or wait out); the message says what to do."""
+
+
+class WindowTooSmall(ChatError):
+    """Even the smallest form of the prompt does not fit the model's window: nothing was sent.
+    A problem to fix before the run can go on (exit code 1, docs/admission.md)."""
+
+    fix_first = True
+
+
+class ContextOverflow(ChatError):
+    """The server refused the request as longer than its window (llama-server's
+    ``exceed_context_size_error``, vLLM's "maximum context length", OpenAI's
+    ``context_length_exceeded``): ``prompt_tokens`` and ``window`` as it counted them, where
+    it said."""
+
+    def __init__(self, message: str, prompt_tokens: int | None, window: int | None) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
 
 
 class Transient(Exception):
@@ -38,6 +58,9 @@ class Conversation:
 
     system: str
     messages: list[dict[str, str]]
+    # The window the request needs, its reply's reserve included: a server that sizes its
+    # window per request (Ollama's num_ctx) is asked for it. None: the server's own.
+    context: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,7 @@ class Answer:
     usage: Usage
     seconds: float
     finish_reason: str | None  # "stop", CUT ("length") when the output limit stopped it, ...
+    thinking: str = ""  # the reasoning the API returned apart (reasoning_content, thinking)
 
     @property
     def cut(self) -> bool:
@@ -74,6 +98,7 @@ class Streamed:
     usage: dict[str, int | None] = field(default_factory=dict)  # Usage's fields
     finish_reason: str | None = None
     ended: bool = False  # the API's end-of-stream event came
+    thoughts: list[str] = field(default_factory=list)  # reasoning sent apart from the text
 
     def answer(self, started: float) -> Answer:
         return Answer(
@@ -82,11 +107,22 @@ class Streamed:
             Usage(**self.usage),
             time.monotonic() - started,
             self.finish_reason,
+            "".join(self.thoughts),
         )
 
     @property
+    def thinking(self) -> bool:
+        """Whether the model is thinking still: reasoning came and no text yet, or the text so
+        far is an open ``<think>`` block."""
+        if self.thoughts and not self.parts:
+            return True
+        head = "".join(self.parts[:64]).lstrip()[:12].lower()
+        opened = head.startswith(("<think>", "<thinking>", "<reasoning>"))
+        return opened and "</" not in "".join(self.parts[-64:])
+
+    @property
     def characters(self) -> int:
-        return sum(map(len, self.parts))
+        return sum(map(len, self.parts)) + sum(map(len, self.thoughts))
 
 
 def events(lines: Iterator[str]) -> Iterator[str]:
@@ -134,6 +170,37 @@ def error_message(body: Any) -> str:
             return str(error.get("message") or error)[:300]
         return str(error)[:300]
     return " ".join(str(body).split())[:300] or "(no message)"
+
+
+_OVERFLOW = re.compile(
+    r"exceed_context_size|exceeds the available context|context length|context window|"
+    r"context_length_exceeded|maximum context|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
+_LLAMA_NUMBERS = re.compile(r"\((\d+) tokens\) exceeds the available context size \((\d+)")
+_MAX_LENGTH = re.compile(r"maximum context length is (\d+)")
+_REQUESTED = re.compile(r"(?:you requested|resulted in) (\d+) tokens")
+
+
+def overflow(body: Any) -> tuple[int | None, int | None] | None:
+    """Whether an error body says the request is over the window: (the prompt's tokens, the
+    window) as far as it tells them; None when it says something else. llama-server sends
+    ``type: exceed_context_size_error`` with ``n_prompt_tokens`` and ``n_ctx``."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    text = json.dumps(error) if isinstance(error, dict) else str(error)
+    if not _OVERFLOW.search(text):
+        return None
+    if isinstance(error, dict) and isinstance(error.get("n_ctx"), int):
+        prompt = error.get("n_prompt_tokens")
+        return (prompt if isinstance(prompt, int) else None), error["n_ctx"]
+    if found := _LLAMA_NUMBERS.search(text):
+        return int(found.group(1)), int(found.group(2))
+    window = _MAX_LENGTH.search(text)
+    asked = _REQUESTED.search(text)
+    return (
+        int(asked.group(1)) if asked else None,
+        int(window.group(1)) if window else None,
+    )
 
 
 def retry_after(response: httpx.Response) -> float | None:

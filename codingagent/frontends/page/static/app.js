@@ -126,7 +126,8 @@ function render() {
     $("prompt").textContent = p.text;
     $("prompt-size").textContent =
       `Prompt ${p.sequence}: ${p.chars.toLocaleString("en")} characters, ` +
-      `~${p.tokens.toLocaleString("en")} tokens`;
+      `~${p.tokens.toLocaleString("en")}` +
+      (p.window ? ` of ${p.window.toLocaleString("en")}` : "") + " tokens";
     $("budget").hidden = !p.overBudget;
     $("budget").textContent = p.overBudget
       ? `The prompt is over the token budget (${p.tokenBudget.toLocaleString("en")}); ` +
