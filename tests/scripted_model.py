@@ -26,6 +26,7 @@ import httpx
 class Say:
     text: str
     cut: bool = False  # the answer stopped at the output limit (finish_reason: length)
+    thinking: str = ""  # reasoning sent apart from the text (the local fakes send it)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class ScriptedModel:
         api: str = "openai",
     ):
         from fake_apis import FAKES
+        from fake_local import LOCAL_FAKES
 
         self.steps = list(steps)
         self.models = models
@@ -75,7 +77,7 @@ class ScriptedModel:
         self.release = threading.Event()  # lets a Stall step end
         self.root = "http://fake.test"  # replaced by the real address once served
         self._lock = threading.Lock()
-        self.fake = FAKES[api](self)
+        self.fake = (FAKES | LOCAL_FAKES)[api](self)
         self._server: ThreadingHTTPServer | None = None
 
     @property

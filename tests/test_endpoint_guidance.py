@@ -111,7 +111,9 @@ def test_doctor_checks_each_profiles_key_variable_and_endpoint(tmp_path):
         online = agent(tmp_path, "doctor", env=env)
         offline = agent(tmp_path, "doctor", "--offline", env=env)
     rows = {line.split("  ")[0]: line for line in online.output.splitlines()}
-    assert rows["model up"].endswith("$DOCTOR_KEY is set; it answers")
+    assert rows["model up"].endswith(
+        "$DOCTOR_KEY is set; it answers; window 128,000 tokens (the default)"
+    )
     assert rows["model nokey"].endswith("$DOCTOR_UNSET_KEY is not set: export it with the key")
     assert "anthropic API at http://127.0.0.1:9/v1" in rows["model gone"]
     assert "Cannot connect to http://127.0.0.1:9/v1" in rows["model gone"]

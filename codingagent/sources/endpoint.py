@@ -189,8 +189,8 @@ class EndpointSource:
         source = "as the server said" if told else window.source
         return (
             f"The prompt does not fit the window of {client.profile.model} at {client.url}: "
-            f"{tokens:,} tokens ({source}), and even its smallest form needs ~{needed:,} "
-            f"with room for the reply; nothing was sent. To go on, "
+            f"the window is {tokens} tokens ({source}), and even the smallest form of the "
+            f"prompt needs ~{needed:,} with room for the reply; nothing was sent. To go on, "
             f"{fix_line(window, client.profile, needed)}"
         )
 

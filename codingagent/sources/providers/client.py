@@ -143,6 +143,8 @@ class ChatClient:
             self._fail(response)
         if response.status_code != 200 or self.adapter.models_url() is None:
             return  # it answers; whether it serves the model, the first request tells
+        if self.window().server == "llama-server":
+            return  # it serves the one model it loaded, whatever a request names
         offered = self.adapter.model_ids(json_or_text(response.text))
         if offered and self.profile.model not in offered:
             raise ChatError(

@@ -4,7 +4,8 @@ server is Ollama (:mod:`.windows` recognizes it by ``GET /api/version``), whatev
 longer than Ollama's default (4,096 tokens on most machines) would be cut from the front
 without a word. Here each request sets ``options.num_ctx``: the tokens the request needs
 (its reply's reserve included), rounded up to a power of two so the model is not loaded again
-for every request, at most the model's trained length (docs/models.md, "Context windows").
+for every request, at most the model's trained length, and never smaller than a request
+before it in the run (docs/models.md, "Context windows").
 
 The stream is newline-delimited JSON: each line has ``message.content`` (and
 ``message.thinking``, a thinking model's reasoning, kept apart), the last ``done: true``
@@ -41,6 +42,7 @@ class OllamaAdapter(Adapter):
     stream_type: ClassVar[str] = "application/x-ndjson"
 
     trained: int | None = None  # the model's trained length: num_ctx's ceiling
+    asked = 0  # the largest num_ctx asked so far: Ollama loads the model again for a new one
 
     def __init__(self, profile: ModelProfile) -> None:
         super().__init__(profile)
@@ -56,8 +58,9 @@ class OllamaAdapter(Adapter):
         profile = self.profile
         system = {"role": "system", "content": conversation.system}
         options: dict[str, Any] = {}
-        if conversation.context is not None:
-            options["num_ctx"] = num_ctx(conversation.context, self.trained)
+        if conversation.context is not None:  # never smaller than before: no reload
+            self.asked = max(self.asked, num_ctx(conversation.context, self.trained))
+            options["num_ctx"] = self.asked
         if profile.max_tokens is not None:
             options["num_predict"] = profile.max_tokens
         if profile.temperature is not None:

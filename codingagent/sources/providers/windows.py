@@ -99,7 +99,7 @@ def fix_line(window: Window, profile: ModelProfile, needed: int) -> str:
     while size < needed:
         size *= 2
     where = f"[models.{profile.name}]" if profile.name else "the model's profile"
-    own = f"set context_tokens in {where} if the server's window is larger than {window.tokens:,}"
+    own = f"set context_tokens in {where} if the server's window is larger than {window.tokens}"
     if not window.fix:
         return f"use a model with a larger window, or {own}"
     return f"{window.fix.format(n=size)}; or {own}"
