@@ -27,6 +27,7 @@ from codingagent.protocol.parser import TAGS, parse_spans, split_lines
 
 _NAMES = "think|thinking|reasoning"
 _OPEN = re.compile(rf"^[ \t]*<({_NAMES})>", re.IGNORECASE | re.MULTILINE)
+_ANY_OPEN = re.compile(rf"<({_NAMES})>", re.IGNORECASE)
 _ORPHAN_CLOSE = re.compile(rf"^[ \t]*</({_NAMES})>", re.IGNORECASE | re.MULTILINE)
 _COMMAND = re.compile(
     r"^[ \t]*\[(?:" + "|".join(sorted(TAGS, key=len, reverse=True)) + r")(?=[\s\]])",
@@ -70,7 +71,11 @@ def split_reasoning(text: str) -> Reasoned:
         )
     if not thoughts:
         orphan = _ORPHAN_CLOSE.search(text)
-        if orphan is not None and not _in_a_body(text, orphan.start()):
+        if (
+            orphan is not None
+            and not _ANY_OPEN.search(text, 0, orphan.start())
+            and not _in_a_body(text, orphan.start())
+        ):
             close = text.index(">", orphan.start()) + 1
             thoughts.append(text[: orphan.start()].strip())
             text = _blank(text[:close]) + text[close:]
