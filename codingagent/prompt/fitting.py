@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 BYTES_PER_TOKEN = 3  # the documented bound: a token for every 3 bytes (docs/models.md)
@@ -100,9 +100,8 @@ def fit(
     """The request (``system``, the ``history`` pairs, then ``prompt`` as the user's message)
     within ``budget`` tokens, shrunk in the documented order; :class:`NoFit` if it cannot be."""
     history = list(history)
-    parsed = _Prompt.parse(prompt)
     last = 0
-    for candidate, cuts in _candidates(history, parsed):
+    for candidate, cuts in _candidates(history, prompt):
         messages = [*candidate[0], {"role": "user", "content": candidate[1]}]
         last = request_tokens(system, messages, count)
         if last <= budget:
@@ -122,27 +121,23 @@ def fit_prompt(prompt: str, budget: int, count: Count = estimate) -> tuple[str, 
 
 
 def _candidates(
-    history: list[Message], parsed: _Prompt
-) -> list[tuple[tuple[list[Message], str], list[str]]]:
-    """The request in ever smaller forms, in the documented order, lazily enough: each form
-    is built from the one before."""
-    forms: list[tuple[tuple[list[Message], str], list[str]]] = []
-    whole = parsed.render()
-    forms.append(((history, whole), []))
+    history: list[Message], prompt: str
+) -> Iterator[tuple[tuple[list[Message], str], list[str]]]:
+    """The request in ever smaller forms, in the documented order, each made only when the
+    one before did not fit (a request that fits costs one count, no parse)."""
+    yield (history, prompt), []
     pairs = len(history) // 2
     for dropped in range(1, pairs + 1):
         said = f"the {dropped} oldest earlier turn{'s' if dropped > 1 else ''}"
-        forms.append(((history[2 * dropped :], whole), [said]))
+        yield (history[2 * dropped :], prompt), [said]
     cuts = [f"the {pairs} earlier turns"] if pairs else []
-    for level in (1, 2):
-        said = "the listing cut to its top folders" if level == 1 else "the listing left out"
-        forms.append((([], parsed.render(listing=level)), [*cuts, said]))
+    parsed = _Prompt.parse(prompt)
     if parsed.listing is not None:
+        yield ([], parsed.render(listing=1)), [*cuts, "the listing cut to its top folders"]
         cuts.append("the listing left out")
+        yield ([], parsed.render(listing=2)), cuts
     for keep in KEEPS:
-        text = parsed.render(listing=2, keep=keep)
-        forms.append((([], text), [*cuts, _kept(keep)]))
-    return forms
+        yield ([], parsed.render(listing=2, keep=keep)), [*cuts, _kept(keep)]
 
 
 def _kept(keep: int) -> str:
