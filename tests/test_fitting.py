@@ -172,5 +172,5 @@ def test_a_fitted_request_never_exceeds_its_budget_and_keeps_what_must_stay(
     assert protocol.rstrip() in sent
     assert sent.endswith(f"=== PROMPT ===\n{task}\n")
     for status in STATUS:
-        assert status in sent or not outputs and status.startswith("[OK]")
+        assert status in sent or (not outputs and status.startswith("[OK]"))
     assert fitted.system == "SYSTEM PROTOCOL"

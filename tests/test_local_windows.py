@@ -141,7 +141,8 @@ def test_doctor_shows_each_local_models_window_and_where_it_came_from(tmp_path):
     ):
         port_o, port_l = ollama.root.rsplit(":", 1)[1], llama.root.rsplit(":", 1)[1]
         (tmp_path / "codingagent.toml").write_text(
-            f'[models.ollama]\nbase_url = "http://127.0.0.1:{port_o}/v1"\nmodel = "{OLLAMA_MODEL}"\n'
+            f'[models.ollama]\nbase_url = "http://127.0.0.1:{port_o}/v1"\n'
+            f'model = "{OLLAMA_MODEL}"\n'
             f'[models.llamacpp]\nbase_url = "http://127.0.0.1:{port_l}/v1"\nmodel = "local"\n'
             f'[models.mine]\nbase_url = "http://127.0.0.1:{port_l}/v1"\nmodel = "local"\n'
             "context_tokens = 4000\n"
