@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from codingagent.prompt.changes import listing_change
-from codingagent.prompt.fitting import fit_prompt, prompt_budget
+from codingagent.prompt.fitting import fit_prompt
 from codingagent.prompt.render import (
     FileView,
     OutboxContext,
@@ -203,8 +203,8 @@ def compose(
         text, kinds = masking.for_session(state.session_id).mask(text)
     if kinds:
         text = text.replace(f"\n\n{PROMPT_HEADING}", f"\n\n{MASKS_NOTE}\n\n{PROMPT_HEADING}", 1)
-    if prompt.context_tokens is not None:  # a chat with a known window (docs/models.md)
-        text, _ = fit_prompt(text, prompt_budget(prompt.context_tokens))
+    if prompt.window_budget is not None:  # a chat with a known window (docs/models.md)
+        text, _ = fit_prompt(text, prompt.window_budget)
     return text, shown, kinds
 
 

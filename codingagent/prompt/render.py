@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from codingagent.prompt.fitting import prompt_budget
 from codingagent.prompt.overview import overview
 from codingagent.protocol.commands import file_lines, numbered
 from codingagent.protocol.manual import (
@@ -62,6 +63,14 @@ class PromptOptions:
     secret_files_allow: tuple[str, ...] = ()  # secret files commands may read (docs/secrets.md)
     full_protocol: bool = False  # the full PROTOCOL and Environment whatever else holds
     context_tokens: int | None = None  # the chat's window: prompts are fitted to it
+
+    @property
+    def window_budget(self) -> int | None:
+        """The token budget of this session's prompts when the chat's window is known (the
+        ``context_tokens`` setting): the window less the reply's reserve
+        (:func:`codingagent.prompt.fitting.prompt_budget`); None when it is not. A model
+        endpoint's requests are fitted to the window its server reports (docs/models.md)."""
+        return None if self.context_tokens is None else prompt_budget(self.context_tokens)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PromptOptions:
