@@ -171,3 +171,16 @@ def test_a_pasted_session_with_context_tokens_is_fitted_and_shows_n_of_m(tmp_pat
     assert len(text.encode()) / 3 <= 6000  # the budget: 8000 less a quarter for the reply
     assert 'READ_FILE path="big.py" start_line="' in text and "=== PROTOCOL ===" in text
     assert " of 8,000 tokens)" in step.output
+
+
+def test_a_second_refusal_ends_the_run_with_the_one_line_never_the_same_request(tmp_path):
+    """/props claims 32,768 tokens, a slot holds 1,500: the retry cannot fit, so nothing more
+    is sent and the run ends as for a window too small."""
+    with ScriptedModel(Say(DONE), models=("local",), api="llama-server") as model:
+        model.fake.n_ctx, model.fake.advertised = 1500, 32768
+        docs_profile(tmp_path, "llamacpp", model)
+        result = agent(tmp_path, "start", "Write hello.py", "--model", "llamacpp")
+    assert result.exit_code == 1, result.output
+    assert len(model.fake.refused) == 1  # one request refused, none sent again
+    (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "the window is 1500 tokens (as the server said)" in line and "-c " in line

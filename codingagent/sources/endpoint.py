@@ -75,23 +75,28 @@ class EndpointSource:
         self._client.__exit__(*exc_info)
 
     def conversation(
-        self, prompt: Prompt, budget: int | None = None, count: Count | None = None
+        self,
+        prompt: Prompt,
+        budget: int | None = None,
+        count: Count | None = None,
+        named: int | None = None,
     ) -> Conversation:
         """The request for ``prompt``: the PROTOCOL, the history, the prompt, fitted to the
         model's window (``budget`` tokens, counted by ``count``: by default the window less
-        the reply's reserve, counted by the server's tokenizer or the documented bound)."""
+        the reply's reserve, counted by the server's tokenizer or the documented bound;
+        ``named``: the window a refusal named, when it differs from the one we knew)."""
         store = self._store
         earlier = transcript.history(store, prompt, self._history_turns, self._history_chars)
         told = refused_preface(self._refused, prompt)
         asked = told + transcript.cut_note(store, prompt) + transcript.without_protocol(prompt.text)
         client = self._client
         window = client.window()
-        reserve = reply_reserve(window.tokens, client.profile.max_tokens)
+        reserve = reply_reserve(named or window.tokens, client.profile.max_tokens)
         budget = window.tokens - reserve if budget is None else budget
         try:
             self._fitted = fit(self._system, earlier, asked, budget, count or client.count)
         except NoFit as e:
-            raise WindowTooSmall(self._too_small(window, e.needed + reserve)) from None
+            raise WindowTooSmall(self._too_small(window, e.needed + reserve, named)) from None
         return Conversation(self._system, self._fitted.messages, self._fitted.tokens + reserve)
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
@@ -153,9 +158,8 @@ class EndpointSource:
         ratio = 1.25  # unknown: our count was that much too low, at least
         if refused.prompt_tokens:
             ratio = max(1.0, refused.prompt_tokens / max(1, self._fitted.tokens)) * 1.05
-        budget = min(
-            prompt_budget(tokens, client.profile.max_tokens), int(self._fitted.tokens / ratio) - 1
-        )
+        refused_size = math.ceil(self._fitted.tokens * ratio)  # as now counted
+        budget = min(prompt_budget(tokens, client.profile.max_tokens), refused_size - 1)
         if budget <= 0:
             raise WindowTooSmall(self._too_small(window, refused.prompt_tokens or 0, tokens))
 
@@ -166,7 +170,7 @@ class EndpointSource:
             f"note: {client.url} refused the request as over its window ({refused}); "
             "asking once more with a smaller prompt"
         )
-        smaller = self.conversation(prompt, budget, counted)
+        smaller = self.conversation(prompt, budget, counted, refused.window)
         if smaller.messages == sent.messages:
             needed = refused.prompt_tokens or self._fitted.tokens
             raise WindowTooSmall(self._too_small(window, needed, tokens))
