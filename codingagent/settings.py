@@ -146,6 +146,9 @@ class Settings(BaseModel):
     clipboard_watch: bool = Field(
         False, description="also take replies copied to the clipboard (implies clipboard)"
     )
+    relay_port: int = Field(
+        8766, ge=0, le=65535, description="the chat-tab relay's port on 127.0.0.1 (0: any free)"
+    )
 
     models: dict[str, ModelProfile] = Field({}, description="[models.NAME] endpoint profiles")
     model_max_turns: int = Field(30, ge=1, description="turns one --model run takes at most")

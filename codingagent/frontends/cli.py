@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import accounts, exits, inspection, queueing
+from codingagent.frontends import accounts, exits, inspection, queueing, relaying
 from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
@@ -114,6 +114,7 @@ main.help = exits.appended(main.help, exits.summary())
 @poll_option
 @model_options
 @clipboard_option
+@relaying.relay_options
 @tuning_options
 def start(
     tasks: tuple[str, ...],
@@ -134,18 +135,21 @@ def start(
     from codingagent.transaction.store import SessionStore
     from codingagent.workspace.choice import BROAD_OVERRIDE, check_workspace
 
+    relay = relaying.take_relay(flags)
     options = dict(flags)  # kept with the session (docs/prompts.md)
     # A workspace too broad to hand to the LLM, settings errors, a model's missing key, or a
     # clipboard loop without a clipboard stop us before a session is made.
     queue = len(tasks) != 1 or task_file is not None or stop_on_failure
     if queue and allow_broad_workspace:
         raise click.UsageError("--allow-broad-workspace is for one session, not a queue")
+    if queue and relay:
+        raise click.UsageError("--relay serves one session, not a queue")
     if workspace is not None:
         check_workspace(workspace.resolve(), allow_broad_workspace, BROAD_OVERRIDE)
     one_source(flags)
     model = model_client(root, flags, workspace)
     settings = run_settings(root, flags, workspace)
-    if model is None and not no_watch and settings.clipboard_watch:
+    if model is None and not no_watch and settings.clipboard_watch and not relay:
         require_clipboard()
     if queue:
         queued = queueing.task_list(tasks, task_file, settings.tasks)
@@ -175,6 +179,7 @@ def start(
         session_loop(root, state.session_id, flags, model is not None),
         watch=not no_watch,
         model=model,
+        relay=relay,
     )
 
 
@@ -193,6 +198,7 @@ start.help = exits.appended(start.help, exits.queue_summary())
 @poll_option
 @model_options
 @clipboard_option
+@relaying.relay_options
 @tuning_options
 def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
@@ -201,17 +207,23 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
     running task of a queue, the queue goes on after it. The options the session was started
     with hold unless a flag here says otherwise (docs/prompts.md).
     """
-    from codingagent.frontends.kept import kept_flags
+    from codingagent.frontends.kept import MODEL_KEYS, kept_flags
 
     one_source(flags)
+    relay = relaying.take_relay(flags)
     flags = kept_flags(root, session, flags, model=True)
+    if relay:  # the relay's replies come from a person: a kept model or clipboard loop yields
+        flags = {key: value for key, value in flags.items() if key not in MODEL_KEYS}
+        flags["clipboard_watch"] = False
     model = model_client(root, flags)
     queue_id = None if follow_up is not None else queueing.queue_of(root, session)
+    if queue_id is not None and relay:
+        raise click.UsageError("--relay serves one session, not a queue's task")
     if queue_id is not None:  # the session is a queue's task: the queue goes on after it
         queueing.run_queue(root, queue_id, flags, model, _source, watch=not no_watch, reopen=True)
         return
     loop = session_loop(root, session, flags, model is not None)
-    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
+    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model, relay=relay)
 
 
 @main.command()
@@ -391,6 +403,7 @@ def _watch(
     follow_up: str | None = None,
     watch: bool = True,
     model: ChatClient | None = None,
+    relay: bool = False,
 ) -> None:
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
     ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
@@ -402,7 +415,8 @@ def _watch(
         if not watch:
             loop.prepare(follow_up)
             return
-        with _source(loop, model) as source:
+        opened = relaying.relay_source(loop) if relay else _source(loop, model)
+        with opened as source:
             try:
                 stop = loop.run(source, follow_up)
             except SourceError as failed:  # the endpoint failed mid-run: its own exit code
@@ -450,5 +464,6 @@ def _source(loop: SessionLoop, model: ChatClient | None) -> AbstractContextManag
     )
 
 
+main.add_command(relaying.relay)
 main.add_command(accounts.login)
 main.add_command(accounts.logout)

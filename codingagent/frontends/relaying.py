@@ -1,0 +1,102 @@
+"""The chat-tab relay on the command line (docs/relay.md): the ``--relay`` and
+``--relay-port`` flags of ``start`` and ``resume``, the relay as the session's reply source
+with its pairing code shown once, and ``codingagent relay``, which says where the browser
+extension is and how to load it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from codingagent.frontends.console import console, safe_text, say
+
+if TYPE_CHECKING:
+    from codingagent.session.loop import SessionLoop
+    from codingagent.sources.relay import RelaySource
+
+
+def relay_options(command: Callable) -> Callable:
+    """``--relay`` (not kept with the session: a choice of this run) and ``--relay-port``."""
+    options = [
+        click.option(
+            "--relay",
+            is_flag=True,
+            default=None,
+            help="Serve the chat-tab relay: the browser extension puts each prompt into a chat "
+            "tab; one Apply click sends the answer back (codingagent relay says how to load it).",
+        ),
+        click.option(
+            "--relay-port",
+            type=click.IntRange(0, 65535),
+            help="The relay's port on 127.0.0.1 (setting relay_port; default 8766; 0: any free).",
+        ),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def take_relay(flags: dict[str, Any]) -> bool:
+    """Takes ``--relay`` out of ``flags`` (it is no setting); a usage error beside a model or
+    the clipboard loop: one source of replies at a time."""
+    relay = bool(flags.pop("relay", None))
+    if relay and (flags.get("model_name") or flags.get("base_url")):
+        raise click.UsageError("--relay and --model exclude each other: the model gives replies")
+    if relay and flags.get("clipboard_watch"):
+        raise click.UsageError("--relay and --clipboard exclude each other: choose one")
+    return relay
+
+
+@contextmanager
+def relay_source(loop: SessionLoop) -> Iterator[RelaySource]:
+    """The relay for ``loop``'s session, served while the context holds; its address and
+    pairing code are printed once."""
+    from codingagent.sources.inbox import InboxSource
+    from codingagent.sources.relay import Exchange, Pairing
+    from codingagent.sources.relay_server import open_relay
+
+    settings = loop.settings
+    state = loop.store.load(loop.session_id)
+    pairing = Pairing(note=loop.listener.note)
+    inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
+    exchange = Exchange(loop.session_id, state.task)
+    source = open_relay(exchange, pairing, inbox, settings.relay_port, settings.max_reply_bytes)
+    with source:
+        console.print(
+            safe_text("Relay for session ")
+            + safe_text(loop.session_id, "bold")
+            + safe_text(f" on {source.address}. Pairing code: ")
+            + safe_text(pairing.code, "bold reverse")
+        )
+        say(
+            "Type the code into the extension's popup (shown once; 5 wrong codes void it). "
+            "Load the extension: codingagent relay",
+            "dim",
+        )
+        yield source
+
+
+def extension_folder() -> Path:
+    """The browser extension's folder inside the installed package."""
+    return Path(str(resources.files("codingagent.frontends") / "extension"))
+
+
+@click.command()
+def relay() -> None:
+    """Print the browser extension's folder and how to load it (once, in Chrome, Chromium or
+    Edge); then run `codingagent start TASK --relay`."""
+    folder = extension_folder()
+    click.echo(str(folder))  # stdout: the one line of data, for scripts
+    if not (folder / "manifest.json").is_file():
+        say(f"warning: no manifest.json in {folder}: this install lacks the extension", "yellow")
+    say(
+        "Load it once:\n"
+        "  1. Open chrome://extensions (edge://extensions in Edge) and turn on Developer mode.\n"
+        "  2. Click Load unpacked and choose the folder above.\n"
+        "Then run: codingagent start TASK --relay, and type the pairing code it shows into "
+        "the extension's popup (docs/relay.md)."
+    )
