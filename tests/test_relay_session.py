@@ -1,0 +1,126 @@
+"""A whole session through the relay: ``codingagent start --relay`` in a subprocess, driven as
+the extension drives it (pair, long-poll /prompt, post /reply) with scripted replies; then the
+same behind a forwarded port, as with ``ssh -L`` for an agent on another machine
+(docs/relay.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from invoking import run
+from relaying import Agent, Forwarder, RelayClient, relay_agent
+
+from codingagent.frontends.cli import main
+
+ARGS = ("--commands", "allow", "--sandbox", "none")
+CREATE = '[CREATE_FILE path="notes/a.txt"]\nfirst line\n[/CREATE_FILE]\n'
+RUN = "[RUN_COMMAND]\ncp notes/a.txt b.txt && echo copied\n[/RUN_COMMAND]\n"
+DONE = "[DONE]\nmade a.txt and its copy\n[/DONE]\n"
+
+
+def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
+    """Pair, then CREATE_FILE, RUN_COMMAND and DONE, one prompt each; a stale answer to
+    the first prompt, posted again after it, is refused and changes nothing."""
+    paired = client.pair(agent.code)
+    session = paired["session"]
+    first = client.prompt()
+    assert first["prompt_id"] == f"{session}:1"
+    assert f"Session: {session}" in first["text"]
+
+    turn1 = client.reply(first["prompt_id"], CREATE)
+    assert turn1["applied"] is True and turn1["refused"] is None
+    assert "[OK] CREATE_FILE: Created 'notes/a.txt'" in turn1["results"]
+    assert turn1["next_prompt_id"] == f"{session}:2" and turn1["done"] is False
+
+    stale = client.reply(first["prompt_id"], RUN)
+    assert stale["applied"] is False
+    assert stale["refused"] == "it was given for prompt 1, but the session is at prompt 2"
+    assert stale["next_prompt_id"] == f"{session}:2"
+    assert not (workspace / "b.txt").exists(), "a stale answer runs nothing"
+
+    second = client.prompt(after=first["prompt_id"])
+    assert second["prompt_id"] == turn1["next_prompt_id"]
+    assert "Created 'notes/a.txt'" in second["text"], "the prompt carries the results"
+    turn2 = client.reply(second["prompt_id"], RUN)
+    assert turn2["applied"] is True
+    assert any(line.startswith("[OK] RUN_COMMAND") for line in turn2["results"])
+
+    third = client.prompt(after=second["prompt_id"])
+    assert "copied" in third["text"]
+    turn3 = client.reply(third["prompt_id"], DONE)
+    assert turn3 == {
+        "applied": True,
+        "refused": None,
+        "results": turn3["results"],
+        "next_prompt_id": None,
+        "done": True,
+    }
+    assert agent.process.wait(20) == 0
+    assert (workspace / "notes" / "a.txt").read_text() == "first line\n"
+    assert (workspace / "b.txt").read_text() == "first line\n"
+    agent.wait_for("Session complete: made a.txt and its copy")
+    assert "was not applied: it was given for prompt 1" in agent.output, "the user is told"
+
+
+def test_a_three_turn_session_through_the_relay(tmp_path: Path) -> None:
+    with relay_agent(tmp_path, *ARGS) as agent:
+        client = RelayClient(agent.port)
+        try:
+            three_turns(agent, client, tmp_path / "workspace")
+        finally:
+            client.close()
+    log = run(tmp_path, "log")
+    assert log.exit_code == 0, log.output
+    assert "<relay: chat.test>" in log.output, "the history names the relay and the chat"
+
+
+def test_through_a_forwarded_port_the_same_session_and_the_same_refusals(tmp_path: Path) -> None:
+    with relay_agent(tmp_path, *ARGS) as agent, Forwarder(agent.port) as forwarded:
+        for stranger in (None, "https://chat.example.com"):
+            refused = RelayClient(forwarded.port, stranger)
+            assert refused.post("/pair", {"code": agent.code}).status_code == 403
+            refused.close()
+        client = RelayClient(forwarded.port)
+        try:
+            assert client.get("/state").status_code == 401, "no token, through the tunnel too"
+            three_turns(agent, client, tmp_path / "workspace")
+        finally:
+            client.close()
+
+
+def test_the_relay_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with relay_agent(tmp_path, *ARGS) as agent:
+        second = run(
+            tmp_path / "other", "start", "t", "--relay", "--relay-port", str(agent.port), *ARGS
+        )
+        assert second.exit_code == 1
+        assert f"The relay cannot listen on 127.0.0.1:{agent.port}" in second.output
+        assert "--relay-port" in second.output
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--model", "x"), "--relay and --model exclude each other"),
+        (("--clipboard",), "--relay and --clipboard exclude each other"),
+        (("second task",), "--relay serves one session, not a queue"),
+    ],
+)
+def test_relay_beside_another_source_is_a_usage_error(
+    tmp_path: Path, flags: tuple[str, ...], says: str
+) -> None:
+    result = run(tmp_path, "start", "t", "--relay", *flags)
+    assert result.exit_code == 2
+    assert says in result.output
+    assert not (tmp_path / "sessions").exists(), "no session is made"
+
+
+def test_codingagent_relay_prints_the_extension_folder_and_how_to_load_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["relay"])
+    assert result.exit_code == 0, result.output
+    folder = Path(result.stdout.splitlines()[0])
+    assert folder.parts[-3:] == ("codingagent", "frontends", "extension")
+    assert "chrome://extensions" in result.output
+    assert "Developer mode" in result.output and "Load unpacked" in result.output
