@@ -274,3 +274,23 @@ def test_a_reply_saved_into_the_inbox_still_counts_and_the_relay_follows(relay: 
     assert end == {"done": True, "status": "done", "summary": "all made"}
     late = client.reply(second["prompt_id"], "[DONE]\nagain\n[/DONE]\n")
     assert late["applied"] is False and "done" in late["refused"]
+
+
+def test_the_prompt_or_a_piece_of_it_posted_back_is_refused(relay: Relay) -> None:
+    thread, stops = run_loop(relay)
+    client = relay.client()
+    client.pair(CODE)
+    first = client.prompt()
+    example = next(  # a command the PROTOCOL shows as an example: it must never run
+        line for line in first["text"].splitlines() if line.startswith("[CREATE_FILE")
+    )
+    piece = first["text"][first["text"].index(example) :][:400]
+    for text in (first["text"], piece):
+        refused = client.reply(first["prompt_id"], text)
+        assert refused["applied"] is False
+        assert "that is the prompt" in refused["refused"]
+    assert client.get("/state").json()["sequence"] == 1, "nothing was applied"
+    assert list((relay.store.root / "workspace").iterdir()) == []
+    client.reply(first["prompt_id"], "[DONE]\nnothing to do\n[/DONE]\n")
+    thread.join(10)
+    assert stops[0].reason is StopReason.COMPLETE

@@ -176,7 +176,7 @@ def start(
         + safe_text(f" started on {state.workspace}")
     )
     _watch(
-        session_loop(root, state.session_id, flags, model is not None),
+        session_loop(root, state.session_id, flags, model is not None, relay),
         watch=not no_watch,
         model=model,
         relay=relay,
@@ -222,7 +222,7 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
     if queue_id is not None:  # the session is a queue's task: the queue goes on after it
         queueing.run_queue(root, queue_id, flags, model, _source, watch=not no_watch, reopen=True)
         return
-    loop = session_loop(root, session, flags, model is not None)
+    loop = session_loop(root, session, flags, model is not None, relay)
     _watch(loop, follow_up=follow_up, watch=not no_watch, model=model, relay=relay)
 
 

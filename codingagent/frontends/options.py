@@ -158,10 +158,15 @@ def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = Non
 
 
 def session_loop(
-    root: Path, session: str, flags: dict[str, Any], automatic: bool = False
+    root: Path,
+    session: str,
+    flags: dict[str, Any],
+    automatic: bool = False,
+    relay: bool = False,
 ) -> SessionLoop:
     """The session loop for SESSION in ROOT with the settings and these flags, on the console;
-    settings a workspace file tried to loosen are named on the console."""
+    settings a workspace file tried to loosen are named on the console. ``relay``: the
+    browser extension carries each prompt to the chat (nobody pastes it)."""
     from codingagent.frontends.approval import answer_on_terminal, ask_on_terminal
     from codingagent.frontends.console_listener import ConsoleListener
     from codingagent.frontends.kept import described
@@ -183,7 +188,7 @@ def session_loop(
         ConsoleListener(
             ask=ask_on_terminal,
             answer=answer_on_terminal,
-            pasting=not automatic,
+            pasting=not automatic and not relay,
             clipboard_loop=settings.clipboard_watch and not automatic,
         ),
         interactive=sys.stdin.isatty(),

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from codingagent.prompt.render import is_prompt
 from codingagent.session.seams import Prompt, Reply
 from codingagent.session.turn import TurnReport
 from codingagent.sources.inbox import FileReply, InboxSource
@@ -245,6 +246,8 @@ class Exchange:
             return Outcome(False, why)
         if not text.strip():
             return Outcome(False, "the answer is empty: nothing to apply")
+        if self._is_our_prompt(text):
+            return Outcome(False, "that is the prompt, not the chat's answer: Apply the answer")
         host = re.sub(r"^[a-z]+://", "", source_url).split("/")[0] if source_url else ""
         reply = Reply(
             text.encode("utf-8"),
@@ -264,6 +267,13 @@ class Exchange:
             if self._posted is posted:
                 self._posted = None
             return posted.outcome or Outcome(False, "the agent stopped before applying it")
+
+    def _is_our_prompt(self, text: str) -> bool:
+        """Whether ``text`` is a prompt of ours, or a piece of the one on offer (its PROTOCOL
+        holds example commands: applied, they would run)."""
+        prompt = self.prompt
+        plain = text.replace("\r\n", "\n").strip()
+        return is_prompt(plain) or (prompt is not None and plain in prompt.text)
 
     # the loop's side
 
