@@ -1,0 +1,313 @@
+// The extension's part inside the attached chat tab (docs/relay.md, "The extension and the
+// chats"): it puts each prompt the service worker hands it into the chat's composer and sends
+// it, shows a status pill with Pause, and adds an Apply button under each finished answer.
+// It reads an answer's text only when the user clicks that answer's Apply (through the chat's
+// own Copy where it has one, else the answer's rendered text), and sends it nowhere but to the
+// extension's service worker, which posts it to the relay on 127.0.0.1.
+"use strict";
+
+(() => {
+  if (globalThis.codingagentRelay) {
+    globalThis.codingagentRelay.hello();
+    return;
+  }
+  const A = globalThis.codingagentAdapters;
+  const adapter = A.choose(location);
+  const QUIET_MS = 1000; // an answer that has not changed for this long, with no Stop shown, is finished
+  const answers = new Map(); // answer element -> {bound prompt id, last change, Apply host}
+  let sentPromptId = null; // the last prompt this tab sent: answers that appear after it answer it
+  let paused = false;
+  let session = "";
+
+  // ---- the status pill -------------------------------------------------------------------
+  const host = document.createElement("codingagent-relay");
+  host.style.cssText = "all: initial; position: fixed; z-index: 2147483647; right: 16px; bottom: 16px;";
+  const shadow = host.attachShadow({ mode: "open" });
+  shadow.innerHTML = `
+    <style>
+      .pill { font: 13px/1.35 system-ui, sans-serif; background: #111827; color: #f9fafb;
+        border-radius: 999px; padding: 6px 8px 6px 12px; display: flex; gap: 8px;
+        align-items: center; box-shadow: 0 2px 10px rgba(0,0,0,.3); max-width: 560px; }
+      .dot { width: 9px; height: 9px; border-radius: 50%; background: #38bdf8; flex: none; }
+      .pill[data-level=ok] .dot { background: #22c55e; }
+      .pill[data-level=busy] .dot { background: #f59e0b; }
+      .pill[data-level=error] { background: #7f1d1d; }
+      .pill[data-level=error] .dot { background: #fca5a5; }
+      .who { font-weight: 600; white-space: nowrap; }
+      .text { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+      button { font: inherit; font-size: 12px; border: 0; border-radius: 999px; padding: 3px 10px;
+        cursor: pointer; background: #374151; color: #f9fafb; flex: none; }
+      button[hidden] { display: none; }
+    </style>
+    <div class="pill" role="status" aria-live="polite" data-level="info">
+      <span class="dot"></span><span class="who"></span><span class="text"></span>
+      <button class="selection" hidden title="Send the text you selected as the answer">Apply selection</button>
+      <button class="pause">Pause</button>
+    </div>`;
+  const pill = shadow.querySelector(".pill");
+  const who = shadow.querySelector(".who");
+  const line = shadow.querySelector(".text");
+  const pauseButton = shadow.querySelector(".pause");
+  const selectionButton = shadow.querySelector(".selection");
+  document.documentElement.append(host);
+
+  function show(text, level = "info") {
+    line.textContent = text;
+    line.title = text;
+    pill.dataset.level = level;
+    who.textContent = `${session ? `session ${session}` : "codingagent"} · ${adapter.name}`;
+  }
+
+  pauseButton.addEventListener("click", async () => {
+    paused = !paused;
+    pauseButton.textContent = paused ? "Resume" : "Pause";
+    await send({ type: "pause", paused });
+  });
+
+  selectionButton.addEventListener("click", () => {
+    const text = String(getSelection() || "");
+    if (!text.trim()) {
+      show("Select the answer's text first, then click Apply selection", "error");
+      return;
+    }
+    apply(text, null, "selection", null);
+  });
+
+  async function send(message) {
+    try {
+      return await chrome.runtime.sendMessage(message);
+    } catch (error) {
+      show(`the extension is not running (${error.message}); reload this tab`, "error");
+      return null;
+    }
+  }
+
+  // ---- prompts in ------------------------------------------------------------------------
+  const findComposer = () => (adapter.findComposer ? adapter.findComposer() : A.first(adapter.composer));
+  const findSend = (composer) =>
+    adapter.findSend ? adapter.findSend(composer) : A.first(adapter.send);
+  const busy = () => Boolean(A.first(adapter.stop));
+
+  async function putPrompt(message) {
+    const name = adapter.name;
+    const failed = (error, retry) => {
+      show(error, "error");
+      return { ok: false, error, retry };
+    };
+    show(`putting prompt ${message.sequence} in (${message.chars.toLocaleString()} characters)…`, "busy");
+    const composer = await A.until(findComposer, 5000);
+    if (!composer) return failed(`${name}: composer not found — the site may have changed`, true);
+    const how = await A.insertPrompt(adapter, composer, message.text);
+    if (!how) {
+      return failed(`${name}: the composer did not take the prompt — the site may have changed`, true);
+    }
+    const button = await A.until(() => {
+      const found = findSend(composer);
+      return A.enabled(found) ? found : null;
+    }, 5000);
+    if (button) button.click();
+    else if (adapter.id === "generic") A.pressEnter(composer);
+    else return failed(`${name}: send button not found — the site may have changed`, false);
+    const probe = message.text.trim().slice(0, 40);
+    const sent = await A.until(() => busy() || !A.composerText(findComposer() || composer).includes(probe), 5000);
+    if (!sent) return failed(`${name}: the prompt is in the composer but was not sent — press Send`, false);
+    sentPromptId = message.prompt_id;
+    show(`prompt ${message.sequence} sent — waiting for the answer`, "busy");
+    return { ok: true, how };
+  }
+
+  // ---- answers out: Apply ----------------------------------------------------------------
+  function noteChanges(element, info) {
+    info.observer = new MutationObserver((records) => {
+      if (records.some((r) => !(r.target instanceof Element && r.target.closest("codingagent-apply")))) {
+        info.changed = Date.now();
+      }
+    });
+    info.observer.observe(element, { childList: true, subtree: true, characterData: true });
+  }
+
+  function scan(initial) {
+    const found = A.all(adapter.answers);
+    for (const element of found) {
+      if (answers.has(element)) continue;
+      const info = { bound: initial ? null : sentPromptId, changed: Date.now(), host: null, done: false };
+      answers.set(element, info);
+      noteChanges(element, info);
+    }
+    for (const [element, info] of answers) {
+      if (!element.isConnected) {
+        info.observer.disconnect();
+        answers.delete(element);
+        continue;
+      }
+      const finished = Date.now() - info.changed >= QUIET_MS && !busy();
+      if (finished && !(info.host && info.host.isConnected)) addApply(element, info);
+    }
+    selectionButton.hidden = !(adapter.id === "generic" && found.length === 0);
+  }
+
+  function addApply(element, info) {
+    const apply = document.createElement("codingagent-apply");
+    apply.style.cssText = "all: initial; display: block; margin: 6px 0 10px;";
+    const root = apply.attachShadow({ mode: "open" });
+    root.innerHTML = `
+      <style>
+        button { font: 600 13px system-ui, sans-serif; border: 1px solid #0369a1; color: #fff;
+          background: #0284c7; border-radius: 8px; padding: 5px 14px; cursor: pointer; }
+        button:disabled { background: #9ca3af; border-color: #9ca3af; cursor: default; }
+        span { font: 12px system-ui, sans-serif; color: #6b7280; margin-left: 8px; }
+      </style>
+      <button type="button" title="Send this answer to codingagent">Apply</button><span></span>`;
+    const button = root.querySelector("button");
+    const note = root.querySelector("span");
+    if (info.done) {
+      button.disabled = true;
+      button.textContent = "Applied";
+    }
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.textContent = "Applying…";
+      const { text, via } = await readAnswer(element);
+      const outcome = await apply(text, info.bound, via, note);
+      info.done = Boolean(outcome && outcome.applied);
+      button.textContent = info.done ? "Applied" : "Apply";
+      button.disabled = info.done;
+    });
+    element.after(apply);
+    info.host = apply;
+    if (info.bound === sentPromptId && sentPromptId) show("answer finished — click Apply to send it", "ok");
+  }
+
+  async function apply(text, promptId, via, note) {
+    if (!text.trim()) {
+      show(`${adapter.name}: the answer is empty — nothing applied`, "error");
+      return null;
+    }
+    show(`applying the answer (${text.length.toLocaleString()} characters, ${via})…`, "busy");
+    const outcome = await send({ type: "apply", prompt_id: promptId, text, url: location.href });
+    if (!outcome) return null;
+    if (outcome.error) show(outcome.error, "error");
+    else if (outcome.refused) show(`refused: ${outcome.refused}`, "error");
+    else if (outcome.applied) {
+      const results = outcome.results || [];
+      const failed = results.filter((r) => !r.startsWith("[OK]")).length;
+      show(
+        outcome.done
+          ? "applied — the session is done"
+          : `applied: ${results.length} commands, ${failed} not OK — the next prompt comes`,
+        failed ? "error" : "ok",
+      );
+    }
+    if (note) note.textContent = outcome.applied ? `${(outcome.results || []).length} results` : "";
+    return outcome;
+  }
+
+  // The chat's own Copy gives the answer as its author wrote it (markdown, code fences); the
+  // page's copy is captured by page/copyhook.js only while armed here. Without a Copy, or when
+  // it does not answer in time, the answer's rendered text is read instead.
+  async function readAnswer(element) {
+    const scope = (adapter.turn.length && element.closest(adapter.turn.join(","))) || element.parentElement;
+    const copy = adapter.copy.length ? scope.querySelector(adapter.copy.join(",")) : null;
+    if (copy) {
+      const text = await viaCopy(copy);
+      if (text && text.trim()) return { text, via: "the chat's Copy" };
+    }
+    return { text: renderedText(element), via: "the answer's text" };
+  }
+
+  function viaCopy(button) {
+    const nonce = Math.random().toString(36).slice(2);
+    return new Promise((resolve) => {
+      const finish = (text) => {
+        document.removeEventListener("codingagent-copied", onHook);
+        document.removeEventListener("copy", onCopy);
+        document.documentElement.removeAttribute("data-codingagent-copy");
+        clearTimeout(timer);
+        resolve(text);
+      };
+      const onHook = (event) => {
+        const { nonce: seen, text } = JSON.parse(event.detail);
+        if (seen === nonce) finish(text);
+      };
+      const onCopy = (event) => {
+        setTimeout(() => finish(event.clipboardData.getData("text/plain") || String(getSelection())), 0);
+      };
+      const timer = setTimeout(() => finish(null), 2000);
+      document.addEventListener("codingagent-copied", onHook);
+      document.addEventListener("copy", onCopy);
+      document.documentElement.setAttribute("data-codingagent-copy", nonce);
+      button.click();
+    });
+  }
+
+  // The answer as text, close to the markdown it was rendered from: code blocks fenced,
+  // paragraphs and list items on their own lines.
+  function renderedText(element) {
+    const out = [];
+    const block = /^(P|DIV|LI|H[1-6]|BLOCKQUOTE|TR|UL|OL|TABLE|SECTION|ARTICLE|HR)$/;
+    const walk = (node) => {
+      if (node.nodeType === Node.TEXT_NODE) {
+        out.push(node.nodeValue.replace(/\s+/g, " "));
+        return;
+      }
+      if (node.nodeType !== Node.ELEMENT_NODE) return;
+      const tag = node.tagName;
+      if (/^(BUTTON|SVG|STYLE|SCRIPT|CODINGAGENT-APPLY)$/i.test(tag)) return;
+      if (tag === "BR") return void out.push("\n");
+      if (tag === "PRE") {
+        const code = node.querySelector("code") || node;
+        const lang = ((code.className || "").match(/language-([\w+-]+)/) || [])[1] || "";
+        return void out.push(`\n\`\`\`${lang}\n${code.textContent.replace(/\n$/, "")}\n\`\`\`\n`);
+      }
+      if (tag === "CODE") return void out.push(`\`${node.textContent}\``);
+      const isBlock = block.test(tag);
+      if (isBlock) out.push("\n");
+      if (/^H([1-6])$/.test(tag)) out.push(`${"#".repeat(Number(tag[1]))} `);
+      if (tag === "LI") out.push(node.parentElement && node.parentElement.tagName === "OL" ? "1. " : "- ");
+      for (const child of node.childNodes) walk(child);
+      if (isBlock) out.push("\n");
+    };
+    walk(element);
+    return out
+      .join("")
+      .split("\n")
+      .map((l) => l.replace(/^ +| +$/g, ""))
+      .join("\n")
+      .replace(/\n{3,}/g, "\n\n")
+      .trim();
+  }
+
+  // ---- wiring ----------------------------------------------------------------------------
+  chrome.runtime.onMessage.addListener((message, _sender, reply) => {
+    if (message.type === "prompt") {
+      putPrompt(message).then(reply);
+      return true;
+    }
+    if (message.type === "status") {
+      session = message.session || session;
+      paused = Boolean(message.paused);
+      pauseButton.textContent = paused ? "Resume" : "Pause";
+      if (message.text) show(message.text, message.level);
+      if (message.sent_prompt_id && !sentPromptId) sentPromptId = message.sent_prompt_id;
+      reply({ ok: true });
+    }
+    return false;
+  });
+
+  async function hello() {
+    const state = await send({ type: "hello", adapter: adapter.id });
+    if (!state) return;
+    session = state.session || "";
+    paused = Boolean(state.paused);
+    pauseButton.textContent = paused ? "Resume" : "Pause";
+    if (state.sent_prompt_id) sentPromptId = state.sent_prompt_id;
+    show(state.text || "attached", state.level || "info");
+  }
+
+  globalThis.codingagentRelay = { hello, adapter: adapter.id };
+  show(`attached — ${adapter.name}`, "info");
+  scan(true);
+  setInterval(() => scan(false), 300);
+  setInterval(hello, 20000); // also keeps the service worker's poll alive
+  hello();
+})();

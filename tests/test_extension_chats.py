@@ -1,0 +1,281 @@
+"""The extension's test bench (docs/relay.md, "How the tests map fixtures to chats"): Debian's
+Chromium with the extension loaded, the fixture chat pages of tests/chat_fixtures served on
+127.0.0.1, and the popup driven as a user drives it.
+
+The extension's host permissions name the real chats' domains, so the browser is started with
+``--host-resolver-rules`` that send chatgpt.com, claude.ai, ... to the fixture server on
+127.0.0.1. chatgpt.com is HSTS-preloaded (Chromium refuses plain http to it), so the mapped
+domains are served over HTTPS with a throwaway self-signed certificate (openssl) that the
+browser is told to accept; the generic page and Open WebUI are served over plain http on
+127.0.0.1 and localhost, which the manifest allows as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "chat_fixtures"
+EXTENSION = Path(__file__).parent.parent / "codingagent" / "frontends" / "extension"
+CHROMIUM = Path("/usr/bin/chromium")
+WAIT_MS = 20_000
+
+# The chats' real host names, each served its fixture page.
+CHAT_HOSTS = {
+    "chatgpt.com": "chatgpt.html",
+    "claude.ai": "claude.html",
+    "gemini.google.com": "gemini.html",
+    "aistudio.google.com": "aistudio.html",
+    "chat.deepseek.com": "deepseek.html",
+    "chat.mistral.ai": "mistral.html",
+}
+
+Answerer = Callable[[str], str]
+
+
+@dataclass
+class FixtureServer:
+    """Serves the fixture pages; each prompt a page sends is recorded and answered by
+    ``answer(prompt)``, the scripted chat model the test sets."""
+
+    https_port: int = 0
+    http_port: int = 0
+    prompts: list[tuple[str, str]] = field(default_factory=list)  # (host, prompt)
+    answer: Answerer = lambda prompt: "[DONE]\nnothing to do\n[/DONE]\n"  # noqa: E731
+
+    def url(self, page: str) -> str:
+        """The address of a fixture page: a chat's real domain, or 127.0.0.1/localhost."""
+        for host, name in CHAT_HOSTS.items():
+            if name == page:
+                return f"https://{host}/c/fixture"
+        if page == "openwebui.html":
+            return f"http://localhost:{self.http_port}/"
+        return f"http://127.0.0.1:{self.http_port}/{page}"
+
+
+def _handler(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            host = (self.headers.get("Host") or "").split(":")[0]
+            name = self.path.split("?")[0].lstrip("/")
+            if not (FIXTURES / name).is_file() or name.endswith(".py"):
+                name = CHAT_HOSTS.get(host) or ("openwebui.html" if host == "localhost" else "")
+            if not name:
+                self._send(404, b"no such fixture", "text/plain")
+                return
+            kinds = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+            kind = kinds.get(Path(name).suffix, "application/octet-stream")
+            self._send(200, (FIXTURES / name).read_bytes(), f"{kind}; charset=utf-8")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            prompt = self.rfile.read(length).decode()
+            server.prompts.append((self.headers.get("Host") or "", prompt))
+            self._send(200, server.answer(prompt).encode(), "text/plain; charset=utf-8")
+
+    return Handler
+
+
+def _certificate(folder: Path) -> ssl.SSLContext:
+    names = ",".join(f"DNS:{host}" for host in CHAT_HOSTS)
+    key, cert = folder / "fixture.key", folder / "fixture.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=chat fixture"]
+        + ["-addext", f"subjectAltName={names}"],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+@contextmanager
+def fixture_server(folder: Path) -> Iterator[FixtureServer]:
+    state = FixtureServer()
+    handler = _handler(state)
+    plain = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    secure = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    tls = _certificate(folder)
+    secure.socket = tls.wrap_socket(secure.socket, server_side=True)
+    state.http_port, state.https_port = plain.server_address[1], secure.server_address[1]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (plain, secure)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield state
+    finally:
+        for s in (plain, secure):
+            s.shutdown()
+            s.server_close()
+
+
+@dataclass
+class Browser:
+    context: Any  # playwright BrowserContext (persistent)
+    extension_id: str
+    fixtures: FixtureServer
+
+    def popup(self) -> Any:
+        page = self.context.new_page()
+        page.goto(f"chrome-extension://{self.extension_id}/popup/popup.html")
+        return page
+
+    def pair(self, relay_port: int, code: str) -> Any:
+        """Pair through the popup (unpairing a pairing left by an earlier test first)."""
+        popup = self.popup()
+        popup.wait_for_selector("#pairing:not([hidden]), #paired:not([hidden])")
+        if popup.locator("#paired").is_visible():
+            popup.click("#unpair")
+            popup.wait_for_selector("#pairing:not([hidden])")
+        popup.fill("#relay", f"http://127.0.0.1:{relay_port}")
+        popup.fill("#code", code)
+        popup.click("#pair")
+        popup.wait_for_selector("#paired:not([hidden])")
+        return popup
+
+    def attach(self, popup: Any, chat: Any) -> None:
+        """'Use this tab': the chat tab in front (the active tab the popup asks for), the
+        popup's button clicked."""
+        chat.bring_to_front()
+        popup.click("#attach")
+        popup.locator("#status", has_text="now takes session").wait_for()
+
+    def open_chat(self, page: str) -> Any:
+        chat = self.context.new_page()
+        chat.goto(self.fixtures.url(page))
+        chat.wait_for_function("window.fixtureLog !== undefined")
+        return chat
+
+
+def chromium_args(extension: Path, https_port: int) -> list[str]:
+    rules = ",".join(f"MAP {host} 127.0.0.1:{https_port}" for host in CHAT_HOSTS)
+    return [
+        "--headless=new",
+        f"--disable-extensions-except={extension}",
+        f"--load-extension={extension}",
+        f"--host-resolver-rules={rules}",
+        "--ignore-certificate-errors",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
+
+
+@contextmanager
+def extension_browser(folder: Path, extension: Path = EXTENSION) -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with fixture_server(folder) as fixtures, sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(folder / "profile"),
+            executable_path=str(CHROMIUM),
+            headless=False,  # --headless=new, in the arguments: the old headless has no extensions
+            args=chromium_args(extension, fixtures.https_port),
+            ignore_https_errors=True,
+            viewport={"width": 1100, "height": 760},
+        )
+        context.set_default_timeout(WAIT_MS)
+        try:
+            workers = context.service_workers
+            worker = workers[0] if workers else context.wait_for_event("serviceworker")
+            yield Browser(context, worker.url.split("/")[2], fixtures)
+        finally:
+            context.close()
+
+
+def fixture_log(chat: Any) -> dict[str, Any]:
+    return dict(json.loads(chat.evaluate("JSON.stringify(window.fixtureLog)")))
+
+
+def pill_text(chat: Any) -> str:
+    return str(chat.locator("codingagent-relay .text").inner_text())
+
+
+def available() -> bool:
+    return CHROMIUM.exists() and shutil.which("openssl") is not None
+
+
+# ---- the tests ---------------------------------------------------------------------------
+
+import re  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+from relaying import relay_agent  # noqa: E402
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not available(), reason="needs Debian's chromium and openssl"),
+]
+
+SEQUENCE = re.compile(r"Sequence: (\d+)")
+
+
+def scripted(turns: int) -> Answerer:
+    """The chat's answers: a file per turn, [DONE] at the last; each answer is fenced markdown
+    with prose around it, as chats write."""
+
+    def answer(prompt: str) -> str:
+        found = SEQUENCE.search(prompt)
+        n = int(found.group(1)) if found else 0
+        if n >= turns:
+            return f"All {turns} files are there.\n\n[DONE]\nmade {turns - 1} files\n[/DONE]\n"
+        return (
+            f"Turn {n}: I'll write the file.\n\n```text\n[CREATE_FILE path=\"turn{n}.txt\"]\n"
+            f"line {n}\n\n# not a heading\n[/CREATE_FILE]\n```\n\nThat is all for now.\n"
+        )
+
+    return answer
+
+
+def wait_until(test: Callable[[], Any], seconds: float = 20, what: str = "") -> Any:
+    deadline = time.monotonic() + seconds
+    while not (value := test()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or test}")
+        time.sleep(0.1)
+    return value
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    with extension_browser(tmp_path_factory.mktemp("chromium")) as bench:
+        yield bench
+
+
+def test_one_turn_chatgpt(browser: Browser, tmp_path: Path) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="make two files") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("chatgpt.html")
+        browser.attach(popup, chat)
+        wait_until(lambda: len(fixture_log(chat)["sent"]) == 1, what="prompt 1 sent")
+        chat.locator("codingagent-apply button").click()
+        wait_until(lambda: len(fixture_log(chat)["sent"]) == 2, what="prompt 2 sent")
+        print(pill_text(chat))
+        assert (tmp_path / "workspace" / "turn1.txt").read_text() == "line 1\n\n# not a heading\n"
