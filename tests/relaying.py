@@ -87,11 +87,14 @@ class Agent:
 
 
 @contextmanager
-def relay_agent(root: Path, *args: str, task: str = "t") -> Iterator[Agent]:
-    """``codingagent start TASK --relay --relay-port 0 ARGS --root ROOT`` in a subprocess,
-    once it announced its relay; stopped with Ctrl-C (then killed) if it still runs after."""
-    command = [sys.executable, "-m", "codingagent", "start", task, "--relay", "--relay-port", "0"]
-    command.append("--no-copy")  # no test touches a clipboard
+def relay_agent(
+    root: Path, *args: str, task: str = "t", command: list[str] | None = None
+) -> Iterator[Agent]:
+    """``codingagent start TASK --relay --relay-port 0 ARGS --root ROOT`` (or ``command``
+    ARGS --root ROOT) in a subprocess, once it announced its relay; stopped with Ctrl-C (then
+    killed) if it still runs after."""
+    start = [sys.executable, "-m", "codingagent", "start", task, "--relay", "--relay-port", "0"]
+    command = [*(command or start), "--no-copy"]  # no test touches a clipboard
     process = subprocess.Popen(
         [*command, *args, "--root", str(root)],
         stdin=subprocess.DEVNULL,

@@ -5,8 +5,12 @@ same behind a forwarded port, as with ``ssh -L`` for an agent on another machine
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from invoking import run
@@ -124,3 +128,41 @@ def test_codingagent_relay_prints_the_extension_folder_and_how_to_load_it(tmp_pa
     assert folder.parts[-3:] == ("codingagent", "frontends", "extension")
     assert "chrome://extensions" in result.output
     assert "Developer mode" in result.output and "Load unpacked" in result.output
+
+
+def test_ctrl_c_ends_a_waiting_long_poll_with_stopped_at_once(tmp_path: Path) -> None:
+    with relay_agent(tmp_path, *ARGS) as agent:
+        client = RelayClient(agent.port)
+        try:
+            client.pair(agent.code)
+            first = client.prompt()
+            polled: list[httpx.Response] = []
+            poll = threading.Thread(
+                target=lambda: polled.append(client.get("/prompt", after=first["prompt_id"]))
+            )
+            poll.start()
+            agent.wait_for("Relay: paired")
+            agent.process.send_signal(signal.SIGINT)
+            assert agent.process.wait(10) == 130
+            poll.join(10)
+        finally:
+            client.close()
+    assert polled[0].status_code == 200
+    assert polled[0].json() == {"done": True, "status": "stopped", "summary": "the agent stopped"}
+    assert "Continue later with: codingagent resume" in agent.output
+
+
+def test_resume_relay_serves_the_session_again(tmp_path: Path) -> None:
+    started = run(tmp_path, "start", "t", "--no-watch", *ARGS)
+    assert started.exit_code == 0, started.output
+    command = [sys.executable, "-m", "codingagent", "resume", "--relay", "--relay-port", "0"]
+    with relay_agent(tmp_path, *ARGS, command=command) as agent:
+        client = RelayClient(agent.port)
+        try:
+            client.pair(agent.code)
+            first = client.prompt()
+            done = client.reply(first["prompt_id"], DONE)
+        finally:
+            client.close()
+        assert done["done"] is True
+        assert agent.process.wait(10) == 0
