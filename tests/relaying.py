@@ -26,25 +26,33 @@ ANNOUNCED = re.compile(r"on http://127\.0\.0\.1:(\d+)\. Pairing code: ([A-Z0-9]{
 
 
 class RelayClient:
-    """Speaks to a relay as the extension does: its Origin, then its token once paired."""
+    """Speaks to a relay as the extension does: its Origin, then its token once paired.
 
-    def __init__(self, port: int, origin: str | None = EXTENSION) -> None:
+    ``chromium``: its GETs are sent as Chromium sends an extension service worker's GET to a
+    host it has permission for: no Origin, ``Sec-Fetch-Site: none`` (docs/relay.md).
+    """
+
+    def __init__(self, port: int, origin: str | None = EXTENSION, chromium: bool = False) -> None:
         self.base = f"http://127.0.0.1:{port}/relay/v1"
         self.origin = origin
+        self.chromium = chromium
         self.token: str | None = None
         self.http = httpx.Client(timeout=30)
 
     def close(self) -> None:
         self.http.close()
 
-    def headers(self) -> dict[str, str]:
-        headers = {"Origin": self.origin} if self.origin is not None else {}
+    def headers(self, method: str = "POST") -> dict[str, str]:
+        if self.chromium and method == "GET":
+            headers = {"Sec-Fetch-Site": "none"}
+        else:
+            headers = {"Origin": self.origin} if self.origin is not None else {}
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
     def get(self, path: str, **params: Any) -> httpx.Response:
-        return self.http.get(self.base + path, headers=self.headers(), params=params)
+        return self.http.get(self.base + path, headers=self.headers("GET"), params=params)
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
         return self.http.post(self.base + path, headers=self.headers(), json=body or {})

@@ -153,6 +153,36 @@ def test_without_the_token_a_request_is_refused_401(relay: Relay) -> None:
     assert client.get("/state").json()["sequence"] is None, "nothing was applied"
 
 
+def test_an_origin_less_get_as_chromium_sends_it_is_admitted_on_its_token_alone(
+    relay: Relay,
+) -> None:
+    """Chromium sends an extension service worker's GET without Origin, with Sec-Fetch-Site:
+    none (no web page can send that): the token decides; a POST still needs the Origin."""
+    extension = relay.client()
+    extension.pair(CODE)
+    chromium = relay.client(None)
+    chromium.chromium = True
+    assert chromium.get("/state").status_code == 401, "no token"
+    chromium.token = "wrong"
+    assert chromium.get("/state").status_code == 401
+    chromium.token = extension.token
+    answered = chromium.get("/state")
+    assert answered.status_code == 200 and answered.json()["session"] == relay.session_id
+    assert "access-control-allow-origin" not in answered.headers
+    assert chromium.get("/prompt", wait=0).status_code == 204
+    assert chromium.post("/unpair").status_code == 403, "a POST without Origin"
+    for site in ("cross-site", "same-site", "same-origin", None):  # what a page's fetch says
+        headers = {"Authorization": f"Bearer {extension.token}"}
+        headers |= {"Sec-Fetch-Site": site} if site else {}
+        page = httpx.get(f"{extension.base}/state", headers=headers)
+        assert page.status_code == 403, site
+    pair = httpx.post(
+        f"{extension.base}/pair", headers={"Sec-Fetch-Site": "none"}, json={"code": CODE}
+    )
+    assert pair.status_code == 403, "pairing always needs the extension's Origin"
+    assert extension.get("/state").status_code == 200, "still paired"
+
+
 def test_pairing_again_replaces_the_token_and_unpair_forgets_it(relay: Relay) -> None:
     client = relay.client()
     first = client.pair(CODE)["token"]

@@ -70,7 +70,7 @@ def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
 
 def test_a_three_turn_session_through_the_relay(tmp_path: Path) -> None:
     with relay_agent(tmp_path, *ARGS) as agent:
-        client = RelayClient(agent.port)
+        client = RelayClient(agent.port, chromium=True)
         try:
             three_turns(agent, client, tmp_path / "workspace")
         finally:
@@ -85,8 +85,9 @@ def test_through_a_forwarded_port_the_same_session_and_the_same_refusals(tmp_pat
         for stranger in (None, "https://chat.example.com"):
             refused = RelayClient(forwarded.port, stranger)
             assert refused.post("/pair", {"code": agent.code}).status_code == 403
+            assert refused.get("/state").status_code == 403
             refused.close()
-        client = RelayClient(forwarded.port)
+        client = RelayClient(forwarded.port, chromium=True)
         try:
             assert client.get("/state").status_code == 401, "no token, through the tunnel too"
             three_turns(agent, client, tmp_path / "workspace")
@@ -132,7 +133,7 @@ def test_codingagent_relay_prints_the_extension_folder_and_how_to_load_it(tmp_pa
 
 def test_ctrl_c_ends_a_waiting_long_poll_with_stopped_at_once(tmp_path: Path) -> None:
     with relay_agent(tmp_path, *ARGS) as agent:
-        client = RelayClient(agent.port)
+        client = RelayClient(agent.port, chromium=True)
         try:
             client.pair(agent.code)
             first = client.prompt()
@@ -157,7 +158,7 @@ def test_resume_relay_serves_the_session_again(tmp_path: Path) -> None:
     assert started.exit_code == 0, started.output
     command = [sys.executable, "-m", "codingagent", "resume", "--relay", "--relay-port", "0"]
     with relay_agent(tmp_path, *ARGS, command=command) as agent:
-        client = RelayClient(agent.port)
+        client = RelayClient(agent.port, chromium=True)
         try:
             client.pair(agent.code)
             first = client.prompt()

@@ -11,9 +11,12 @@ why they are so is docs/relay.md.
 :class:`RelayGuard` decides before any route runs: the ``Origin`` must be an extension's
 (``chrome-extension://`` or ``moz-extension://``), and once paired that one extension's
 (403 otherwise); every request but ``/pair`` carries ``Authorization: Bearer <token>`` (401
-otherwise). Refusals are JSON ``{"error": reason}`` and change nothing. CORS answers echo the
-accepted origin, never ``*``. The ``Host`` must be a loopback name (any port: a forwarded port,
-``ssh -L 9000:127.0.0.1:8766``, arrives with its own).
+otherwise). One exception, measured in Chromium: an extension's service worker sends no
+``Origin`` on a GET to a host it has permission for, but ``Sec-Fetch-Site: none``, which a web
+page cannot send; such a GET is admitted on its token alone. Refusals are JSON
+``{"error": reason}`` and change nothing. CORS answers echo the accepted origin, never ``*``.
+The ``Host`` must be a loopback name (any port: a forwarded port, ``ssh -L
+9000:127.0.0.1:8766``, arrives with its own).
 """
 
 from __future__ import annotations
@@ -66,34 +69,50 @@ class RelayGuard:
         except Refused as refused:
             extra = {"www-authenticate": "Bearer"} if refused.status == 401 else {}
             # A 401 is read by the extension (it must pair again); a 403 is not for it.
-            cors = _cors(headers["origin"]) if refused.status == 401 else {}
+            given = headers.get("origin")
+            cors = _cors(given) if refused.status == 401 and given else {}
             response = JSONResponse(
                 {"error": refused.reason}, refused.status, headers=HEADERS | cors | extra
             )
             await response(scope, receive, send)
             return
-        if scope["method"] == "OPTIONS":
+        if scope["method"] == "OPTIONS" and origin is not None:
             await Response(status_code=204, headers=HEADERS | self._preflight(origin, headers))(
                 scope, receive, send
             )
             return
+        answered = HEADERS | (_cors(origin) if origin is not None else {})
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 out = MutableHeaders(scope=message)
-                for name, value in (HEADERS | _cors(origin)).items():
+                for name, value in answered.items():
                     out[name] = value
             await send(message)
 
         await self.app(scope, receive, with_headers)
 
-    def _admit(self, scope: Scope, headers: Headers) -> str:
+    def _admit(self, scope: Scope, headers: Headers) -> str | None:
+        """The request's origin when it may go on (None: an extension's GET, see below);
+        Refused otherwise."""
         host = headers.get("host", "")
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if name not in LOOPBACK:
             raise Refused(403, "The relay answers only to its loopback address (Host header)")
+        pairing = scope["path"] == f"{PREFIX}/pair"
+        if (
+            "origin" not in headers
+            and scope["method"] == "GET"
+            and headers.get("sec-fetch-site") == "none"
+            and not pairing
+        ):
+            # Chromium sends no Origin on a GET from an extension's service worker that holds a
+            # host permission, but Sec-Fetch-Site: none, which no web page can send; the token
+            # alone then says it is the paired extension (docs/relay.md).
+            self.pairing.check_token(headers.get("authorization"))
+            return None
         origin = self.pairing.check_origin(headers.get("origin"))
-        if scope["method"] == "OPTIONS" or scope["path"] == f"{PREFIX}/pair":
+        if scope["method"] == "OPTIONS" or pairing:
             return origin
         self.pairing.check_token(headers.get("authorization"))
         return origin
