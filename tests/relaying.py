@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -81,6 +81,7 @@ class Agent:
     port: int
     code: str
     lines: list[str] = field(default_factory=list)  # its stderr, as it comes
+    out: list[str] = field(default_factory=list)  # its stdout, as it comes
 
     @property
     def output(self) -> str:
@@ -106,23 +107,21 @@ def relay_agent(
     process = subprocess.Popen(
         [*command, *args, "--root", str(root)],
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"},
     )
     lines: list[str] = []
-    assert process.stderr is not None
-    stream = process.stderr
-    reader = threading.Thread(target=lambda: lines.extend(iter(stream.readline, "")), daemon=True)
-    reader.start()
+    out: list[str] = []
+    readers = [_reader(process.stderr, lines), _reader(process.stdout, out)]
     try:
         deadline = time.monotonic() + 30
         while (found := ANNOUNCED.search("".join(lines))) is None:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError("the agent announced no relay:\n" + "".join(lines))
             time.sleep(0.05)
-        yield Agent(process, int(found.group(1)), found.group(2), lines)
+        yield Agent(process, int(found.group(1)), found.group(2), lines, out)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -131,7 +130,16 @@ def relay_agent(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        reader.join(5)
+        for reader in readers:
+            reader.join(5)
+
+
+def _reader(stream: IO[str] | None, into: list[str]) -> threading.Thread:
+    """A thread that reads ``stream`` line by line into ``into``."""
+    assert stream is not None
+    reader = threading.Thread(target=lambda: into.extend(iter(stream.readline, "")), daemon=True)
+    reader.start()
+    return reader
 
 
 class Forwarder:

@@ -167,3 +167,43 @@ def test_resume_relay_serves_the_session_again(tmp_path: Path) -> None:
             client.close()
         assert done["done"] is True
         assert agent.process.wait(10) == 0
+
+
+def test_ui_relay_serves_the_relay_beside_the_page_and_takes_the_pages_replies_too(
+    tmp_path: Path,
+) -> None:
+    started = run(tmp_path, "start", "t", "--no-watch", *ARGS)
+    assert started.exit_code == 0, started.output
+    command = [sys.executable, "-m", "codingagent", "ui", "--relay", "--no-open", "--port", "0"]
+    with relay_agent(tmp_path, *ARGS, "--relay-port", "0", command=command) as agent:
+        agent.wait_for("The page for your chat tab is at the address above")
+        page = agent.out[0].strip()
+        client = RelayClient(agent.port, chromium=True)
+        try:
+            session = client.pair(agent.code)["session"]
+            first = client.prompt()
+            turn1 = client.reply(first["prompt_id"], CREATE)
+            assert turn1["applied"] is True
+            shown = httpx.get(f"{page}api/sessions/{session}").json()
+            assert shown["prompt"]["sequence"] == 2, "the page shows the relay's turn"
+            assert shown["turns"][0]["reply"] == "<relay: chat.test>"
+            # The relay's loop holds the session: a reply pasted on the page goes into inbox/,
+            # where the relay's source takes it; the relay then offers the prompt after it.
+            pasted = httpx.post(
+                f"{page}api/sessions/{session}/apply", json={"reply": RUN, "sequence": 2}
+            )
+            assert "queued" in pasted.json()
+            third = client.prompt(after=turn1["next_prompt_id"])
+            assert third["prompt_id"] == f"{session}:3"
+            assert (tmp_path / "workspace" / "b.txt").read_text() == "first line\n"
+            assert client.reply(third["prompt_id"], DONE)["done"] is True
+            assert httpx.get(f"{page}api/sessions").status_code == 200, "the page goes on"
+        finally:
+            client.close()
+    assert agent.process.returncode == 130, "Ctrl-C stopped the page"
+
+
+def test_ui_relay_without_a_session_is_a_clear_error(tmp_path: Path) -> None:
+    result = run(tmp_path, "ui", "--relay", "--no-open", "--port", "0", "--relay-port", "0")
+    assert result.exit_code == 1
+    assert "ui --relay serves the relay for a session, and there is none yet" in result.output

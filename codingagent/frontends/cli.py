@@ -344,18 +344,21 @@ def undo_command(session: str, root: Path, turns: int, force: bool) -> None:
     help="Port on 127.0.0.1 (0: any free port).",
 )
 @click.option("--no-open", is_flag=True, help="Print the page's address; do not open a browser.")
+@relaying.relay_options
 @tuning_options
 def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None:
     """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
-    reply, see each turn's results and diffs, undo. Its address carries a secret token."""
+    reply, see each turn's results and diffs, undo. Its address carries a secret token. With
+    --relay, the browser extension's relay for SESSION runs beside it."""
     from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
     from codingagent.transaction.store import SessionStore
 
+    relay = relaying.take_relay(flags)
     if SessionStore(root).ids():  # the page of a new run directory starts its own sessions
         flags = kept_flags(root, session, flags)
     try:
-        run(root, session, port, not no_open, flags)
+        run(root, session, port, not no_open, flags, relay)
     except KeyboardInterrupt:  # the way to stop it
         sys.exit(exits.Exit.INTERRUPTED)
 

@@ -6,6 +6,7 @@ extension is and how to load it."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -18,6 +19,9 @@ from codingagent.frontends.console import console, safe_text, say
 
 if TYPE_CHECKING:
     from codingagent.session.loop import SessionLoop
+    from codingagent.session.seams import Listener
+    from codingagent.session.store import SessionStore
+    from codingagent.settings import Settings
     from codingagent.sources.relay import RelaySource
 
 
@@ -52,16 +56,19 @@ def take_relay(flags: dict[str, Any]) -> bool:
 
 
 @contextmanager
-def relay_source(loop: SessionLoop) -> Iterator[RelaySource]:
+def relay_source(
+    loop: SessionLoop, note: Callable[[str], None] | None = None
+) -> Iterator[RelaySource]:
     """The relay for ``loop``'s session, served while the context holds; its address and
-    pairing code are printed once."""
+    pairing code are printed once. ``note`` tells the user of pairings (the loop's listener
+    by default)."""
     from codingagent.sources.inbox import InboxSource
     from codingagent.sources.relay import Exchange, Pairing
     from codingagent.sources.relay_server import open_relay
 
     settings = loop.settings
     state = loop.store.load(loop.session_id)
-    pairing = Pairing(note=loop.listener.note)
+    pairing = Pairing(note=note or loop.listener.note)
     inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
     exchange = Exchange(loop.session_id, state.task)
     source = open_relay(exchange, pairing, inbox, settings.relay_port, settings.max_reply_bytes)
@@ -78,6 +85,46 @@ def relay_source(loop: SessionLoop) -> Iterator[RelaySource]:
             "dim",
         )
         yield source
+
+
+@contextmanager
+def relay_beside_page(
+    store: SessionStore, settings: Settings, session_id: str, listener: Listener
+) -> Iterator[None]:
+    """``codingagent ui --relay``: the session's loop, with the relay as its source, runs in a
+    thread of the page's process while the context holds; the page sees its turns through
+    ``listener``. The loop holds the session, so a reply pasted on the page goes into
+    ``inbox/``, which the relay's source watches too. A session that cannot be served (held
+    by another process, complete) is a SessionError before the page is served."""
+    from codingagent.session.loop import SessionLoop
+
+    served: list[RelaySource] = []
+    failed: list[BaseException] = []
+    loop = SessionLoop(store, settings, session_id, listener, interactive=True)
+
+    def run() -> None:
+        try:
+            with loop, relay_source(loop, note=lambda text: say(text, "dim")) as source:
+                served.append(source)
+                loop.run(source)
+        except BaseException as e:  # raised again, or shown by the page's terminal
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="relay loop", daemon=True)
+    thread.start()
+    # Served once the loop offers its first prompt; or it failed before (or ended at once).
+    while not (served and served[0].exchange.offered.wait(0.05)) and thread.is_alive():
+        pass
+    if failed:
+        thread.join()
+        raise failed[0]
+    try:
+        yield
+    finally:
+        loop.stop()
+        thread.join(30)
+    if failed:
+        say(f"The relay's loop failed: {failed[0]}", "red")
 
 
 def extension_folder() -> Path:

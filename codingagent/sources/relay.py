@@ -195,6 +195,7 @@ class Exchange:
         self.summary: str | None = None  # once done or stopped
         self._posted: _Posted | None = None
         self._closed = False
+        self.offered = threading.Event()  # set once the loop offered its first prompt
 
     # the server's side
 
@@ -282,6 +283,7 @@ class Exchange:
             self.prompt = prompt
             self.status = "waiting_for_reply"
             self._cond.notify_all()
+        self.offered.set()
 
     def take(self, wake: threading.Event, timeout: float) -> Reply | None:
         """A posted reply not yet taken, waiting up to ``timeout`` s (or until ``wake``)."""

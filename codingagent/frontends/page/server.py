@@ -30,6 +30,7 @@ import socket
 import traceback
 import webbrowser
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -47,9 +48,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codingagent.frontends.console import say
 from codingagent.frontends.page.actions import SessionActions
-from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub
+from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub, PageListener
 from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
+from codingagent.frontends.relaying import relay_beside_page
 from codingagent.prompt.render import PromptOptions
 from codingagent.queue.tasks import QueueStore
 from codingagent.settings import Settings, SettingsError, load_settings
@@ -125,9 +127,11 @@ def create_app(
     hub: EventHub,
     first: str | None = None,
     approval_timeout: float = APPROVAL_TIMEOUT,
+    approvals: Approvals | None = None,
 ) -> ASGIApp:
-    """The page's app; every URL under ``/TOKEN/``. ``hub`` carries its events."""
-    approvals = Approvals(hub, approval_timeout)
+    """The page's app; every URL under ``/TOKEN/``. ``hub`` carries its events; ``approvals``
+    the RUN_COMMAND questions (shared with a relay's loop, ``ui --relay``)."""
+    approvals = approvals or Approvals(hub, approval_timeout)
     actions = SessionActions(store, settings, hub, approvals)
 
     async def index(request: Request) -> Response:
@@ -301,18 +305,37 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def run(root: Path, session: str, port: int, open_browser: bool, flags: dict[str, Any]) -> None:
-    """``codingagent ui``: serve the page for the run directory ``root`` until Ctrl-C."""
+def run(
+    root: Path,
+    session: str,
+    port: int,
+    open_browser: bool,
+    flags: dict[str, Any],
+    relay: bool = False,
+) -> None:
+    """``codingagent ui``: serve the page for the run directory ``root`` until Ctrl-C; with
+    ``relay``, the chat-tab relay for SESSION beside it (docs/relay.md)."""
     store = SessionStore(root)
     settings = load_settings(root, flags)
     none_yet = session in ("", "latest") and not store.ids()
     first = None if none_yet else store.resolve(session)
+    if relay and first is None:
+        raise SessionError(
+            "ui --relay serves the relay for a session, and there is none yet: start one "
+            '(codingagent start "TASK" --no-watch), then run ui --relay again'
+        )
     sock = listen(port)
     token = new_token()
-    address = url(sock, token)
-    print(address, flush=True)  # stdout: the one line of data, for scripts
-    say("The page for your chat tab is at the address above (keep it secret). Ctrl-C stops.")
-    if open_browser:
-        webbrowser.open(address)
     hub = EventHub()
-    PageServer(create_app(store, settings, token, hub, first), hub).run(sockets=[sock])
+    approvals = Approvals(hub, APPROVAL_TIMEOUT)
+    with ExitStack() as stack:
+        if relay and first is not None:
+            listener = PageListener(first, hub, approvals)
+            stack.enter_context(relay_beside_page(store, settings, first, listener))
+        address = url(sock, token)
+        print(address, flush=True)  # stdout: the one line of data, for scripts
+        say("The page for your chat tab is at the address above (keep it secret). Ctrl-C stops.")
+        if open_browser:
+            webbrowser.open(address)
+        app = create_app(store, settings, token, hub, first, approvals=approvals)
+        PageServer(app, hub).run(sockets=[sock])
