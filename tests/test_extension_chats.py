@@ -13,16 +13,21 @@ browser is told to accept; the generic page and Open WebUI are served over plain
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
+from relaying import Forwarder, relay_agent
 
 FIXTURES = Path(__file__).parent / "chat_fixtures"
 EXTENSION = Path(__file__).parent.parent / "codingagent" / "frontends" / "extension"
@@ -50,7 +55,7 @@ class FixtureServer:
     https_port: int = 0
     http_port: int = 0
     prompts: list[tuple[str, str]] = field(default_factory=list)  # (host, prompt)
-    answer: Answerer = lambda prompt: "[DONE]\nnothing to do\n[/DONE]\n"  # noqa: E731
+    answer: Answerer = lambda prompt: "[DONE]\nnothing to do\n[/DONE]\n"
 
     def url(self, page: str) -> str:
         """The address of a fixture page: a chat's real domain, or 127.0.0.1/localhost."""
@@ -100,9 +105,11 @@ def _certificate(folder: Path) -> ssl.SSLContext:
     names = ",".join(f"DNS:{host}" for host in CHAT_HOSTS)
     key, cert = folder / "fixture.key", folder / "fixture.crt"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=chat fixture"]
-        + ["-addext", f"subjectAltName={names}"],
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=chat fixture"),
+            *("-addext", f"subjectAltName={names}"),
+        ],
         check=True,
         capture_output=True,
     )
@@ -160,7 +167,7 @@ class Browser:
         popup's button clicked."""
         chat.bring_to_front()
         popup.click("#attach")
-        popup.locator("#status", has_text="now takes session").wait_for()
+        chat.locator("codingagent-relay .who", has_text="session").wait_for()
 
     def open_chat(self, page: str) -> Any:
         chat = self.context.new_page()
@@ -222,18 +229,13 @@ def available() -> bool:
 
 # ---- the tests ---------------------------------------------------------------------------
 
-import re  # noqa: E402
-import time  # noqa: E402
-
-import pytest  # noqa: E402
-from relaying import relay_agent  # noqa: E402
-
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.slow,  # real browser, real agent, answers streamed in real time
     pytest.mark.skipif(not available(), reason="needs Debian's chromium and openssl"),
 ]
 
 SEQUENCE = re.compile(r"Sequence: (\d+)")
+BODY = "line {n}\n\n# not a heading\n"
 
 
 def scripted(turns: int) -> Answerer:
@@ -244,22 +246,26 @@ def scripted(turns: int) -> Answerer:
         found = SEQUENCE.search(prompt)
         n = int(found.group(1)) if found else 0
         if n >= turns:
-            return f"All {turns} files are there.\n\n[DONE]\nmade {turns - 1} files\n[/DONE]\n"
+            return f"All files are there.\n\n[DONE]\nmade {turns - 1} files\n[/DONE]\n"
         return (
-            f"Turn {n}: I'll write the file.\n\n```text\n[CREATE_FILE path=\"turn{n}.txt\"]\n"
-            f"line {n}\n\n# not a heading\n[/CREATE_FILE]\n```\n\nThat is all for now.\n"
+            f'Turn {n}: I\'ll write the file.\n\n```text\n[CREATE_FILE path="turn{n}.txt"]\n'
+            f"{BODY.format(n=n)}[/CREATE_FILE]\n```\n\nThat is all for now.\n"
         )
 
     return answer
 
 
-def wait_until(test: Callable[[], Any], seconds: float = 20, what: str = "") -> Any:
+def wait_until(test: Callable[[], Any], what: str, seconds: float = 20) -> Any:
     deadline = time.monotonic() + seconds
     while not (value := test()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or test}")
+            raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
     return value
+
+
+def sent(chat: Any) -> list[str]:
+    return list(fixture_log(chat)["sent"])
 
 
 @pytest.fixture(scope="module")
@@ -268,14 +274,132 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
         yield bench
 
 
-def test_one_turn_chatgpt(browser: Browser, tmp_path: Path) -> None:
-    browser.fixtures.answer = scripted(2)
+def run_turns(browser: Browser, chat: Any, root: Path, turns: int) -> None:
+    """Each turn: the prompt is in the chat (sent, whole), the answer streams, one click on
+    its Apply; the file appears and the next prompt goes in."""
+    for n in range(1, turns + 1):
+        wait_until(lambda n=n: len(sent(chat)) == n, f"prompt {n} sent")
+        assert f"Sequence: {n}" in sent(chat)[-1]
+        button = chat.locator("codingagent-apply button", has_text="Apply").last
+        button.wait_for()
+        button.click()
+        if n < turns:
+            wait_until(lambda n=n: (root / "workspace" / f"turn{n}.txt").exists(), f"turn {n}")
+            assert (root / "workspace" / f"turn{n}.txt").read_text() == BODY.format(n=n)
+    chat.locator("codingagent-relay .text", has_text="session done").wait_for()
+
+
+def test_a_three_turn_session_takes_one_click_per_turn_and_no_keystroke(
+    browser: Browser, tmp_path: Path
+) -> None:
+    browser.fixtures.answer = scripted(3)
     with relay_agent(tmp_path, task="make two files") as agent:
         popup = browser.pair(agent.port, agent.code)
         chat = browser.open_chat("chatgpt.html")
         browser.attach(popup, chat)
-        wait_until(lambda: len(fixture_log(chat)["sent"]) == 1, what="prompt 1 sent")
-        chat.locator("codingagent-apply button").click()
-        wait_until(lambda: len(fixture_log(chat)["sent"]) == 2, what="prompt 2 sent")
-        print(pill_text(chat))
-        assert (tmp_path / "workspace" / "turn1.txt").read_text() == "line 1\n\n# not a heading\n"
+        run_turns(browser, chat, tmp_path, 3)
+        prompts = [p for _, p in browser.fixtures.prompts]
+        outbox = sorted((tmp_path / "outbox").glob("*_seq*.txt"))
+        # Each prompt went in whole, as the agent wrote it (the long ones too).
+        assert prompts == [path.read_text() for path in outbox]
+        log = fixture_log(chat)
+        assert log["trustedClicks"] == 3  # the three Apply clicks, nothing else
+        assert log["trustedKeys"] == 0
+        assert log["copies"] == 3  # each answer came through ChatGPT's own Copy
+        agent.process.wait(20)
+        assert agent.process.returncode == 0
+        assert "Task marked complete" in agent.output
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "claude.html",
+        "gemini.html",
+        "aistudio.html",
+        "deepseek.html",
+        "mistral.html",
+        "openwebui.html",
+        "generic.html",
+    ],
+)
+def test_each_chat_takes_a_prompt_and_gives_its_answer_on_apply(
+    browser: Browser, tmp_path: Path, page: str
+) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="make a file") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat(page)
+        browser.attach(popup, chat)
+        run_turns(browser, chat, tmp_path, 2)
+        log = fixture_log(chat)
+        assert log["trustedKeys"] == 0 and log["trustedClicks"] == 2
+        has_copy = page not in ("aistudio.html", "deepseek.html", "generic.html")
+        assert log["copies"] == (2 if has_copy else 0)
+
+
+def test_a_chat_whose_markup_changed_fails_loudly(browser: Browser, tmp_path: Path) -> None:
+    with relay_agent(tmp_path, task="t") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("chatgpt.html")
+        # The site renamed its composer: the adapter must say so, not wait in silence.
+        chat.evaluate("document.getElementById('prompt-textarea').id = 'composer-v2'")
+        browser.attach(popup, chat)
+        chat.locator("codingagent-relay .text", has_text="composer not found").wait_for()
+        assert "ChatGPT: composer not found — the site may have changed" in pill_text(chat)
+        assert sent(chat) == []
+
+
+def test_pause_keeps_the_prompt_out_until_resume(browser: Browser, tmp_path: Path) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("claude.html")
+        browser.attach(popup, chat)
+        wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
+        chat.locator("codingagent-relay button.pause").click()
+        chat.locator("codingagent-relay .text", has_text="paused").wait_for()
+        chat.locator("codingagent-apply button", has_text="Apply").click()
+        wait_until(lambda: (tmp_path / "workspace" / "turn1.txt").exists(), "turn 1 applied")
+        time.sleep(2)
+        assert len(sent(chat)) == 1  # paused: the next prompt waits
+        chat.locator("codingagent-relay button.pause", has_text="Resume").click()
+        wait_until(lambda: len(sent(chat)) == 2, "prompt 2 sent after Resume")
+
+
+def test_the_relay_refuses_a_web_page_and_an_unpaired_extension(
+    browser: Browser, tmp_path: Path
+) -> None:
+    with relay_agent(tmp_path, task="t") as agent:
+        relay = f"http://127.0.0.1:{agent.port}/relay/v1"
+        # The extension before pairing: its origin, no token.
+        popup = browser.popup()
+        status = popup.evaluate(f"fetch('{relay}/state').then(r => r.status)")
+        assert status in (401, 403)
+        # A web page (another origin) that knows the address and even the code.
+        page = browser.open_chat("generic.html")
+        outcome = page.evaluate(
+            f"""fetch('{relay}/pair', {{method: 'POST', headers: {{'Content-Type':
+            'application/json'}}, body: JSON.stringify({{code: '{agent.code}'}})}})
+            .then(r => 'answered ' + r.status, e => 'blocked: ' + e)"""
+        )
+        assert outcome.startswith("blocked")  # no CORS grant for a web page: nothing to read
+        simple = page.evaluate(
+            f"fetch('{relay}/state', {{mode: 'no-cors'}}).then(r => r.type, e => 'blocked')"
+        )
+        assert simple in ("opaque", "blocked")
+        # The refusals did not pair anyone: the extension still pairs with the code.
+        popup.close()
+        browser.pair(agent.port, agent.code)
+        assert "paired with the extension chrome-extension://" + browser.extension_id in (
+            agent.output
+        )
+
+
+def test_the_extension_works_through_a_forwarded_port(browser: Browser, tmp_path: Path) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent, Forwarder(agent.port) as forwarded:
+        popup = browser.pair(forwarded.port, agent.code)  # as with ssh -L 8766:127.0.0.1:8766
+        chat = browser.open_chat("gemini.html")
+        browser.attach(popup, chat)
+        run_turns(browser, chat, tmp_path, 2)

@@ -12,7 +12,7 @@
 (() => {
   const F = window.fixture;
   const composer = document.querySelector(F.composer);
-  const log = { trustedKeys: 0, trustedClicks: 0, sent: [], how: [] };
+  const log = { trustedKeys: 0, trustedClicks: 0, sent: [], how: [], copies: 0 };
   window.fixtureLog = log;
   let text = "";
 
@@ -124,7 +124,10 @@
       F.streaming(turn, false);
       if (turn.actions && F.copyButton) {
         const copy = F.copyButton();
-        copy.addEventListener("click", () => navigator.clipboard.writeText(markdown));
+        copy.addEventListener("click", () => {
+          log.copies += 1;
+          navigator.clipboard.writeText(markdown);
+        });
         turn.actions.append(copy);
       }
     }, 150);

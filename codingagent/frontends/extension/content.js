@@ -108,8 +108,7 @@
     if (button) button.click();
     else if (adapter.id === "generic") A.pressEnter(composer);
     else return failed(`${name}: send button not found — the site may have changed`, false);
-    const probe = message.text.trim().slice(0, 40);
-    const sent = await A.until(() => busy() || !A.composerText(findComposer() || composer).includes(probe), 5000);
+    const sent = await A.until(() => busy() || !A.holds(findComposer() || composer, message.text), 5000);
     if (!sent) return failed(`${name}: the prompt is in the composer but was not sent — press Send`, false);
     sentPromptId = message.prompt_id;
     show(`prompt ${message.sequence} sent — waiting for the answer`, "busy");
@@ -147,9 +146,9 @@
   }
 
   function addApply(element, info) {
-    const apply = document.createElement("codingagent-apply");
-    apply.style.cssText = "all: initial; display: block; margin: 6px 0 10px;";
-    const root = apply.attachShadow({ mode: "open" });
+    const holder = document.createElement("codingagent-apply");
+    holder.style.cssText = "all: initial; display: block; margin: 6px 0 10px;";
+    const root = holder.attachShadow({ mode: "open" });
     root.innerHTML = `
       <style>
         button { font: 600 13px system-ui, sans-serif; border: 1px solid #0369a1; color: #fff;
@@ -173,8 +172,8 @@
       button.textContent = info.done ? "Applied" : "Apply";
       button.disabled = info.done;
     });
-    element.after(apply);
-    info.host = apply;
+    element.after(holder);
+    info.host = holder;
     if (info.bound === sentPromptId && sentPromptId) show("answer finished — click Apply to send it", "ok");
   }
 

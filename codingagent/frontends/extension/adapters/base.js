@@ -56,6 +56,13 @@
     return isTextField(el) ? el.value : el.innerText || "";
   }
 
+  // Whether the composer holds (the start of) the prompt; an editor renders line breaks as
+  // paragraphs, so white space is left out of the comparison.
+  const squeeze = (s) => s.replace(/\s+/g, "");
+  function holds(el, text) {
+    return squeeze(composerText(el)).includes(squeeze(text).slice(0, 60));
+  }
+
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   async function until(test, ms, step = 100) {
@@ -110,9 +117,7 @@
   // Put the prompt into the composer; true when the composer (or an attachment) took it.
   async function insertPrompt(adapter, composer, text) {
     const before = attachmentCount(adapter);
-    const probe = text.trim().slice(0, 40);
-    const accepted = () =>
-      composerText(composer).includes(probe) || attachmentCount(adapter) > before;
+    const accepted = () => holds(composer, text) || attachmentCount(adapter) > before;
     if (isTextField(composer)) {
       fillTextField(composer, text);
       return (await until(accepted, 1000)) ? "value" : null;
@@ -179,6 +184,7 @@
     until,
     sleep,
     composerText,
+    holds,
     insertPrompt,
     pressEnter,
     nearbySendButton,
