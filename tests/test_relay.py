@@ -15,7 +15,6 @@ from relaying import EXTENSION, OTHER_EXTENSION, RelayClient
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Listener, Stop, StopReason
-from codingagent.session.store import SessionStore
 from codingagent.settings import Settings
 from codingagent.sources.inbox import InboxSource
 from codingagent.sources.relay import (
@@ -28,6 +27,7 @@ from codingagent.sources.relay import (
     parse_prompt_id,
 )
 from codingagent.sources.relay_server import open_relay
+from codingagent.transaction.store import SessionStore
 
 CODE = "K7QM-2XPD"
 

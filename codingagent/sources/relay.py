@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from codingagent.prompt.render import is_prompt
-from codingagent.session.seams import Prompt, Reply
-from codingagent.session.turn import TurnReport
+from codingagent.session.seams import Prompt, Reply, TurnReport
 from codingagent.sources.inbox import FileReply, InboxSource
 
 DEFAULT_PORT = 8766
