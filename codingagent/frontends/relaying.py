@@ -20,9 +20,9 @@ from codingagent.frontends.console import console, safe_text, say
 if TYPE_CHECKING:
     from codingagent.session.loop import SessionLoop
     from codingagent.session.seams import Listener
-    from codingagent.session.store import SessionStore
     from codingagent.settings import Settings
     from codingagent.sources.relay import RelaySource
+    from codingagent.transaction.store import SessionStore
 
 
 def relay_options(command: Callable) -> Callable:
