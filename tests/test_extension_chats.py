@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,8 @@ def chromium_args(extension: Path, https_port: int) -> list[str]:
 def extension_browser(folder: Path, extension: Path = EXTENSION) -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
+    folder.mkdir(parents=True, exist_ok=True)
+
     with fixture_server(folder) as fixtures, sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(folder / "profile"),
@@ -278,14 +281,15 @@ def run_turns(browser: Browser, chat: Any, root: Path, turns: int) -> None:
     """Each turn: the prompt is in the chat (sent, whole), the answer streams, one click on
     its Apply; the file appears and the next prompt goes in."""
     for n in range(1, turns + 1):
-        wait_until(lambda n=n: len(sent(chat)) == n, f"prompt {n} sent")
+        wait_until(partial(lambda k: len(sent(chat)) == k, n), f"prompt {n} sent")
         assert f"Sequence: {n}" in sent(chat)[-1]
         button = chat.locator("codingagent-apply button", has_text="Apply").last
         button.wait_for()
         button.click()
         if n < turns:
-            wait_until(lambda n=n: (root / "workspace" / f"turn{n}.txt").exists(), f"turn {n}")
-            assert (root / "workspace" / f"turn{n}.txt").read_text() == BODY.format(n=n)
+            made = root / "workspace" / f"turn{n}.txt"
+            wait_until(made.exists, f"turn {n} applied")
+            assert made.read_text() == BODY.format(n=n)
     chat.locator("codingagent-relay .text", has_text="session done").wait_for()
 
 
@@ -336,6 +340,23 @@ def test_each_chat_takes_a_prompt_and_gives_its_answer_on_apply(
         assert log["trustedKeys"] == 0 and log["trustedClicks"] == 2
         has_copy = page not in ("aistudio.html", "deepseek.html", "generic.html")
         assert log["copies"] == (2 if has_copy else 0)
+
+
+@pytest.mark.parametrize("page", ["chatgpt.html", "claude.html", "deepseek.html"])
+def test_a_long_prompt_goes_in_whole(browser: Browser, tmp_path: Path, page: str) -> None:
+    """A prompt of some 40,000 characters: a rich editor takes it as one paste (ChatGPT's
+    fixture turns it into an attached file, as ChatGPT does), a textarea as its value."""
+    browser.fixtures.answer = scripted(2)
+    task = "Write the notes below into notes.txt.\n" + "a long line of the task. " * 1600
+    with relay_agent(tmp_path, task=task) as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat(page)
+        browser.attach(popup, chat)
+        wait_until(lambda: len(sent(chat)) == 1, "the long prompt sent", seconds=30)
+        outbox = sorted((tmp_path / "outbox").glob("*_seq*.txt"))
+        assert len(outbox[0].read_text()) > 40_000
+        assert sent(chat)[0] == outbox[0].read_text()
+        assert fixture_log(chat)["how"][:1] == (["input"] if page == "deepseek.html" else ["paste"])
 
 
 def test_a_chat_whose_markup_changed_fails_loudly(browser: Browser, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@
 
   // ---- the status pill -------------------------------------------------------------------
   const host = document.createElement("codingagent-relay");
-  host.style.cssText = "all: initial; position: fixed; z-index: 2147483647; right: 16px; bottom: 16px;";
+  host.style.cssText = "all: initial; position: fixed; z-index: 2147483647; right: 16px; top: 64px;";
   const shadow = host.attachShadow({ mode: "open" });
   shadow.innerHTML = `
     <style>

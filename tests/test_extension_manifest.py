@@ -1,0 +1,82 @@
+"""The extension as shipped (docs/relay.md, "The extension and the chats"): it asks for no
+permission beyond the chats, the loopback addresses and what the popup needs; every file it
+names is there and ships in the package; every chat it may enter has an adapter; the docs
+explain each permission."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+EXTENSION = ROOT / "codingagent" / "frontends" / "extension"
+MANIFEST = json.loads((EXTENSION / "manifest.json").read_text())
+
+CHATS = {
+    "https://chatgpt.com/*",
+    "https://chat.openai.com/*",
+    "https://claude.ai/*",
+    "https://gemini.google.com/*",
+    "https://aistudio.google.com/*",
+    "https://chat.deepseek.com/*",
+    "https://chat.mistral.ai/*",
+}
+LOOPBACK = {"http://127.0.0.1/*", "http://localhost/*"}
+
+
+def test_the_manifest_asks_only_for_the_chats_loopback_and_what_the_popup_needs() -> None:
+    assert MANIFEST["manifest_version"] == 3
+    assert set(MANIFEST["permissions"]) == {"storage", "scripting", "activeTab"}
+    assert set(MANIFEST["host_permissions"]) == CHATS | LOOPBACK
+    for key in ("optional_permissions", "optional_host_permissions", "content_scripts"):
+        assert key not in MANIFEST  # nothing more later, nothing injected into unattached tabs
+    assert "externally_connectable" not in MANIFEST  # no web page can message the extension
+
+
+def test_every_chat_domain_has_its_adapter() -> None:
+    hosts: set[str] = set()
+    for adapter in (EXTENSION / "adapters").glob("*.js"):
+        found = re.search(r"hosts: \[([^\]]*)\]", adapter.read_text())
+        if found:
+            hosts |= set(re.findall(r'"([^"]+)"', found.group(1)))
+    assert {f"https://{host}/*" for host in hosts} == CHATS
+
+
+def test_every_file_the_extension_names_is_there_and_in_order() -> None:
+    named = [MANIFEST["background"]["service_worker"], MANIFEST["action"]["default_popup"]]
+    named += MANIFEST["icons"].values()
+    background = (EXTENSION / "background.js").read_text()
+    listed = re.search(r"CONTENT_FILES = \[(.*?)\];", background, re.S)
+    assert listed is not None
+    content = re.findall(r'"([^"]+)"', listed.group(1))
+    named += [*content, "page/copyhook.js", "popup/popup.js", "popup/popup.css"]
+    for name in named:
+        assert (EXTENSION / name).is_file(), name
+    adapters = sorted(f"adapters/{p.name}" for p in (EXTENSION / "adapters").glob("*.js"))
+    assert sorted(content[:-1]) == adapters  # every adapter is injected
+    # base first (the others register with it), generic last (the fallback), then the script
+    assert content[0] == "adapters/base.js"
+    assert content[-2:] == ["adapters/generic.js", "content.js"]
+
+
+def test_every_file_of_the_extension_ships_in_the_package() -> None:
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setup["package-data"]["codingagent.frontends"]
+    for path in EXTENSION.rglob("*"):
+        if path.is_file():
+            name = str(path.relative_to(EXTENSION.parent))
+            assert any(fnmatch.fnmatch(name, pattern) for pattern in globs), name
+
+
+def test_the_docs_justify_each_permission_and_date_each_adapter() -> None:
+    docs = (ROOT / "docs" / "relay.md").read_text()
+    section = docs[docs.index("## The extension and the chats") :]
+    for permission in MANIFEST["permissions"]:
+        assert f"`{permission}`" in section, permission
+    for host in CHATS | LOOPBACK:
+        assert host.split("//")[1].split("/")[0] in section, host
+    for name in ("ChatGPT", "Claude", "Gemini", "AI Studio", "DeepSeek", "Le Chat", "Open WebUI"):
+        assert re.search(rf"\| {name} .*\| 2026-11-26 \|", section), name
