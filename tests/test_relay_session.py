@@ -6,6 +6,7 @@ same behind a forwarded port, as with ``ssh -L`` for an agent on another machine
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -96,13 +97,12 @@ def test_through_a_forwarded_port_the_same_session_and_the_same_refusals(tmp_pat
 
 
 def test_the_relay_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
-    with relay_agent(tmp_path, *ARGS) as agent:
-        second = run(
-            tmp_path / "other", "start", "t", "--relay", "--relay-port", str(agent.port), *ARGS
-        )
-        assert second.exit_code == 1
-        assert f"The relay cannot listen on 127.0.0.1:{agent.port}" in second.output
-        assert "--relay-port" in second.output
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run(tmp_path, "start", "t", "--relay", "--relay-port", str(port), *ARGS)
+    assert result.exit_code == 1
+    assert f"The relay cannot listen on 127.0.0.1:{port}" in result.output
+    assert "--relay-port" in result.output
 
 
 @pytest.mark.parametrize(
