@@ -21,6 +21,7 @@ from codingagent.sources.relay import (
     ALPHABET,
     MAX_WRONG,
     Exchange,
+    Outcome,
     Pairing,
     RelaySource,
     new_code,
@@ -324,3 +325,28 @@ def test_the_prompt_or_a_piece_of_it_posted_back_is_refused(relay: Relay) -> Non
     client.reply(first["prompt_id"], "[DONE]\nnothing to do\n[/DONE]\n")
     thread.join(10)
     assert stops[0].reason is StopReason.COMPLETE
+
+
+def test_a_second_answer_while_one_waits_is_refused_and_closing_answers_the_first() -> None:
+    exchange = Exchange("ab12cd34", "t")
+    outcomes: list[object] = []
+    first = threading.Thread(
+        target=lambda: outcomes.append(exchange.post("ab12cd34:1", "[DONE]\na\n[/DONE]", ""))
+    )
+    first.start()
+    taken = exchange.take(threading.Event(), 10)  # the loop's side sees the first answer
+    assert taken is not None and taken.answers == 1 and taken.source == "<relay>"
+    second = exchange.post("ab12cd34:1", "[DONE]\nb\n[/DONE]", "https://chat.test/x")
+    assert second.applied is False and "another answer is being applied" in str(second.refused)
+    other = exchange.post("ffffffff:1", "[DONE]\nb\n[/DONE]", "")
+    assert other.refused == "it answers session ffffffff; this relay serves ab12cd34"
+    exchange.close()
+    first.join(5)
+    assert outcomes[0] == Outcome(False, "the agent stopped before applying it")
+    late = exchange.post("ab12cd34:1", "[DONE]\nc\n[/DONE]", "")
+    assert late.refused == "the session is stopped: nothing more is applied"
+    assert exchange.next_prompt(None, 0) == {
+        "done": True,
+        "status": "stopped",
+        "summary": "the agent stopped",
+    }
