@@ -390,6 +390,22 @@ def test_the_turns_go_on_after_the_browser_stops_the_idle_service_worker(
         assert len(sent(chat)) == 2  # prompt 1 was not sent again after the restart
 
 
+def test_attaching_another_tab_moves_the_session_there(browser: Browser, tmp_path: Path) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        first = browser.open_chat("chatgpt.html")
+        browser.attach(popup, first)
+        wait_until(lambda: len(sent(first)) == 1, "prompt 1 sent in the first tab")
+        second = browser.open_chat("openwebui.html")
+        browser.attach(popup, second)
+        # The first tab is left as it was; the second gets the current prompt and goes on.
+        first.locator("codingagent-relay").wait_for(state="detached")
+        assert first.locator("codingagent-apply").count() == 0
+        run_turns(browser, second, tmp_path, 2)
+        assert len(sent(first)) == 1
+
+
 def test_a_chat_whose_markup_changed_fails_loudly(browser: Browser, tmp_path: Path) -> None:
     with relay_agent(tmp_path, task="t") as agent:
         popup = browser.pair(agent.port, agent.code)

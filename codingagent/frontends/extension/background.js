@@ -111,14 +111,17 @@ async function pair({ relayUrl, code }) {
 }
 
 async function attach({ tabId }) {
-  const { token, session } = await load();
+  const { token, session, tabId: before } = await load();
   if (!token) return { error: "pair first: the relay's pairing code is printed in the terminal" };
   try {
     await inject(tabId);
   } catch (error) {
     return { error: `cannot use this tab: ${error.message}` };
   }
-  await save({ tabId, paused: false, blocked: null });
+  // Another tab takes over: the old one is told, and the new one gets the current prompt.
+  const moved = before !== tabId;
+  if (before != null && moved) await leave(before);
+  await save({ tabId, paused: false, blocked: null, ...(moved ? { delivered: null } : {}) });
   await setStatus(`attached to session ${session} — waiting for the prompt`, "info");
   poll();
   return { ok: true, session };
@@ -129,14 +132,25 @@ async function inject(tabId) {
   await chrome.scripting.executeScript({ target: { tabId }, files: CONTENT_FILES });
 }
 
+// Tell a tab it is no longer attached: its pill and Apply buttons go.
+async function leave(tabId) {
+  try {
+    await chrome.tabs.sendMessage(tabId, { type: "detached" });
+  } catch {
+    // closed or reloaded: nothing of ours is left in it
+  }
+}
+
 async function detach() {
+  const { tabId } = await load();
+  if (tabId != null) await leave(tabId);
   await save({ tabId: null });
   await setStatus("not attached", "info");
   return { ok: true };
 }
 
 async function unpair() {
-  const { token } = await load();
+  const { token, tabId } = await load();
   if (token) {
     try {
       await relay("/unpair", { method: "POST", body: {} });
@@ -144,7 +158,10 @@ async function unpair() {
       // the relay may be gone: forget the pairing here anyway
     }
   }
-  await chrome.storage.local.remove(["token", "session", "task", "tabId", "delivered", "status"]);
+  if (tabId != null) await leave(tabId);
+  await chrome.storage.local.remove([
+    ...["token", "session", "task", "tabId", "delivered", "status", "blocked", "paused", "done"],
+  ]);
   return { ok: true };
 }
 
@@ -285,7 +302,11 @@ chrome.tabs.onUpdated.addListener(async (tabId, change) => {
     await inject(tabId);
   } catch (error) {
     await setStatus(`cannot reach the attached tab after it loaded: ${error.message}`, "error");
+    return;
   }
+  // A prompt that could not go in before the reload gets another try in the fresh page.
+  await save({ blocked: null });
+  poll();
 });
 
 chrome.tabs.onRemoved.addListener(async (tabId) => {

@@ -133,13 +133,14 @@
       answers.set(element, info);
       noteChanges(element, info);
     }
+    const writing = busy();
     for (const [element, info] of answers) {
       if (!element.isConnected) {
         info.observer.disconnect();
         answers.delete(element);
         continue;
       }
-      const finished = Date.now() - info.changed >= QUIET_MS && !busy();
+      const finished = Date.now() - info.changed >= QUIET_MS && !writing;
       if (finished && !(info.host && info.host.isConnected)) addApply(element, info);
     }
     selectionButton.hidden = !(adapter.id === "generic" && found.length === 0);
@@ -282,6 +283,20 @@
       putPrompt(message).then(reply);
       return true;
     }
+    if (message.type === "detached") {
+      // another tab took the session, or the user detached: leave this page as it was
+      clearInterval(scanning);
+      clearInterval(greeting);
+      for (const [, info] of answers) {
+        info.observer.disconnect();
+        if (info.host) info.host.remove();
+      }
+      answers.clear();
+      host.remove();
+      delete globalThis.codingagentRelay;
+      reply({ ok: true });
+      return false;
+    }
     if (message.type === "status") {
       session = message.session || session;
       paused = Boolean(message.paused);
@@ -306,7 +321,7 @@
   globalThis.codingagentRelay = { hello, adapter: adapter.id };
   show(`attached — ${adapter.name}`, "info");
   scan(true);
-  setInterval(() => scan(false), 300);
-  setInterval(hello, 20000); // also keeps the service worker's poll alive
+  const scanning = setInterval(() => scan(false), 300);
+  const greeting = setInterval(hello, 20000); // also keeps the service worker's poll alive
   hello();
 })();
