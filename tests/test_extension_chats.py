@@ -174,9 +174,9 @@ class Browser:
         popup.click("#attach")
         chat.locator("codingagent-relay .who", has_text="session").wait_for()
 
-    def open_chat(self, page: str) -> Any:
+    def open_chat(self, page: str, query: str = "") -> Any:
         chat = self.context.new_page()
-        chat.goto(self.fixtures.url(page))
+        chat.goto(self.fixtures.url(page) + query)
         chat.wait_for_function("window.fixtureLog !== undefined")
         return chat
 
@@ -404,6 +404,45 @@ def test_attaching_another_tab_moves_the_session_there(browser: Browser, tmp_pat
         assert first.locator("codingagent-apply").count() == 0
         run_turns(browser, second, tmp_path, 2)
         assert len(sent(first)) == 1
+
+
+def test_apply_comes_only_once_the_answer_is_finished(browser: Browser, tmp_path: Path) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("chatgpt.html", "?slow")
+        browser.attach(popup, chat)
+        stop = chat.locator("[data-testid='stop-button']")
+        stop.wait_for()
+        seen_streaming = 0
+        while stop.is_visible():
+            assert chat.locator("codingagent-apply").count() == 0
+            seen_streaming += 1
+            time.sleep(0.2)
+        assert seen_streaming > 5  # it was watched while it streamed
+        chat.locator("codingagent-apply button", has_text="Apply").wait_for()
+
+
+def test_a_page_without_answer_markers_applies_the_selected_text(
+    browser: Browser, tmp_path: Path
+) -> None:
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent:
+        popup = browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("generic.html", "?unmarked")
+        browser.attach(popup, chat)
+        wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
+        chat.locator(".bubble pre").wait_for()
+        time.sleep(1.5)  # streamed
+        # The user selects the answer's text (a drag); then one click.
+        chat.evaluate(
+            "getSelection().selectAllChildren(document.querySelector('.bubble pre code'))"
+        )
+        chat.locator("codingagent-relay button.selection").click()
+        made = tmp_path / "workspace" / "turn1.txt"
+        wait_until(made.exists, "turn 1 applied")
+        assert made.read_text() == BODY.format(n=1)
+        wait_until(lambda: len(sent(chat)) == 2, "prompt 2 sent")
 
 
 def test_a_chat_whose_markup_changed_fails_loudly(browser: Browser, tmp_path: Path) -> None:
