@@ -27,9 +27,8 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     found = secret_files(root, turn.shell.secret_files_allow, for_session(turn.session_id))
     hidden = [str(root / rel) for rel in found.hidden] if turn.shell.hides_files else []
     watch = turn.workspace.watch
-    if watch is not None:
-        watch.before(f"RUN_COMMAND '{shown}'")
-    result = turn.shell.run(cmd.command, root, hidden)
+    layer = watch.before(f"RUN_COMMAND '{shown}'") if watch is not None else None
+    result = turn.shell.run(cmd.command, root, hidden, layer)
     changes = watch.after() if watch is not None else CommandChanges()
     known = set(turn.outcome.changed)  # real relative paths already: no lookup that could fail
     turn.outcome.changed += [path for path in changes.paths if path not in known]

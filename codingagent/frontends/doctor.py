@@ -5,6 +5,7 @@ unreadable one is named)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
@@ -24,6 +25,7 @@ from codingagent.sources.pasteboard import describe as describe_clipboard
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.watching import backend_name
 from codingagent.state import Damaged, SessionError
+from codingagent.transaction.capture import capture_way, describe_capture
 from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.journal import Journal
 from codingagent.transaction.store import SessionStore
@@ -50,6 +52,7 @@ def report(
         for name, profile in settings.models.items()
     ]
     rows.append(("free space", free_space(store.root)))
+    rows.append(("RUN_COMMAND changes kept by", capture_row(store, settings, session)))
     rows += [("run folder", problem) for problem in folder_problems(store)]
     if session is not None:
         session_id = store.resolve(session)
@@ -94,6 +97,19 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         *(("ignored", line) for line in settings.ignored),
         *((package, _version(package)) for package in PACKAGES),
     ]
+
+
+def capture_row(store: SessionStore, settings: Settings, session: str | None) -> str:
+    """How a command's changes are kept for undo: on an overlay, or by stat scans and why
+    (docs/undo.md); for SESSION's workspace, else the run directory's."""
+    backend, _ = status(settings.sandbox)
+    workspace, folder = store.workspace, store.sessions
+    if session is not None:
+        with contextlib.suppress(SessionError):
+            session_id = store.resolve(session)
+            workspace = Path(store.load(session_id).workspace)
+            folder = store.sessions / session_id
+    return describe_capture(capture_way(backend, workspace, folder))
 
 
 def profile_check(profile: ModelProfile, offline: bool) -> str:

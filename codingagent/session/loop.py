@@ -449,9 +449,15 @@ class _ObservedShell:
     def __getattr__(self, name: str) -> object:
         return getattr(self._shell, name)
 
-    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        secret_files: Iterable[str] = (),
+        layer: Path | None = None,
+    ) -> ShellResult:
         with self._listener.running(command):
-            return self._shell.run(command, cwd, secret_files)
+            return self._shell.run(command, cwd, secret_files, layer)
 
 
 def hidden_line(hidden: list[str], workspace: Path) -> str:

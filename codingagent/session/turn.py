@@ -251,7 +251,7 @@ def _execute(
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
     what each RUN_COMMAND changed recorded around it (:mod:`codingagent.transaction.capture`)."""
     ws.before_change = journal.record
-    ws.watch = Watch(ws, journal)
+    ws.watch = Watch(ws, journal, options.shell)
     try:
         return execute(
             commands,

@@ -27,6 +27,7 @@ from codingagent.transaction.crashpoints import crash_point
 from codingagent.transaction.shadow import SHADOW, Shadow, put_back
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, PreImage, Workspace
+from codingagent.workspace.layer import discard
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 
@@ -201,11 +202,13 @@ class TurnRecord:
         records = self.preimages()
         done = Restored([], [self._damaged(line) for line in records.damaged])
         stopped = records.open_command()
-        if stopped is not None:  # a command was stopped before its changes were recorded
+        if stopped is not None and "index" in stopped:  # stopped before its changes were kept
             shadow = Shadow(self.folder.parent.parent / SHADOW, 0)
-            paths, problems = put_back(ws, shadow, stopped)
+            paths, problems = put_back(ws, shadow, stopped["index"])
             done.paths += paths
             done.problems += problems
+        for layer in records.layers():  # what a layer still holds was never the workspace's
+            discard(self.folder.parent.parent / layer)
         entries = reversed(records.entries)
         for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
             dirs = tuple(entry["createdDirs"])
@@ -254,15 +257,25 @@ class Records:
     # made and removed), "unkept" (a change not kept), "untracked", "command-done".
     marks: list[dict[str, Any]] = field(default_factory=list)
 
-    def open_command(self) -> str | None:
-        """The snapshot digest of a command stopped before its changes were recorded."""
-        open_digest = None
+    def open_command(self) -> dict[str, Any] | None:
+        """The ``command`` mark of a command stopped before its changes were recorded: it
+        names the shadow index it was taken with (``index``) or its overlay layer
+        (``layer``)."""
+        opened = None
         for mark in self.marks:
             if mark["kind"] == "command":
-                open_digest = mark["index"]
-            elif mark["kind"] == "command-done" and mark["index"] == open_digest:
-                open_digest = None
-        return open_digest
+                opened = mark
+            elif mark["kind"] == "command-done" and opened is not None:
+                key = "layer" if "layer" in opened else "index"
+                if mark.get(key) == opened[key]:
+                    opened = None
+        return opened
+
+    def layers(self) -> set[str]:
+        """The overlay layers the turn's commands ran on (in the session's folder)."""
+        return {
+            mark["layer"] for mark in self.marks if mark["kind"] == "command" and "layer" in mark
+        }
 
     def unkept(self) -> list[str]:
         """What commands changed that was not kept, so cannot be put back."""

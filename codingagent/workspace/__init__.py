@@ -4,7 +4,8 @@
   to act on, and the reasons a path is rejected (the texts the LLM is shown).
 - :mod:`.listing`: the files the LLM is shown; :mod:`.gitignore`: what the ignore files hide.
 - :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back;
-  :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed.
+  :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed; :mod:`.layer`: what a command
+  run on an overlay changed, and its commit.
 
 :mod:`.autorun` finds files a turn left that would run code for the user.
 :class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from codingagent.workspace import files, preimage, snapshot
+from codingagent.workspace import files, layer, preimage, snapshot
 from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.listing import Listing, display_name, list_files
 from codingagent.workspace.preimage import PreImage
@@ -80,6 +81,16 @@ class Workspace:
     def restore_dirs(self, created: list[str], deleted: list[str]) -> list[str]:
         """Remove ``created`` folders that are empty, make ``deleted`` ones again."""
         return snapshot.restore_dirs(self._guard, created, deleted)
+
+    def read_layer(self, upper: Path) -> layer.Layer:
+        """What a command's overlay layer ``upper`` changes here (:mod:`.layer`)."""
+        return layer.read_layer(self._guard, upper)
+
+    def commit_layer(
+        self, upper: Path, changes: layer.Layer, each: Callable[[], None] = lambda: None
+    ) -> None:
+        """Move the layer ``upper`` into the workspace as ``changes`` says."""
+        layer.commit(self._guard, upper, changes, each)
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""

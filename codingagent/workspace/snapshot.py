@@ -16,6 +16,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from codingagent.fsio import at
@@ -163,8 +164,10 @@ class CommandChanges:
 class CommandWatch(Protocol):
     """Set on the workspace by a turn: what runs around each RUN_COMMAND."""
 
-    def before(self, label: str) -> None:
-        """Take the workspace's picture, durably, before the command ``label`` runs."""
+    def before(self, label: str) -> Path | None:
+        """Get ready, durably, for the command ``label``: the layer folder its writes go to
+        (the command runs on an overlay, the workspace untouched until :meth:`after`), or None
+        (it writes to the workspace: its picture was taken)."""
 
     def after(self) -> CommandChanges:
         """Record what the command changed (pre-images in the journal) and say what."""
