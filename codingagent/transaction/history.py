@@ -209,23 +209,32 @@ class TurnRecord:
             done.problems += problems
         for layer in records.layers():  # what a layer still holds was never the workspace's
             discard(self.folder.parent.parent / layer)
-        entries = reversed(records.entries)
-        for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
-            dirs = tuple(entry["createdDirs"])
-            try:
-                with self.saved_content(entry) as stream:
-                    ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
-            except (OSError, PathRejected) as e:
-                reason = getattr(e, "strerror", None) or str(e)
-                done.problems.append(f"'{entry['path']}' ({reason})")
-                continue
-            done.paths.append(entry["path"])
-            crash_point("restored")
+        # Created files go first (that frees space), then the folders commands made and
+        # removed (a folder made where a file was is gone before the file comes back).
+        entries = list(reversed(records.entries))
+        for entry in entries:
+            if "inline" not in entry and not entry["blob"]:
+                self._restore_entry(ws, entry, done)
         for mark in reversed(records.marks):
             if mark["kind"] == "dirs":
                 done.problems += ws.restore_dirs(mark["created"], mark["deleted"])
+        for entry in entries:
+            if "inline" in entry or entry["blob"]:
+                self._restore_entry(ws, entry, done)
         done.problems += records.unkept()
         return done
+
+    def _restore_entry(self, ws: Workspace, entry: dict[str, Any], done: Restored) -> None:
+        dirs = tuple(entry["createdDirs"])
+        try:
+            with self.saved_content(entry) as stream:
+                ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
+        except (OSError, PathRejected) as e:
+            reason = getattr(e, "strerror", None) or str(e)
+            done.problems.append(f"'{entry['path']}' ({reason})")
+            return
+        done.paths.append(entry["path"])
+        crash_point("restored")
 
     def _damaged(self, line: int) -> str:
         return f"the file saved in record {line} of {self.folder.name}/{self.PREIMAGES} (damaged)"
