@@ -16,11 +16,11 @@ from test_transactions import agent
 from turns import step
 
 from codingagent.sandbox.shell import Shell
-from codingagent.session.capture import LAYER
-from codingagent.session.history import TurnRecord
 from codingagent.session.lifecycle import start_session
-from codingagent.session.store import SessionStore
-from codingagent.session.undo import undo
+from codingagent.transaction.capture import LAYER
+from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.store import SessionStore
+from codingagent.transaction.undo import undo
 
 FILES = 3000  # 30 folders of 100
 
