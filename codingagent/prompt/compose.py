@@ -214,6 +214,6 @@ def _note_secret_files(ws: Workspace, state: SessionState, prompt: PromptOptions
     if state.environment is None:
         return
     masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
-    found = secret_files(ws.root, prompt.secret_files_allow, masker)
+    found = secret_files(ws.root, prompt.secret_files_allow, masker, ws.file_stats())
     update = {"secret_files": list(found.hidden), "secret_files_allowed": list(found.allowed)}
     state.environment = state.environment.model_copy(update=update)

@@ -60,14 +60,19 @@ class SecretFiles(NamedTuple):
 
 
 def secret_files(
-    root: Path, allow: Iterable[str] = (), masker: Masker | None = None
+    root: Path,
+    allow: Iterable[str] = (),
+    masker: Masker | None = None,
+    files: Iterable[tuple[str, str, os.stat_result]] | None = None,
 ) -> SecretFiles:
     """The secret files under ``root``, those ``allow`` names apart; ``masker`` learns each
-    secret found inside the files looked at (source code and allowed files too)."""
+    secret found inside the files looked at (source code and allowed files too).  ``files``:
+    the workspace's files as a walk the turn shares found them (``(path, posix path, stat)``
+    outside :data:`SKIP_DIRS`, at most :data:`MAX_FILES`), else this walks the tree itself."""
     allow = tuple(allow)
     hidden: list[str] = []
     allowed: list[str] = []
-    for path, rel, stat in _walk(root):
+    for path, rel, stat in _walk(root) if files is None else files:
         by_name = _named_secret(rel)
         if stat.st_size > MAX_BYTES or _source(rel):
             holds = False
