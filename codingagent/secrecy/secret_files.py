@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -49,7 +50,8 @@ SKIP_DIRS = frozenset(
 )
 MAX_BYTES = 512 * 1024  # files looked inside; bigger ones are secret files by name only
 MAX_FILES = 50_000  # files a walk looks at; beyond, the rest of the tree is not seen
-_NAMES = [pattern.lower() for pattern in NAME_PATTERNS]
+# One expression for all the name patterns: a walk of 10,000 files asks it 10,000 times.
+_NAMED = re.compile("|".join(fnmatch.translate(pattern.lower()) for pattern in NAME_PATTERNS))
 
 
 class SecretFiles(NamedTuple):
@@ -114,7 +116,7 @@ def _source(rel: str) -> bool:
 
 def _named_secret(rel: str) -> bool:
     name = rel.rsplit("/", 1)[-1].lower()
-    return not _source(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in _NAMES)
+    return not _source(name) and _NAMED.match(name) is not None
 
 
 def _allowed(rel: str, allow: tuple[str, ...]) -> bool:
