@@ -8,11 +8,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from turns import step
 
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
-from codingagent.secrecy.secret_files import MAX_FILES, SKIP_DIRS, secret_files
+from codingagent.secrecy.secret_files import (
+    MAX_FILES,
+    SKIP_DIRS,
+    SOURCE_SUFFIXES,
+    _source,
+    secret_files,
+)
 from codingagent.session.lifecycle import start_session
 from codingagent.transaction.capture import LAYER
 from codingagent.transaction.store import SessionStore
@@ -84,3 +92,9 @@ def test_what_a_turn_made_is_in_the_next_prompts_secret_files(tmp_path):
 
 def test_a_workspace_without_a_turn_has_no_shared_walk(tmp_path: Path):
     assert Workspace(tmp_path).file_stats() is None  # readers walk for themselves
+
+
+@given(st.text(alphabet=st.sampled_from("ab./PYmdMD"), max_size=12))
+def test_the_quick_suffix_test_agrees_with_splitext(name):
+    expected = os.path.splitext(name)[1].lower() in SOURCE_SUFFIXES
+    assert _source(name) == expected
