@@ -11,10 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from test_crash import snapshot
 from test_transactions import agent
 from turns import step
 
+from codingagent.frontends.cli import main
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.transaction.capture import LAYER
@@ -168,3 +170,21 @@ def test_the_layer_needs_the_sessions_folder_outside_the_workspace(tmp_path):
             inside == "the session's folder is inside the workspace (the layer must be outside it)"
         )
     assert Shell(sandbox="none").layer_problem(ws, tmp_path / LAYER) == "no OS sandbox"
+
+
+def test_doctor_says_how_a_commands_changes_are_kept(tmp_path, monkeypatch):
+    store = SessionStore(tmp_path)
+    store.ensure_dirs()
+    overlay = Shell(sandbox="auto").layer_problem(store.workspace, store.sessions / LAYER)
+    said = CliRunner().invoke(main, ["doctor", "--root", str(tmp_path)])
+    assert said.exit_code == 0, said.output
+    [row] = [line for line in said.stdout.splitlines() if "changes kept by" in line]
+    if overlay is None:
+        assert row.split("  ")[-1].strip().startswith("overlay: a command writes to a layer")
+    else:
+        assert f"stat scans and a shadow copy of the workspace (no overlay: {overlay})" in row
+    monkeypatch.setenv("CODINGAGENT_SANDBOX", "none")
+    said = CliRunner().invoke(main, ["doctor", "--root", str(tmp_path)])
+    assert (
+        "stat scans and a shadow copy of the workspace (no overlay: no OS sandbox)" in said.stdout
+    )

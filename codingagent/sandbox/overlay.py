@@ -81,6 +81,13 @@ def _unshare() -> list[str]:
 def _probe(parent: str, root: bool) -> str | None:
     """Mount a small overlay in ``parent``'s file system once (cached for the process, by
     folder and whether we are root): None when it works, else what went wrong."""
+    try:
+        return _try_mount(parent)
+    except OSError as e:  # cannot even make the probe's folders there
+        return f"cannot write in {parent}: {e.strerror}"
+
+
+def _try_mount(parent: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix=".codingagent-probe-", dir=parent) as scratch:
         lower, layer = Path(scratch, "lower"), Path(scratch, "layer")
         for folder in (lower, layer / UPPER, layer / WORK):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codingagent.fsio import fsync_folder
+from codingagent.fsio import note_folder
 from codingagent.workspace.gitignore import Rules, add_rules
 from codingagent.workspace.listing import SKIPPED_DIRS, _ignore_lines
 from codingagent.workspace.pathguard import Guard, is_git
@@ -187,7 +187,7 @@ def commit(guard: Guard, upper: Path, layer: Layer, each: Callable[[], None] = l
         else:
             _clean(source)
             os.replace(source, target)
-        fsync_folder(Path(os.path.dirname(target)))
+        note_folder(Path(os.path.dirname(target)))  # at the end of the turn's writes
         each()
 
 
