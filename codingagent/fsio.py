@@ -46,10 +46,6 @@ _UMASK = _read_umask()
 # Inside folder_syncs_grouped(): the folders whose fsync waits for the end of the block, each
 # as a duplicated descriptor, keyed by (device, inode) so a folder is fsynced once.
 _grouped: ContextVar[dict[tuple[int, int], int] | None] = ContextVar("grouped", default=None)
-# Inside it too: the files written with ``deferred=True`` whose data fsync waits for the end of
-# the block, as open descriptors (at most _DEFERRED_MAX; more are fsynced at once).
-_deferred: ContextVar[list[int] | None] = ContextVar("deferred", default=None)
-_DEFERRED_MAX = 256
 
 
 def at(folder: Folder, name: str) -> tuple[str, int | None]:
@@ -71,20 +67,17 @@ def close_folder(folder: Folder) -> None:
         os.close(folder)
 
 
-def atomic_write(
-    path: Path, data: bytes | str | BinaryIO, mode: int | None = None, deferred: bool = False
-) -> None:
+def atomic_write(path: Path, data: bytes | str | BinaryIO, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync.
 
     ``mode`` sets the file's permission bits; by default an existing file keeps its mode and a
-    new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``.  ``deferred``:
-    see :func:`folder_syncs_grouped`.
+    new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``.
     """
     path = Path(path)
     try:
         folder = open_folder(path.parent)
         try:
-            atomic_write_at(folder, path.name, data, mode, deferred)
+            atomic_write_at(folder, path.name, data, mode)
         finally:
             close_folder(folder)
     except OSError as e:
@@ -102,11 +95,7 @@ def naming(error: OSError, path: str | Path) -> OSError:
 
 
 def atomic_write_at(
-    folder: Folder,
-    name: str,
-    data: bytes | str | BinaryIO,
-    mode: int | None = None,
-    deferred: bool = False,
+    folder: Folder, name: str, data: bytes | str | BinaryIO, mode: int | None = None
 ) -> None:
     """:func:`atomic_write` of the file ``name`` in the open ``folder``.
 
@@ -131,11 +120,7 @@ def atomic_write_at(
             f.flush()
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)
-            waiting = _deferred.get() if deferred else None
-            if waiting is not None and len(waiting) < _DEFERRED_MAX:
-                waiting.append(os.dup(f.fileno()))
-            else:
-                os.fsync(f.fileno())
+            os.fsync(f.fileno())
         src, src_fd = at(folder, tmp)
         dst, dst_fd = at(folder, name)
         os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
@@ -221,26 +206,18 @@ def _create_temp(folder: Folder, name: str) -> tuple[str, int]:
 def folder_syncs_grouped() -> Iterator[None]:
     """Within this block (in this thread), atomic writes fsync each file's data as always, but
     each folder a file was renamed into is fsynced once, when the block ends, not after every
-    rename; and the data of files written with ``deferred=True`` is fsynced at the end too,
-    before the folders (one after the other, most find nothing left to write: the first
-    flushes the file system's journal for all).  For a transaction: its writes are durable
-    before the code after the block (the commit point) runs; a write that must be durable at
-    once (a pre-image) belongs outside the block, or is not deferred.  A deferred file a crash
-    leaves half written was written after its pre-image was durable: recovery puts it back.
+    rename.  For a transaction: its renames are durable before the code after the block (the
+    commit point) runs; a write that must be durable at once belongs outside the block.
     """
     pending: dict[tuple[int, int], int] = {}
-    waiting: list[int] = []
-    token, data_token = _grouped.set(pending), _deferred.set(waiting)
+    token = _grouped.set(pending)
     try:
         yield
-        for fd in waiting:
-            os.fsync(fd)
         for fd in pending.values():
             os.fsync(fd)
     finally:
         _grouped.reset(token)
-        _deferred.reset(data_token)
-        for fd in [*waiting, *pending.values()]:
+        for fd in pending.values():
             os.close(fd)
 
 

@@ -224,23 +224,3 @@ def test_grouped_folder_syncs_write_every_file_and_keep_no_descriptor(tmp_path):
         raise RuntimeError
     assert open_descriptors() == before
     assert (tmp_path / "h.txt").read_bytes() == b"y"
-
-
-def test_deferred_data_syncs_wait_for_the_block_and_are_capped(tmp_path):
-    """Files written ``deferred`` keep a descriptor each until the block's end fsyncs them (a
-    turn's workspace writes, history and outbox: their pre-images are durable already); past
-    the cap they are fsynced at once, and nothing is held after the block, also on error."""
-    (tmp_path / "a").mkdir()
-    before = open_descriptors()
-    with folder_syncs_grouped():
-        for i in range(300):
-            atomic_write(tmp_path / "a" / f"f{i}.txt", f"{i}\n", deferred=True)
-        assert (tmp_path / "a" / "f299.txt").read_text() == "299\n"
-        assert len(open_descriptors() - before) == 256 + 1  # the cap, and the folder
-    assert open_descriptors() == before
-    with pytest.raises(RuntimeError), folder_syncs_grouped():
-        atomic_write(tmp_path / "h.txt", b"y", deferred=True)
-        raise RuntimeError
-    assert open_descriptors() == before
-    atomic_write(tmp_path / "i.txt", b"z", deferred=True)  # no block: at once
-    assert open_descriptors() == before and (tmp_path / "i.txt").read_bytes() == b"z"

@@ -89,7 +89,7 @@ class TurnRecord:
                 value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
             elif not isinstance(value, bytes | str):
                 value = _json(value)
-            atomic_write(self.folder / name, value, deferred=True)  # durable by the commit
+            atomic_write(self.folder / name, value)
 
     def add_preimage(self, pre: PreImage, index: int) -> None:
         """Append ``pre`` to ``preimages.jsonl`` durably, before its file is first changed.

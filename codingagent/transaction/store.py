@@ -93,7 +93,7 @@ class SessionStore:
     def write_outbox(self, session_id: str, sequence: int, text: str) -> Path:
         path = self.outbox_path(session_id, sequence)
         self.outbox.mkdir(parents=True, exist_ok=True)  # the user may have removed it
-        atomic_write(path, text, deferred=True)  # in a turn: durable by its commit point
+        atomic_write(path, text)
         return path
 
     # --- history -----------------------------------------------------------------------

@@ -82,7 +82,7 @@ def write_text(
         info = _writable_status(spot, rel)
         will_change(spot, before_change)
         folder, name = spot.make_parents()
-        atomic_write_at(folder, name, text, deferred=True)  # its pre-image is durable
+        atomic_write_at(folder, name, text)
     return info is None
 
 
