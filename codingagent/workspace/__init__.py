@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from codingagent.workspace import files, layer, preimage, snapshot
-from codingagent.workspace.tree import FileStat, Tree
-from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.listing import Listing, display_name, list_files
+from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.preimage import PreImage
+from codingagent.workspace.tree import FileStat, Tree
 
 __all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +52,10 @@ def read_layer(guard: Guard, upper: Path) -> Layer:
     """The changes the layer ``upper`` makes to the workspace ``guard`` guards."""
     reader = _Reader(guard, upper)
     root_rules = add_rules(None, "", _ignore_lines(str(guard.root), ".git", "info", "exclude"))
-    reader.merged("", add_rules(root_rules, "", _ignore_lines(str(guard.root), ".gitignore")))
+    # Iterative, not recursive: a command can nest folders thousands deep.
+    pending = [("", add_rules(root_rules, "", _ignore_lines(str(guard.root), ".gitignore")), True)]
+    while pending:
+        reader.merged(*pending.pop(), pending)
     layer, changes = reader.layer, reader.layer.changes
     # A folder replaced whole names its files as deleted and created: those that are in both
     # changed, or not at all when their bytes and mode are the same.
@@ -80,8 +82,15 @@ class _Reader:
         self.upper = str(upper)
         self.layer = Layer()
 
-    def merged(self, rel: str, rules: Rules | None, tracked: bool = True) -> None:
-        """A folder both the workspace and the layer have (``rel``: '' or ending in '/')."""
+    def merged(
+        self,
+        rel: str,
+        rules: Rules | None,
+        tracked: bool,
+        pending: list[tuple[str, Rules | None, bool]],
+    ) -> None:
+        """A folder both the workspace and the layer have (``rel``: '' or ending in '/'); the
+        folders in it both have too go on ``pending``."""
         judge = None if rules is None else rules.judge(rel)
         changes = self.layer.changes
         for entry in _entries(os.path.join(self.upper, rel)):
@@ -102,14 +111,16 @@ class _Reader:
                     if stat.S_IMODE(low.st_mode) != stat.S_IMODE(info.st_mode):
                         self.layer.steps.append(("mode", path))
                     inner = add_rules(rules, path + "/", self._ignores(self.ws, path))
-                    self.merged(path + "/", inner, follow and not ignored)
+                    pending.append((path + "/", inner, follow and not ignored))
                     continue
                 if low is not None:  # replaced whole (opaque), or a file made a folder
                     self.layer.steps.append(("remove", path))
                     self._gone(path, low, rules, follow, ignored)
                 self.layer.steps.append(("move", path))
                 if follow and not ignored:
-                    self._new(path + "/", add_rules(rules, path + "/", self._ignores(self.upper, path)))
+                    self._new(
+                        path + "/", add_rules(rules, path + "/", self._ignores(self.upper, path))
+                    )
                 continue
             if low is not None and stat.S_ISDIR(low.st_mode):  # a folder replaced by a file
                 self.layer.steps.append(("remove", path))
@@ -127,7 +138,9 @@ class _Reader:
             elif was_file:  # a file replaced by a symlink (not tracked) or a fifo
                 changes.deleted.append(path)
 
-    def _gone(self, path: str, low: os.stat_result, rules: Rules | None, follow: bool, ignored: bool) -> None:
+    def _gone(
+        self, path: str, low: os.stat_result, rules: Rules | None, follow: bool, ignored: bool
+    ) -> None:
         """The workspace's entry ``path`` removed (or replaced): what of it was tracked."""
         if not follow:
             return
@@ -139,7 +152,9 @@ class _Reader:
                 return
             self.layer.dirs_deleted.append(path)
             inner = add_rules(rules, path + "/", self._ignores(self.ws, path))
-            self._below(self.ws, path + "/", inner, self.layer.changes.deleted, self.layer.dirs_deleted)
+            self._below(
+                self.ws, path + "/", inner, self.layer.changes.deleted, self.layer.dirs_deleted
+            )
 
     def _new(self, rel: str, rules: Rules | None) -> None:
         """A folder of the layer the workspace did not have (``rel`` ends in '/')."""
@@ -151,20 +166,24 @@ class _Reader:
     ) -> None:
         """Every tracked file and folder below ``top``/``rel`` into ``files`` and ``dirs``;
         ignored folders into the changes' ``untracked``."""
-        judge = None if rules is None else rules.judge(rel)
-        for entry in _entries(os.path.join(top, rel)):
-            path = rel + entry.name
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(info.st_mode):
-                files.append(path)
-            elif not stat.S_ISDIR(info.st_mode) or entry.name in CACHES or self._fenced(path):
-                continue
-            elif entry.name in SKIPPED_DIRS or (judge is not None and judge.ignores_folder(entry.name)):
-                self.layer.changes.untracked.append(path)
-            else:
-                dirs.append(path)
-                inner = add_rules(rules, path + "/", self._ignores(top, path))
-                self._below(top, path + "/", inner, files, dirs)
+        pending = [(rel, rules)]
+        while pending:
+            rel, rules = pending.pop()
+            judge = None if rules is None else rules.judge(rel)
+            for entry in _entries(os.path.join(top, rel)):
+                path, name = rel + entry.name, entry.name
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode):
+                    files.append(path)
+                elif not stat.S_ISDIR(info.st_mode) or name in CACHES or self._fenced(path):
+                    continue
+                elif name in SKIPPED_DIRS or (judge is not None and judge.ignores_folder(name)):
+                    self.layer.changes.untracked.append(path)
+                else:
+                    dirs.append(path)
+                    pending.append(
+                        (path + "/", add_rules(rules, path + "/", self._ignores(top, path)))
+                    )
 
     def _fenced(self, path: str) -> bool:
         return is_git(path.rpartition("/")[2]) or self.guard.is_agent_folder(path)
@@ -174,7 +193,9 @@ class _Reader:
         return _ignore_lines(os.path.join(top, path), ".gitignore")
 
 
-def commit(guard: Guard, upper: Path, layer: Layer, each: Callable[[], None] = lambda: None) -> None:
+def commit(
+    guard: Guard, upper: Path, layer: Layer, each: Callable[[], None] = lambda: None
+) -> None:
     """Make the workspace what the layer says: its steps in order (``each`` after every one).
     Moves are renames, so the layer must be on the workspace's file system."""
     ws, top = str(guard.root), str(upper)
@@ -195,31 +216,46 @@ def discard(folder: Path) -> None:
     """Remove a layer's folder and all in it (overlayfs leaves ``work/work`` with mode 000)."""
     with contextlib.suppress(OSError):
         os.chmod(folder / "work" / "work", 0o700)
-    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        _remove(str(folder))
 
 
 def _remove(path: str) -> None:
+    """Remove the file or the folder (and all in it) at ``path``, if there is one; without
+    recursion (shutil.rmtree recurses, and a command can nest folders thousands deep)."""
     info = _lstat(path)
     if info is None:
         return
-    if stat.S_ISDIR(info.st_mode):
-        shutil.rmtree(path)
-    else:
+    if not stat.S_ISDIR(info.st_mode):
         os.unlink(path)
+        return
+    stack = [(path, False)]
+    while stack:
+        folder, emptied = stack.pop()
+        if emptied:
+            os.rmdir(folder)
+            continue
+        stack.append((folder, True))
+        for entry in _entries(folder):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, False))
+            else:
+                os.unlink(entry.path)
 
 
 def _clean(path: str) -> None:
     """Before a layer's entry joins the workspace: no whiteout below it, no overlayfs marks."""
     _strip(path)
-    if not stat.S_ISDIR(os.lstat(path).st_mode):
-        return
-    for folder, subfolders, names in os.walk(path):
-        for name in subfolders + names:
-            inner = os.path.join(folder, name)
-            if _whiteout(os.lstat(inner)):
-                os.unlink(inner)
-            else:
-                _strip(inner)
+    folders = [path] if stat.S_ISDIR(os.lstat(path).st_mode) else []
+    while folders:
+        for entry in _entries(folders.pop()):
+            info = entry.stat(follow_symlinks=False)
+            if _whiteout(info):
+                os.unlink(entry.path)
+                continue
+            _strip(entry.path)
+            if stat.S_ISDIR(info.st_mode):
+                folders.append(entry.path)
 
 
 def _strip(path: str) -> None:
@@ -229,12 +265,13 @@ def _strip(path: str) -> None:
                 os.removexattr(path, name, follow_symlinks=False)
 
 
-def _entries(folder: str) -> Iterator[os.DirEntry[str]]:
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    """The folder's entries, read whole (no descriptor stays open while we go deeper)."""
     try:
         with os.scandir(folder) as found:
-            yield from found
+            return list(found)
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return []
 
 
 def _lstat(path: str) -> os.stat_result | None:
