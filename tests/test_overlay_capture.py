@@ -23,6 +23,7 @@ from codingagent.transaction.capture import LAYER
 from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
+from codingagent.workspace.layer import discard
 
 FILES = 3000  # 30 folders of 100
 
@@ -192,19 +193,25 @@ def test_doctor_says_how_a_commands_changes_are_kept(tmp_path, monkeypatch):
 
 def test_folders_nested_a_thousand_deep_are_read_committed_and_undone(store):
     """The layer is read without recursion: a command may nest folders thousands deep."""
-    sid = start_session(store, "task")[0].session_id
-    before = snapshot(store.workspace)
-    deep = "/".join(["n"] * 1200)
-    shell = Shell(sandbox="bwrap")
-    made = step(
-        store,
-        sid,
-        f"[RUN_COMMAND]\nmkdir -p {deep} && echo 1 > {deep}/f\n[/RUN_COMMAND]\n",
-        shell=shell,
-    )
-    assert "it created 1 file" in made.outcome.results[-1].summary
-    changed = step(store, sid, f"[RUN_COMMAND]\necho 2 > {deep}/f\n[/RUN_COMMAND]\n", shell=shell)
-    assert "it changed 1 file" in changed.outcome.results[-1].summary
-    assert (store.workspace / deep / "f").read_text() == "2\n"
-    undo(store, sid, turns=2)
-    assert snapshot(store.workspace) == before
+    try:
+        sid = start_session(store, "task")[0].session_id
+        before = snapshot(store.workspace)
+        deep = "/".join(["n"] * 1200)
+        shell = Shell(sandbox="bwrap")
+        made = step(
+            store,
+            sid,
+            f"[RUN_COMMAND]\nmkdir -p {deep} && echo 1 > {deep}/f\n[/RUN_COMMAND]\n",
+            shell=shell,
+        )
+        assert "it created 1 file" in made.outcome.results[-1].summary
+        changed = step(
+            store, sid, f"[RUN_COMMAND]\necho 2 > {deep}/f\n[/RUN_COMMAND]\n", shell=shell
+        )
+        assert "it changed 1 file" in changed.outcome.results[-1].summary
+        assert (store.workspace / deep / "f").read_text() == "2\n"
+        undo(store, sid, turns=2)
+        assert snapshot(store.workspace) == before
+    finally:  # pytest removes old temporary folders with shutil.rmtree, which recurses
+        discard(store.workspace / "n")
+        discard(store.root / "oracle")
