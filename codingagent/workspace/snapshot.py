@@ -118,7 +118,9 @@ def moved(before: Scan, after: Scan, racy_since: int) -> Moved:
     out.dirs_created = sorted(after.dirs - before.dirs)
     out.dirs_deleted = sorted(before.dirs - after.dirs)
     untracked = before.untracked.keys() | after.untracked.keys()
-    out.untracked = sorted(p for p in untracked if before.untracked.get(p) != after.untracked.get(p))
+    out.untracked = sorted(
+        p for p in untracked if before.untracked.get(p) != after.untracked.get(p)
+    )
     return out
 
 
@@ -126,9 +128,10 @@ def restore_dirs(guard: Guard, created: list[str], deleted: list[str]) -> list[s
     """Remove the folders in ``created`` that are empty again (deepest first) and make those in
     ``deleted`` again (outermost first); what could not be made again, by name."""
     for rel in sorted(created, key=lambda p: p.count("/"), reverse=True):
-        with contextlib.suppress(OSError, PathRejected), guard.locate(
-            rel, for_write=True, recorded=True
-        ) as spot:
+        with (
+            contextlib.suppress(OSError, PathRejected),
+            guard.locate(rel, for_write=True, recorded=True) as spot,
+        ):
             if len(spot.tail) == 1:
                 path, dir_fd = at(spot.folder, spot.tail[0])
                 os.rmdir(path, dir_fd=dir_fd)
