@@ -126,6 +126,13 @@ class SessionState(BaseModel):
     # The options the session was started or resumed with (flags given on the command line
     # or the page): later runs use them unless a flag says otherwise (docs/prompts.md).
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    # What the model knows before it asks (docs/prompts.md): the files the user named
+    # (``--file``, ``@path``), shown whole in the prompt of ``named_sequence``; the digest of the
+    # Project Instructions section last shown, and the message that showed it.
+    named_files: list[str] = Field(default_factory=list)
+    named_sequence: int | None = None
+    instructions_digest: str | None = None
+    instructions_sequence: int | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -78,8 +78,7 @@ def _read_symbol(cmd: ReadFile, symbol: str, turn: Turn) -> Success:
     if cmd.start_line is not None or cmd.end_line is not None:
         raise CommandFailed("Give either symbol or start_line/end_line, not both")
     text = read_text(cmd.path, turn)
-    python = cmd.path.lower().endswith((".py", ".pyi"))
-    found = find_symbol(text, symbol, python)
+    found = find_symbol(text, symbol, cmd.path)
     if not found:
         raise CommandFailed(
             f"No function, class or method '{clip(symbol)}' found in '{cmd.path}'; "

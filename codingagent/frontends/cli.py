@@ -22,8 +22,10 @@ from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
     complete_session,
+    file_option,
     model_client,
     model_options,
+    named_files,
     one_source,
     poll_option,
     root_option,
@@ -111,6 +113,7 @@ main.help = exits.appended(main.help, exits.summary())
 )
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
+@file_option
 @poll_option
 @model_options
 @clipboard_option
@@ -123,6 +126,7 @@ def start(
     allow_broad_workspace: bool,
     root: Path,
     no_watch: bool,
+    files: tuple[str, ...],
     **flags: Any,
 ) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
@@ -140,6 +144,8 @@ def start(
     queue = len(tasks) != 1 or task_file is not None or stop_on_failure
     if queue and allow_broad_workspace:
         raise click.UsageError("--allow-broad-workspace is for one session, not a queue")
+    if queue and files:
+        raise click.UsageError("--file is for one session, not a queue")
     if workspace is not None:
         check_workspace(workspace.resolve(), allow_broad_workspace, BROAD_OVERRIDE)
     one_source(flags)
@@ -155,15 +161,19 @@ def start(
             root, queued, workspace, stop_on_failure, flags, model, _source, watch=not no_watch
         )
         return
+    store = SessionStore(root)
+    folder = workspace.resolve() if workspace is not None else store.workspace
+    named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
     state = new_session(
-        SessionStore(root),
+        store,
         settings,
         tasks[0],
         workspace,
         allow_broad=allow_broad_workspace,
         override=BROAD_OVERRIDE,
+        files=named,
     )
     keep(SessionStore(root), state.session_id, options)
     console.print(
@@ -190,11 +200,19 @@ start.help = exits.appended(start.help, exits.queue_summary())
     help="A follow-up instruction: reopens a completed session with it as the new prompt.",
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
+@file_option
 @poll_option
 @model_options
 @clipboard_option
 @tuning_options
-def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
+def resume(
+    session: str,
+    root: Path,
+    follow_up: str | None,
+    no_watch: bool,
+    files: tuple[str, ...],
+    **flags: Any,
+) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
     A turn interrupted by a crash is first rolled back and applied again. When SESSION is the
@@ -202,16 +220,22 @@ def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **fl
     with hold unless a flag here says otherwise (docs/prompts.md).
     """
     from codingagent.frontends.kept import kept_flags
+    from codingagent.transaction.store import SessionStore
 
     one_source(flags)
     flags = kept_flags(root, session, flags, model=True)
+    named: list[str] = []
+    if files or "@" in (follow_up or ""):
+        store = SessionStore(root)
+        state = store.load(store.resolve(session))
+        named = named_files(Path(state.workspace), files, follow_up or "")
     model = model_client(root, flags)
-    queue_id = None if follow_up is not None else queueing.queue_of(root, session)
+    queue_id = None if follow_up is not None or named else queueing.queue_of(root, session)
     if queue_id is not None:  # the session is a queue's task: the queue goes on after it
         queueing.run_queue(root, queue_id, flags, model, _source, watch=not no_watch, reopen=True)
         return
     loop = session_loop(root, session, flags, model is not None)
-    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model)
+    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model, files=named)
 
 
 @main.command()
@@ -382,7 +406,13 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-for _command in (inspection.log, inspection.sessions, inspection.show, queueing.queue_command):
+for _command in (
+    inspection.log,
+    inspection.sessions,
+    inspection.show,
+    inspection.diff_command,
+    queueing.queue_command,
+):
     main.add_command(_command)
 
 
@@ -391,6 +421,7 @@ def _watch(
     follow_up: str | None = None,
     watch: bool = True,
     model: ChatClient | None = None,
+    files: list[str] | None = None,
 ) -> None:
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
     ``clipboard_watch``, copied), or the answers of ``model``, until the session stops (exit 130
@@ -400,11 +431,11 @@ def _watch(
 
     with loop:
         if not watch:
-            loop.prepare(follow_up)
+            loop.prepare(follow_up, files or ())
             return
         with _source(loop, model) as source:
             try:
-                stop = loop.run(source, follow_up)
+                stop = loop.run(source, follow_up, files or ())
             except SourceError as failed:  # the endpoint failed mid-run: its own exit code
                 error(str(failed))  # (a window too small for the prompt: a problem to fix, 1)
                 fix_first = getattr(failed, "fix_first", False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
@@ -21,6 +22,8 @@ from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
+
+CACHE = ".cache"  # in sessions/: what the agent keeps to be faster next time, never history
 
 
 class WrittenOutbox(NamedTuple):
@@ -60,6 +63,8 @@ def prompt_text(
 ) -> tuple[str, dict[str, str], Counter[str]]:
     """The session's current prompt as :func:`write_outbox` writes it (see
     :func:`codingagent.prompt.compose.compose`); ``ws``: the turn's, with its walk."""
+    if prompt.cache_dir is None:  # the code map's tags, kept for the next prompt and session
+        prompt = replace(prompt, cache_dir=store.sessions / CACHE)
     return compose(ws or open_workspace(store, state), state, prompt)
 
 
