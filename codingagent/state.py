@@ -146,6 +146,7 @@ class FileRange(BaseModel):
     path: str
     start_line: int | None = None
     end_line: int | None = None
+    map: bool = False  # the code map of the folder or file, not its text (docs/prompts.md)
 
 
 # A file the LLM asked to see: its path alone (the whole file, as in protocol 1.0, so 1.0 state

@@ -201,8 +201,20 @@ def test_the_map_of_300_modules_names_the_function_they_call_and_the_ts_and_go_c
     assert "svc/server.go:\n   3 | type Server struct {\n" in code_map_section
     assert "   7 | func (s *Server) ListenAndServe() error {" in code_map_section
     assert "more files with definitions not shown" in code_map_section
-    # the map is in the first prompt only
-    assert "## Code Map" not in reply(run, '[READ_FILE path="web/app.ts"]')
+    # the map is in the first prompt only; later, READ_FILE map="true" asks for one
+    later = reply(
+        run, '[READ_FILE path="svc" map="true"]\n[READ_FILE path="pkg/core.py" map="true"]'
+    )
+    assert "## Code Map" not in later
+    assert "[OK] READ_FILE: The code map of 'svc' is shown under Requested File Contents" in later
+    assert (
+        "--- svc ---\n(code map)\nsvc/server.go:\n   3 | type Server struct {\n"
+        "   7 | func (s *Server) ListenAndServe() error {\n--- end svc ---"
+    ) in later
+    assert "--- pkg/core.py ---\n(code map)\npkg/core.py:\n   1 | def dispatch_event(" in later
+    assert "mod_001" not in later.split("## Requested File Contents")[1]
+    missing = reply(run, '[READ_FILE path="nowhere" map="true"]')
+    assert "[FAILED] READ_FILE" in missing
 
 
 def test_the_map_leans_toward_the_named_files(tmp_path: Path) -> None:

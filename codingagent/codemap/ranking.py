@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from posixpath import dirname
 
 from codingagent.codemap.tagcache import Plain
@@ -29,59 +29,63 @@ ITERATIONS = 50
 TOLERANCE = 1e-6
 _WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
 
-Ranked = list[tuple[str, tuple[str, str, str, int, int, str]]]  # (file, definition) in order
+Definition = tuple[str, str, str, int, int, str]  # as :class:`.tags.Definition` holds it
+Ranked = list[tuple[str, Definition]]  # (file, definition), in order
 
 
 def rank(
     files: dict[str, Plain], focus_files: Iterable[str] = (), focus_names: Iterable[str] = ()
-) -> Ranked:
-    """Every definition of ``files``, most likely to matter first."""
+) -> Iterator[tuple[str, Definition]]:
+    """Every definition of ``files``, most likely to matter first: made as it is taken, so a
+    map that fills its budget early never orders the rest."""
     names = set(focus_names)
     focus = [f for f in focus_files if f in files]
-    defined: dict[str, list[str]] = defaultdict(list)
-    for path, (definitions, _) in files.items():
-        for name in {d[0] for d in definitions}:
-            defined[name].append(path)
-    # the files that define a name the task mentions are pointed at too
-    focus += sorted({p for name in names for p in defined.get(name, ())} - set(focus))
     nodes = list(files)
     index = {path: n for n, path in enumerate(nodes)}
+    defined: dict[str, list[int]] = defaultdict(list)
+    for n, (definitions, _) in enumerate(files.values()):
+        for name in {d[0] for d in definitions}:
+            defined[name].append(n)
+    # the files that define a name the task mentions are pointed at too
+    pointed = {nodes[n] for name in names for n in defined.get(name, ())}
+    focus += sorted(pointed - set(focus))
     edges: list[dict[int, float]] = [{} for _ in nodes]  # referencer -> {definer: weight}
-    used: list[tuple[int, str, str, float]] = []  # (referencer, definer, name, weight)
+    used: list[tuple[int, tuple[int, str], float]] = []  # (referencer, (definer, name), weight)
     weights: dict[str, float] = {}
-    for path, (_, references) in files.items():
-        source = index[path]
+    sqrt = math.sqrt
+    for source, (_, references) in enumerate(files.values()):
         out = edges[source]
         for name, count in references.items():
             definers = defined.get(name)
-            if not definers:
+            if definers is None:
                 continue
             weight = weights.get(name)
             if weight is None:
                 weight = weights[name] = _weight(name, len(definers), names)
-            weight *= math.sqrt(count)
-            for definer in definers:
-                if definer != path:
-                    target = index[definer]
+            weight *= sqrt(count) if count > 1 else 1.0
+            for target in definers:
+                if target != source:
                     out[target] = out.get(target, 0.0) + weight
-                    used.append((source, definer, name, weight))
+                    used.append((source, (target, name), weight))
     ranks = _pagerank(len(nodes), edges, [index[f] for f in focus])
-    totals = [sum(out.values()) for out in edges]
-    flow: dict[tuple[str, str], float] = defaultdict(float)
-    for referencer, definer, used_name, weight in used:
-        flow[(definer, used_name)] += ranks[referencer] * weight / totals[referencer]
+    share = [
+        rank / total if (total := sum(out.values())) else 0.0
+        for rank, out in zip(ranks, edges, strict=True)
+    ]
+    flow: dict[tuple[int, str], float] = defaultdict(float)
+    for source, key, weight in used:
+        flow[key] += share[source] * weight
     # a definition the task names comes first, then by the rank that flows to it
-    order = sorted(flow.items(), key=lambda item: (item[0][1] not in names, -item[1], item[0]))
-    mentioned = [(path, name) for name in sorted(names) for path in defined.get(name, ())]
-    ordered: Ranked = []
+    mentioned = [(n, name) for name in sorted(names) for n in defined.get(name, ())]
+    order = sorted(flow, key=flow.__getitem__, reverse=True)
     placed: set[tuple[str, int]] = set()
-    for path, name in [*[k for k in mentioned if k not in flow], *(key for key, _ in order)]:
+    for n, name in [*mentioned, *order]:
+        path = nodes[n]
         for definition in files[path][0]:
             if definition[0] == name and (path, definition[3]) not in placed:
                 placed.add((path, definition[3]))
-                ordered.append((path, definition))
-    file_ranks = dict(zip(nodes, ranks, strict=True))
-    return ordered + _rest(files, file_ranks, placed, focus)
+                yield path, definition
+    yield from _rest(files, dict(zip(nodes, ranks, strict=True)), placed, focus)
 
 
 def _weight(name: str, definers: int, focus_names: set[str]) -> float:
@@ -129,7 +133,7 @@ def _pagerank(count: int, edges: list[dict[int, float]], focus: list[int]) -> li
 
 def _rest(
     files: dict[str, Plain], ranks: dict[str, float], placed: set[tuple[str, int]], focus: list[str]
-) -> Ranked:
+) -> Iterator[tuple[str, Definition]]:
     """The definitions no other file references: the named files' first, then breadth first
     across folders, each folder's files by rank."""
     by_folder: dict[str, list[str]] = defaultdict(list)
@@ -143,9 +147,7 @@ def _rest(
         order += [queue[depth] for queue in queues]
         depth += 1
         queues = [queue for queue in queues if depth < len(queue)]
-    return [
-        (path, definition)
-        for path in order
-        for definition in files[path][0]
-        if (path, definition[3]) not in placed
-    ]
+    for path in order:
+        for definition in files[path][0]:
+            if (path, definition[3]) not in placed:
+                yield path, definition

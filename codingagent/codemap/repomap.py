@@ -6,7 +6,7 @@ by file, as many as fit in a budget of characters::
       12 | def run(job: Job) -> Result:
       40 | class Runner:
       52 |     def start(self) -> None:
-    (212 more files with definitions not shown)
+    (212 more files with definitions not shown; READ_FILE path="src" map="true" maps a folder)
 
 Made from the tags cache (:mod:`.tagcache`); a map asked again for the same files, focus and
 budget is read back from it whole.
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codingagent.codemap.ranking import Ranked, rank
+from codingagent.codemap.ranking import Definition, Ranked, rank
 from codingagent.codemap.tagcache import Stat, keep_map, known_map, stamped, tagged
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -49,7 +49,8 @@ def code_map(
     mentions; ``stats``: the sizes and times of files the caller has stat'ed."""
     base = under.strip("/")
     base = "" if base in ("", ".") else base + "/"
-    files = stamped(root, [p for p in paths if p.startswith(base)], stats)
+    one = base.rstrip("/")  # ``under`` may name one file
+    files = stamped(root, [p for p in paths if p.startswith(base) or p == one], stats)
     focus = sorted(set(focus_files) & set(files.files))
     names = sorted(set(_WORD.findall(focus_text)))
     key = hashlib.sha256(repr((focus, names, budget, base)).encode()).hexdigest()[:24]
@@ -64,13 +65,16 @@ def code_map(
     return CodeMap(text, shown, parsed)
 
 
-def fit(ranked: Ranked, budget: int, files: int, base: str = "") -> tuple[str, int]:
+def fit(
+    ranked: Iterable[tuple[str, Definition]], budget: int, files: int, base: str = ""
+) -> tuple[str, int]:
     """The map of the most definitions of ``ranked`` that fits in ``budget`` characters, and
     how many files it shows. The length of every prefix is counted in one pass (a file's
     name line when it first appears, each definition's line at the width of the largest line
     number so far, the closing note), so the map is rendered once."""
     seen: set[str] = set()
     body = widest = count = 0
+    taken: Ranked = []
     for path, definition in ranked:
         new_file = path not in seen
         width = max(widest, len(str(definition[3])), 4)
@@ -82,12 +86,13 @@ def fit(ranked: Ranked, budget: int, files: int, base: str = "") -> tuple[str, i
         if size + note > budget:
             break
         body, widest, count = size, width, count + 1
+        taken.append((path, definition))
         if new_file:
             seen.add(path)
-    text, shown = render(ranked[:count], files, base)
-    while count and len(text) > budget:  # a line number's width counted short: one less
-        count -= 1
-        text, shown = render(ranked[:count], files, base)
+    text, shown = render(taken, files, base)
+    while taken and len(text) > budget:  # a line number's width counted short: one less
+        taken.pop()
+        text, shown = render(taken, files, base)
     return text, shown
 
 
@@ -111,6 +116,10 @@ def render(ranked: Ranked, files: int, base: str = "") -> tuple[str, int]:
 def _note(files: int, shown: int, base: str) -> str:
     if files <= shown:
         return ""
+    folder = base.rstrip("/") or "."
     if not shown:
-        return f"({files:,} files with definitions; none fits the map's budget)"
-    return f"({files - shown:,} more files with definitions not shown)"
+        return f'({files:,} files with definitions; READ_FILE path="{folder}" map="true")'
+    return (
+        f"({files - shown:,} more files with definitions not shown; "
+        f'READ_FILE path="{folder}" map="true" maps a folder)'
+    )

@@ -17,7 +17,7 @@ from codingagent.prompt.instructions import (
     instructions_text,
     working_paths,
 )
-from codingagent.prompt.mapview import map_section, map_tokens
+from codingagent.prompt.mapview import folder_map, map_section, map_tokens
 from codingagent.prompt.render import (
     VIEW_LINES,
     FileView,
@@ -30,7 +30,7 @@ from codingagent.prompt.render import (
 )
 from codingagent.secrecy import masking
 from codingagent.secrecy.secret_files import secret_files
-from codingagent.state import ReadRequest, SessionState
+from codingagent.state import FileRange, ReadRequest, SessionState
 from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED
 
@@ -141,6 +141,15 @@ def _file_view(
     return FileView(path, text, note, start, end), digest
 
 
+def _map_view(
+    ws: Workspace, path: str, state: SessionState, prompt: PromptOptions, listing: Listing
+) -> FileView:
+    """READ_FILE ``map="true"``: the code map of a folder or file (docs/prompts.md)."""
+    rel = _shown_key(ws, path).strip("/") or "."
+    made = folder_map(ws.root, listing, state, rel, prompt.cache_dir)
+    return FileView(path, None, code_map=made.text)
+
+
 def _size_of(ws: Workspace, path: str) -> int:
     """The size of a listed file the walk did not stat (UNSIZED if it cannot be had)."""
     try:
@@ -190,6 +199,9 @@ def compose(
     shown = {}
     named = set(state.named_files) if state.named_sequence == state.sequence_number else set()
     for request in state.read_file_requests:
+        if isinstance(request, FileRange) and request.map:
+            views.append(_map_view(ws, request.path, state, prompt, listing))
+            continue
         view, seen = _file_view(ws, request, listing.entries)
         if view.path in named and view.text is not None:  # named up front: shown whole
             view = replace(view, window=max(VIEW_LINES, view.text.count("\n") + 1))

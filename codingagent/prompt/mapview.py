@@ -1,7 +1,6 @@
 """The code map in a prompt (docs/prompts.md, "The code map"): the ``## Code Map`` section of
 a first prompt (and of ``show --full``), ranked toward the files the user named and the names
-the task mentions. :func:`folder_map` makes the map of one folder (for a READ_FILE form that
-asks for it: not in the PROTOCOL yet).
+the task mentions, and the map of a folder or file READ_FILE ``map="true"`` asks for.
 
 Its budget: the ``map_tokens`` setting; left unset, it follows the model's window
 (:func:`map_tokens`: the one place a window is turned into a map budget).
@@ -24,8 +23,8 @@ FOLDER_MAP_CHARS = 40_000  # a READ_FILE map of a folder: about 10,000 tokens
 HEADING = "## Code Map"
 LEAD = (
     "(definitions ranked by how much the rest of the code uses them, and toward the files "
-    'named in the task; line numbers as READ_FILE shows them; READ_FILE symbol="NAME" shows '
-    "one definition)"
+    'named in the task; line numbers as READ_FILE shows them; READ_FILE path="FOLDER" '
+    'map="true" maps a folder, symbol="NAME" shows one definition)'
 )
 
 

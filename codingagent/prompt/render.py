@@ -116,6 +116,7 @@ class FileView:
     window: int = VIEW_LINES  # at most this many lines; smaller when the prompt is over budget
     folder: Sequence[tuple[str, int]] | None = None
     base: str = ""
+    code_map: str | None = None  # READ_FILE map="true": the map's lines, shown as they are
 
 
 DEFAULT_PROMPT = PromptOptions()
@@ -338,7 +339,13 @@ def _listing(context: OutboxContext, budget: int) -> str:
 
 
 def _file_view(view: FileView, listing_chars: int, context: OutboxContext) -> str:
-    if view.folder is not None:
+    if view.code_map is not None:
+        body = (
+            ["(code map)", *view.code_map.splitlines()]
+            if view.code_map
+            else ["(code map: no classes, functions or methods found)"]
+        )
+    elif view.folder is not None:
         lines = overview(view.folder, listing_chars, asked=view.base, size_of=context.size_of)
         body = lines or ["(empty folder)"]
     elif view.text is None:
