@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from invoking import Run
 
 from codingagent.codemap import tags
@@ -56,6 +58,38 @@ def test_agents_md_is_in_the_first_prompt_and_again_only_after_it_changed(tmp_pa
     # and `show --full` (a prompt for a new chat) shows it again
     full = run.cli("show", run.session, "--full")
     assert "Use tabs." in full.output
+
+
+def test_a_nested_agents_md_comes_when_the_model_works_in_its_folder(tmp_path: Path) -> None:
+    run = make_run(
+        tmp_path,
+        {"AGENTS.md": "Root rules.\n", "lib/AGENTS.md": "Lib rules.\n", "lib/x.py": "x = 1\n"},
+    )
+    start(run, "tidy up")
+    first = run.prompt()
+    assert "Root rules." in first and "Lib rules." not in first
+    second = reply(run, '[READ_FILE path="lib/x.py"]')
+    section = second.split("## Project Instructions (changed since you last saw them)\n")[1]
+    assert section.startswith("--- lib/AGENTS.md ---\nLib rules.\n--- end lib/AGENTS.md ---\n")
+    assert "--- AGENTS.md ---\nRoot rules." in section
+    assert "Project Instructions" not in reply(run, '[READ_FILE path="lib/x.py"]')
+
+
+def test_resume_file_with_an_unknown_name_changes_nothing(tmp_path: Path) -> None:
+    run = make_run(tmp_path, {"a.py": "1\n"})
+    start(run, "t")
+    before = run.prompt()
+    result = run.cli("resume", run.session, "--no-watch", "--file", "b.py")
+    assert result.exit_code == 1 and "matches 'b.py' (nearest: a.py)" in result.output
+    assert run.prompt() == before
+
+
+@given(
+    local=st.from_regex(r"[a-z][a-z0-9._]{0,8}", fullmatch=True),
+    domain=st.from_regex(r"[a-z]{1,8}\.(org|com|io)", fullmatch=True),
+)
+def test_an_email_address_is_never_a_path(local: str, domain: str) -> None:
+    assert at_words(f"write to {local}@{domain} about @src/a.py") == ["src/a.py"]
 
 
 def test_nested_agents_md_nearest_first_then_the_root(tmp_path: Path) -> None:

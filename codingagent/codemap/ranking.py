@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from posixpath import dirname
 
 from codingagent.codemap.tagcache import Plain
+from codingagent.codemap.tags import definitions_of
 
 DAMPING = 0.85
 ITERATIONS = 50
@@ -43,8 +44,8 @@ def rank(
     nodes = list(files)
     index = {path: n for n, path in enumerate(nodes)}
     defined: dict[str, list[int]] = defaultdict(list)
-    for n, (definitions, _) in enumerate(files.values()):
-        for name in {d[0] for d in definitions}:
+    for n, (defined_names, _, _) in enumerate(files.values()):
+        for name in defined_names:
             defined[name].append(n)
     # the files that define a name the task mentions are pointed at too
     pointed = {nodes[n] for name in names for n in defined.get(name, ())}
@@ -53,7 +54,7 @@ def rank(
     used: list[tuple[int, tuple[int, str], float]] = []  # (referencer, (definer, name), weight)
     weights: dict[str, float] = {}
     sqrt = math.sqrt
-    for source, (_, references) in enumerate(files.values()):
+    for source, (_, references, _) in enumerate(files.values()):
         out = edges[source]
         for name, count in references.items():
             definers = defined.get(name)
@@ -79,13 +80,14 @@ def rank(
     mentioned = [(n, name) for name in sorted(names) for n in defined.get(name, ())]
     order = sorted(flow, key=flow.__getitem__, reverse=True)
     placed: set[tuple[str, int]] = set()
+    read = _Definitions(files)
     for n, name in [*mentioned, *order]:
         path = nodes[n]
-        for definition in files[path][0]:
+        for definition in read(path):
             if definition[0] == name and (path, definition[3]) not in placed:
                 placed.add((path, definition[3]))
                 yield path, definition
-    yield from _rest(files, dict(zip(nodes, ranks, strict=True)), placed, focus)
+    yield from _rest(files, read, dict(zip(nodes, ranks, strict=True)), placed, focus)
 
 
 def _weight(name: str, definers: int, focus_names: set[str]) -> float:
@@ -131,8 +133,26 @@ def _pagerank(count: int, edges: list[dict[int, float]], focus: list[int]) -> li
     return ranks
 
 
+class _Definitions:
+    """Each file's definitions, read from its text when first asked for."""
+
+    def __init__(self, files: dict[str, Plain]) -> None:
+        self._files = files
+        self._read: dict[str, list[Definition]] = {}
+
+    def __call__(self, path: str) -> list[Definition]:
+        found = self._read.get(path)
+        if found is None:
+            found = self._read[path] = definitions_of(self._files[path][2])
+        return found
+
+
 def _rest(
-    files: dict[str, Plain], ranks: dict[str, float], placed: set[tuple[str, int]], focus: list[str]
+    files: dict[str, Plain],
+    read: _Definitions,
+    ranks: dict[str, float],
+    placed: set[tuple[str, int]],
+    focus: list[str],
 ) -> Iterator[tuple[str, Definition]]:
     """The definitions no other file references: the named files' first, then breadth first
     across folders, each folder's files by rank."""
@@ -148,6 +168,6 @@ def _rest(
         depth += 1
         queues = [queue for queue in queues if depth < len(queue)]
     for path in order:
-        for definition in files[path][0]:
+        for definition in read(path):
             if (path, definition[3]) not in placed:
                 yield path, definition

@@ -30,13 +30,14 @@ from codingagent.codemap.grammars import language_of
 from codingagent.codemap.tags import file_tags
 from codingagent.fsio import atomic_write
 
-VERSION = 2
+VERSION = 3
 MAX_FILE_BYTES = 1024 * 1024  # a bigger source file is generated or data: not mapped
 RACY_NS = 100_000_000  # 0.1 s: coarser than any clock tick a Linux file time has
 KEPT_MAPS = 8
 
-# The tags of one file, in built-in types: ([definition tuples], {referenced name: count}).
-Plain = tuple[list[tuple[str, str, str, int, int, str]], dict[str, int]]
+# The tags of one file, in built-in types: (names defined, {referenced name: count}, the
+# definitions as text: :func:`.tags.definitions_of`).
+Plain = tuple[tuple[str, ...], dict[str, int], str]
 Stat = tuple[int, int]  # size, st_mtime_ns
 
 
@@ -59,7 +60,7 @@ def stamped(root: Path, paths: list[str], stats: Mapping[str, Stat] | None = Non
     from ``stats`` where given, else from a stat call; too big and irregular ones left out."""
     known = stats or {}
     files: dict[str, Stat] = {}
-    digest = hashlib.sha256()
+    lines = []
     for rel in paths:
         if language_of(rel) is None:
             continue
@@ -75,7 +76,8 @@ def stamped(root: Path, paths: list[str], stats: Mapping[str, Stat] | None = Non
         if found[0] > MAX_FILE_BYTES:
             continue
         files[rel] = found
-        digest.update(f"{rel}\0{found[0]}\0{found[1]}\n".encode("utf-8", "surrogateescape"))
+        lines.append(f"{rel}\0{found[0]}\0{found[1]}\n")
+    digest = hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape"))
     return Stamped(files, digest.hexdigest())
 
 

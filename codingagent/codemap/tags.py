@@ -39,14 +39,34 @@ class FileTags:
     definitions: list[Definition] = field(default_factory=list)
     references: Counter[str] = field(default_factory=Counter)
 
-    def to_plain(self) -> tuple[list[tuple[str, str, str, int, int, str]], dict[str, int]]:
-        """Built-in types only (for :mod:`marshal`)."""
-        return [d.as_tuple() for d in self.definitions], dict(self.references)
+    def to_plain(self) -> tuple[tuple[str, ...], dict[str, int], str]:
+        """Built-in types only, and few objects (for :mod:`marshal`, read back for every file
+        of a big tree): the names defined, the names referenced with their counts, and the
+        definitions as one text, a line each, read only for the files a map shows
+        (:func:`definitions_of`)."""
+        names = tuple(dict.fromkeys(d.name for d in self.definitions))
+        text = "\n".join(
+            "\t".join(
+                (str(d.line), str(d.end_line), d.kind, _one(d.name), _one(d.qualified), d.signature)
+            )
+            for d in self.definitions
+        )
+        return names, dict(self.references), text
 
-    @classmethod
-    def from_plain(cls, plain: Any) -> FileTags:
-        definitions, references = plain
-        return cls([Definition(*d) for d in definitions], Counter(references))
+
+def _one(name: str) -> str:
+    """A name as one field of a line (a capture can span lines in odd code)."""
+    return " ".join(name.split())
+
+
+def definitions_of(text: str) -> list[tuple[str, str, str, int, int, str]]:
+    """The definitions :meth:`FileTags.to_plain` wrote as text, as tuples in the order of
+    :meth:`Definition.as_tuple`."""
+    found = []
+    for line in text.split("\n") if text else ():
+        first, last, kind, name, qualified, signature = line.split("\t", 5)
+        found.append((name, qualified, kind, int(first), int(last), signature))
+    return found
 
 
 def file_tags(path: str, data: bytes) -> FileTags | None:
@@ -112,7 +132,7 @@ def _text(node: Any) -> str:
 
 
 def _clip(line: str) -> str:
-    line = line.rstrip()
+    line = line.rstrip().replace("\t", "    ").replace("\r", "")
     return line if len(line) <= SIGNATURE_CHARS else line[: SIGNATURE_CHARS - 3] + "..."
 
 
