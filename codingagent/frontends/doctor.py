@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codingagent import __version__
+from codingagent.codemap.grammars import available as grammars
 from codingagent.faults import describe
 from codingagent.sandbox.backends import default_approval, status
 from codingagent.sandbox.protections import protections
@@ -89,6 +90,7 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         ("hidden from commands", hidden or "nothing"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {setting_text(settings.poll)})"),
         ("clipboard", describe_clipboard()),
+        ("code map grammars", ", ".join(grammars()) or "none: Python is read with ast"),
         *protections(settings),
         *(
             (key, setting_text(value) + (f" (from {origins[key]})" if key in origins else ""))
