@@ -35,8 +35,10 @@ def instruction_files(
     if names is not None:
         return [name.strip("/") for name in names if name.strip("/") in present]
     chosen: list[str] = []
-    for path in sorted(set(working)):
-        folder = dirname(path.strip("/")) if path.strip("/") not in _folders(present) else path
+    for path in sorted({p.strip("/") for p in working}):
+        # a file's folder; a folder (a path that is no file: a named folder, a listing asked
+        # for) is its own
+        folder = dirname(path) if path in present else path
         nested = []
         while folder not in ("", "."):
             candidate = f"{folder}/{AGENTS}"
@@ -49,10 +51,6 @@ def instruction_files(
     if chosen:
         return sorted(chosen, key=lambda p: -p.count("/"))  # the nearest (deepest) first
     return next(([name] for name in FALLBACKS if name in present), [])
-
-
-def _folders(present: set[str]) -> set[str]:
-    return {dirname(p) for p in present}
 
 
 def instructions_text(ws: Workspace, paths: list[str], budget: int) -> str | None:
