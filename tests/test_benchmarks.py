@@ -63,7 +63,10 @@ def test_the_prompts_benchmark_shows_continuations_under_35_percent_by_default()
     default = rows["protocol = first (default), stateless requests"]
     assert int(default[3].removesuffix("%")) < 35, done.stdout
     every = rows["protocol = every, stateless requests"]
-    assert int(every[3].removesuffix("%")) > 70, "the baseline repeats the PROTOCOL"
+    # The baseline repeats the PROTOCOL in every continuation (compared with the continuations,
+    # not the first prompt, which since issue 35 also carries the code map).
+    later = [int(row[2].replace(",", "")) for row in (every, default)]
+    assert later[0] > 2 * later[1], "the baseline repeats the PROTOCOL"
 
 
 @pytest.mark.slow

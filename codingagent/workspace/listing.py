@@ -41,7 +41,7 @@ class Listing:
     entries: list[tuple[str, int]]  # (posix path relative to the root, size or UNSIZED), sorted
     omitted: int  # files left out by the cap
     # st_mtime_ns of the files stat'ed for their sizes (the code map's cache key, with the size)
-    times: dict[str, int] = field(default_factory=dict)
+    times: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def display_name(name: str) -> str:
