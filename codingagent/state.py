@@ -9,9 +9,16 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -146,7 +153,16 @@ class FileRange(BaseModel):
     path: str
     start_line: int | None = None
     end_line: int | None = None
-    map: bool = False  # the code map of the folder or file, not its text (docs/prompts.md)
+    # The code map of the folder or file, not its text (docs/prompts.md); written only when
+    # asked for, so a state file keeps the shape older versions read.
+    map: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_map(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.map:
+            data.pop("map", None)
+        return data
 
 
 # A file the LLM asked to see: its path alone (the whole file, as in protocol 1.0, so 1.0 state

@@ -17,6 +17,7 @@ Our own code (aider's ``repomap.py`` was read to learn the method: docs/prompts.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -108,25 +109,27 @@ def _pagerank(count: int, edges: list[dict[int, float]], focus: list[int]) -> li
     edges out) go to ``focus`` when given, else to every node alike."""
     if not count:
         return []
-    links = []
+    links = []  # (source, [(target, damped share of the source's rank)])
+    dangling = []
     for source, out in enumerate(edges):
         total = sum(out.values())
         if total:
-            links.append((source, [(target, weight / total) for target, weight in out.items()]))
-    linked = {source for source, _ in links}
+            scale = DAMPING / total
+            links.append((source, [(target, weight * scale) for target, weight in out.items()]))
+        else:
+            dangling.append(source)
     jump = [0.0] * count
     for node in focus or range(count):
         jump[node] = 1 / (len(focus) or count)
     ranks = [1 / count] * count
     for _ in range(ITERATIONS):
-        dangling = sum(r for node, r in enumerate(ranks) if node not in linked)
-        spread = DAMPING * dangling + (1 - DAMPING)
+        spread = DAMPING * sum([ranks[node] for node in dangling]) + (1 - DAMPING)
         new = [spread * share for share in jump]
         for source, targets in links:
-            rank = DAMPING * ranks[source]
+            rank = ranks[source]
             for target, share in targets:
                 new[target] += rank * share
-        change = sum(abs(a - b) for a, b in zip(new, ranks, strict=True))
+        change = sum(map(abs, map(operator.sub, new, ranks)))
         ranks = new
         if change < TOLERANCE * count:  # networkx's test, which aider's map uses
             break
