@@ -318,3 +318,20 @@ def test_python_without_its_grammar_is_read_with_ast() -> None:
         ("A.m", 2, "    def m(self):"),
     ]
     assert found.references == {"helper": 1}
+
+
+def test_a_small_window_leaves_the_code_map_out_first(tmp_path: Path) -> None:
+    from codingagent.prompt.fitting import estimate, fit_prompt
+
+    run = make_run(tmp_path, {})
+    three_hundred_modules(run.ws)
+    start(run, "Add a retry to event dispatching")
+    prompt = run.prompt()
+    code_map_section = prompt.split("## Code Map\n")[1].split("\n\n")[0]
+    budget = estimate(prompt) - estimate(code_map_section) + 50
+    fitted, cuts = fit_prompt(prompt, budget)
+    assert cuts == ("the code map left out",)
+    assert "## Code Map\n(the code map is left out here to fit the model's window" in fitted
+    listing = prompt.split("## Workspace Files\n")[1].split("\n\n")[0]
+    assert f"## Workspace Files\n{listing}\n\n" in fitted  # the listing is whole
+    assert "def dispatch_event" not in fitted.split("## Code Map")[1]
