@@ -235,11 +235,14 @@ def compose(
 
 def _note_secret_files(ws: Workspace, state: SessionState, prompt: PromptOptions) -> None:
     """The workspace's secret files as they are now, in ``state.environment`` for the
-    Environment section; the session learns the secrets in them (docs/secrets.md)."""
+    Environment section; the session learns the secrets in the workspace's files, source
+    code included, before the prompt is masked (docs/secrets.md)."""
+    masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
+    if state.environment is None and masker is None:
+        return
+    found = secret_files(ws.root, prompt.secret_files_allow, masker, ws.file_stats())
     if state.environment is None:
         return
-    masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
-    found = secret_files(ws.root, prompt.secret_files_allow, masker, ws.file_stats())
     update = {"secret_files": list(found.hidden), "secret_files_allowed": list(found.allowed)}
     state.environment = state.environment.model_copy(update=update)
 
