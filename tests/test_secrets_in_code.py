@@ -247,9 +247,8 @@ def test_the_scan_reads_a_file_again_only_when_it_changed(tmp_path: Path) -> Non
 def test_no_learned_secret_is_written_under_the_run_folder(tmp_path: Path) -> None:
     """The scan's findings live in memory: learning them writes nothing of them to disk (a
     command that prints a key is another matter: its output is the turn's record; and the
-    snapshot kept for undo holds copies of the workspace's files, the keys' own home). Left
-    out too, and reported: the code map's cache (``sessions/.cache/codemap-*``, issue 35)
-    keeps source lines as they are, hardcoded keys included."""
+    snapshot kept for undo holds copies of the workspace's files, the keys' own home). The code
+    map's cache (``sessions/.cache/codemap-*``) keeps definitions' first lines, redacted."""
     keys = fake_keys(9)
     run = Run(tmp_path / "run", tmp_path / "ws")
     run.ws.mkdir()
@@ -260,11 +259,10 @@ def test_no_learned_secret_is_written_under_the_run_folder(tmp_path: Path) -> No
     written = [
         path
         for path in run.root.rglob("*")
-        if path.is_file()
-        and "snapshot" not in path.relative_to(run.root).parts
-        and not path.name.startswith("codemap-")
+        if path.is_file() and "snapshot" not in path.relative_to(run.root).parts
     ]
     assert any(path.parent.name == "sessions" for path in written)
+    assert any(path.name.startswith("codemap-") for path in written)
     for path in written:
         data = path.read_bytes().decode("latin-1")
         for key in keys.values():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +43,12 @@ def code_map(
     cache: Path | None = None,
     under: str = "",
     stats: Mapping[str, Stat] | None = None,
+    redact: Callable[[str], str] = str,
 ) -> CodeMap:
     """The map of the source files among ``paths`` (under the folder ``under``, "" for all),
     within ``budget`` characters, ranked toward ``focus_files`` and the names ``focus_text``
-    mentions; ``stats``: the sizes and times of files the caller has stat'ed."""
+    mentions; ``stats``: the sizes and times of files the caller has stat'ed; ``redact``: what
+    hides secrets in definitions' text before it is kept or shown."""
     base = under.strip("/")
     base = "" if base in ("", ".") else base + "/"
     one = base.rstrip("/")  # ``under`` may name one file
@@ -58,7 +60,7 @@ def code_map(
     if known is not None:
         count, _, text = known.partition("\0")
         return CodeMap(text, int(count or 0), 0)
-    tags, parsed = tagged(root, files, cache)
+    tags, parsed = tagged(root, files, cache, redact)
     with_definitions = sum(1 for plain in tags.values() if plain[0])
     text, shown = fit(rank(tags, focus, names), budget, with_definitions, base)
     keep_map(cache, files.stamp, key, f"{shown}\0{text}")

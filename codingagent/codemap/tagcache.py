@@ -11,6 +11,8 @@ The sizes and times come from the workspace listing's own stat calls where it ma
 A file changed within ``RACY_NS`` of the cache being written is read again, as git does with
 an index entry as new as the index: a change within the clock's resolution keeps the time.
 A cache that cannot be read is rebuilt; one that cannot be written is only slower next time.
+The definitions' text passes through the caller's ``redact`` before it is kept or shown, so a
+key written into a signature line never reaches the disk in plain text (docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import marshal
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from codingagent.codemap.grammars import language_of
 from codingagent.codemap.tags import file_tags
 from codingagent.fsio import atomic_write
 
-VERSION = 3
+VERSION = 4  # 4: definitions kept redacted
 MAX_FILE_BYTES = 1024 * 1024  # a bigger source file is generated or data: not mapped
 RACY_NS = 100_000_000  # 0.1 s: coarser than any clock tick a Linux file time has
 KEPT_MAPS = 8
@@ -81,9 +83,12 @@ def stamped(root: Path, paths: list[str], stats: Mapping[str, Stat] | None = Non
     return Stamped(files, digest.hexdigest())
 
 
-def tagged(root: Path, files: Stamped, cache: Path | None) -> tuple[dict[str, Plain], int]:
+def tagged(
+    root: Path, files: Stamped, cache: Path | None, redact: Callable[[str], str] = str
+) -> tuple[dict[str, Plain], int]:
     """The tags of ``files``, from ``cache`` where a file's size and time are unchanged, and
-    how many files were read; the cache is written back when it changed."""
+    how many files were read (their definitions' text passed through ``redact``); the cache
+    is written back when it changed."""
     old = _load(cache)
     old_files: dict[str, tuple[int, int, Plain]] = old.get("files", {})
     racy = int(old.get("written", 0)) - RACY_NS
@@ -98,7 +103,7 @@ def tagged(root: Path, files: Stamped, cache: Path | None) -> tuple[dict[str, Pl
             read = _read(root / rel, rel)
             if read is None:
                 continue
-            plain = read
+            plain = (read[0], read[1], redact(read[2]))
             parsed += 1
         tags[rel] = plain
         kept[rel] = (size, mtime, plain)

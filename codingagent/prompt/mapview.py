@@ -12,6 +12,7 @@ from pathlib import Path
 
 from codingagent.codemap.repomap import CodeMap, code_map
 from codingagent.codemap.tagcache import cache_file
+from codingagent.secrecy.rules import redacted
 from codingagent.state import SessionState
 from codingagent.workspace import Listing
 
@@ -84,4 +85,5 @@ def _map(
         cache=cache,
         under=under,
         stats=stats,
+        redact=redacted,
     )

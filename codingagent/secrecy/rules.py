@@ -135,6 +135,25 @@ def high_confidence(text: str) -> Iterator[Found]:
     return look(text, strict=True)
 
 
+def redacted(text: str) -> str:
+    """``text`` with each :func:`high_confidence` secret replaced by ``[masked: <kind>]``: for
+    what is kept on disk from source code (the code map's cache), where no session's masks
+    apply and a secret must not be written in plain text (docs/secrets.md)."""
+    spans = sorted(high_confidence(text))
+    if not spans:
+        return text
+    out: list[str] = []
+    end = 0
+    for each in spans:
+        if each.start < end:  # inside (or overlapping) a span already masked
+            end = max(end, each.end)
+            continue
+        out += [text[end : each.start], f"{MARKER}{each.label}]"]
+        end = each.end
+    out.append(text[end:])
+    return "".join(out)
+
+
 def look(
     text: str, strict: bool, formats: bool = True, assignments: bool = True
 ) -> Iterator[Found]:
