@@ -221,6 +221,16 @@ def folder_syncs_grouped() -> Iterator[None]:
             os.close(fd)
 
 
+def note_folder(path: Path) -> None:
+    """Make the entries of the folder ``path`` durable: now, or at the end of the
+    :func:`folder_syncs_grouped` block this runs in."""
+    folder = open_folder(path)
+    try:
+        _fsync_folder(folder)
+    finally:
+        close_folder(folder)
+
+
 def fsync_folder(path: Path) -> None:
     """Make the entries of the folder ``path`` (files created, renamed, removed) durable now."""
     folder = open_folder(path)

@@ -170,6 +170,21 @@ class Settings(BaseModel):
         (), description="a queue `codingagent start` runs when given no task (docs/queue.md)"
     )
 
+    instructions: tuple[str, ...] | None = Field(
+        None,
+        description="project instruction files for the first prompt (default: AGENTS.md, else "
+        "CLAUDE.md, GEMINI.md, CONVENTIONS.md, .github/copilot-instructions.md); [] for none",
+    )
+    instructions_chars: int = Field(
+        8000, ge=0, description="characters the project instructions of a prompt may take"
+    )
+    map_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="tokens the code map of a first prompt may take (default: follows the "
+        "model's window, 2,048 when unknown); 0: no map",
+    )
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
 
@@ -391,8 +406,8 @@ def _table(table: Any, path: Path) -> dict[str, Any]:
 def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     """``CODINGAGENT_COMMAND_TIMEOUT=60`` and so on; pydantic converts the strings.
 
-    ``CODINGAGENT_SANDBOX_HIDE`` and ``CODINGAGENT_SECRET_FILES_ALLOW`` are lists separated
-    like ``PATH``.
+    ``CODINGAGENT_SANDBOX_HIDE``, ``CODINGAGENT_SECRET_FILES_ALLOW`` and
+    ``CODINGAGENT_INSTRUCTIONS`` are lists separated like ``PATH`` (empty: an empty list).
     ``CODINGAGENT_ROOT`` is a flag's environment variable, not a setting; ``CODINGAGENT_CRASH_AT``
     is a test hook.
     """
@@ -401,7 +416,7 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX):
             key = name[len(ENV_PREFIX) :].lower()
-            if key in ("sandbox_hide", "secret_files_allow"):
+            if key in ("sandbox_hide", "secret_files_allow", "instructions"):
                 values[key] = tuple(filter(None, value.split(os.pathsep)))
             elif key in fields:
                 values[key] = value

@@ -9,9 +9,16 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -126,6 +133,13 @@ class SessionState(BaseModel):
     # The options the session was started or resumed with (flags given on the command line
     # or the page): later runs use them unless a flag says otherwise (docs/prompts.md).
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    # What the model knows before it asks (docs/prompts.md): the files the user named
+    # (``--file``, ``@path``), shown whole in the prompt of ``named_sequence``; the digest of the
+    # Project Instructions section last shown, and the message that showed it.
+    named_files: list[str] = Field(default_factory=list)
+    named_sequence: int | None = None
+    instructions_digest: str | None = None
+    instructions_sequence: int | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -139,6 +153,16 @@ class FileRange(BaseModel):
     path: str
     start_line: int | None = None
     end_line: int | None = None
+    # The code map of the folder or file, not its text (docs/prompts.md); written only when
+    # asked for, so a state file keeps the shape older versions read.
+    map: bool = False
+
+    @model_serializer(mode="wrap")
+    def _without_map(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.map:
+            data.pop("map", None)
+        return data
 
 
 # A file the LLM asked to see: its path alone (the whole file, as in protocol 1.0, so 1.0 state

@@ -345,6 +345,8 @@ def test_doctor_reports_what_works(tmp_path):
     for key in ("RUN_COMMAND sandbox", "RUN_COMMAND approval", "inbox watcher", "clipboard"):
         assert key in result.stdout
     assert "command_timeout" in result.stdout and "pydantic" in result.stdout
+    grammars = next(line for line in result.stdout.splitlines() if "code map grammars" in line)
+    assert "python" in grammars and "typescript" in grammars and "go" in grammars
 
 
 # --- follow-ups --------------------------------------------------------------------------------

@@ -169,6 +169,7 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
         "READ_FILE",
         "READ_FILE",
         "READ_FILE",
+        "READ_FILE",
         "SEARCH",
         "RUN_COMMAND",
         "MESSAGE",
@@ -176,7 +177,7 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
         "DONE",
     ]
     assert set(TAGS) - {c.kind for c in commands} == set(), "every tag has its example"
-    replace, create, edit, patch, delete, lines, symbol, listing, search, *_ = commands
+    replace, create, edit, patch, delete, lines, symbol, listing, mapped, search, *_ = commands
     assert isinstance(replace, Replace) and isinstance(create, CreateFile)
     assert isinstance(edit, EditFile) and isinstance(patch, Patch)
     assert isinstance(delete, DeleteFile) and isinstance(search, Search)
@@ -192,6 +193,7 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
     assert delete.path == "old.py"
     assert (lines.start_line, lines.end_line) == (1, 80)
     assert symbol.symbol == "Parser.parse" and listing.path == "."
+    assert isinstance(mapped, ReadFile) and (mapped.path, mapped.map) == ("src/", True)
     assert (search.query, search.glob, search.context) == ("def parse", "*.py", 2)
     assert [c.command for c in commands if isinstance(c, RunCommand)] == ["python -m pytest -q"]
     assert commands[-1].summary == "a short summary"

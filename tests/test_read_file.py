@@ -148,12 +148,12 @@ def test_a_bare_name_finds_every_method_of_that_name():
 
     method = "    def run(self):\n        pass\n"
     text = f"class A:\n{method}\nclass B:\n{method}"
-    assert find_symbol(text, "run", python=True) == [(2, 3), (6, 7)]
-    assert find_symbol(text, "B.run", python=True) == [(6, 7)]
-    assert find_symbol(text, "", python=True) == []
+    assert find_symbol(text, "run", "m.py") == [(2, 3), (6, 7)]
+    assert find_symbol(text, "B.run", "m.py") == [(6, 7)]
+    assert find_symbol(text, "", "m.py") == []
 
 
-def test_other_languages_use_the_text_fallback():
+def test_other_languages_are_parsed_with_tree_sitter_or_the_text_fallback():
     from codingagent.execute.symbols import find_symbol
 
     js = (
@@ -168,13 +168,16 @@ def test_other_languages_use_the_text_fallback():
         "};\n"
         "load('a');\n"
     )
-    assert find_symbol(js, "load", python=False) == [(2, 6)]
-    assert find_symbol(js, "save", python=False) == [(7, 9)]
+    assert find_symbol(js, "load", "a.js") == [(2, 6)]
+    assert find_symbol(js, "save", "a.js") == [(7, 9)]
     go = "package main\n\nfunc (s *Server) Start() error {\n\treturn nil\n}\n"
-    assert find_symbol(go, "Server.Start", python=False) == [(3, 5)]
+    assert find_symbol(go, "Server.Start", "a.go") == [(3, 5)]
     c = "static int\nadd(int a, int b);\nint add(int a, int b)\n{\n    return a + b;\n}\n"
-    assert find_symbol(c, "add", python=False) == [(3, 6)]
+    assert find_symbol(c, "add", "a.c") == [(3, 6)]
     ruby = "class Greeter\n  def hello\n    puts 'hi'\n  end\nend\n"
-    assert find_symbol(ruby, "hello", python=False) == [(2, 4)]
+    assert find_symbol(ruby, "hello", "a.rb") == [(2, 4)]
+    assert find_symbol(ruby, "Greeter.hello", "a.rb") == [(2, 4)]  # tree-sitter: by its place
+    lua = "local function hello()\n  print('hi')\nend\n"  # no grammar: the text fallback
+    assert find_symbol(lua, "hello", "a.lua") == [(1, 3)]
     broken = "def ok():\n    return 1\n\ndef broken(:\n"
-    assert find_symbol(broken, "ok", python=True) == [(1, 2)]
+    assert find_symbol(broken, "ok", "b.py") == [(1, 2)]

@@ -16,7 +16,13 @@ from codingagent.workspace import Workspace
 class _TimedOutShell(Shell):
     """A shell that reports a timeout at once, to check the wording for the default timeout."""
 
-    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        secret_files: Iterable[str] = (),
+        layer: Path | None = None,
+    ) -> ShellResult:
         return ShellResult(None, "partial\n", timed_out=True, duration_s=30.0, cut_chars=0)
 
 

@@ -7,6 +7,7 @@ must fail with that reason."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,30 @@ def test_an_isolating_backend_keeps_a_command_to_the_workspace(name, job):
     assert not agent.exists()  # the agent's own folders are read-only
     assert "secret" not in done.stdout  # hidden paths are not seen
     assert job.hide[0] in backend.hidden_paths(job.hide)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_backend_with_a_layer_keeps_a_commands_writes_in_it(name, job, tmp_path):
+    """Where :meth:`Sandbox.layer_problem` says None, a command run with ``Job.layer`` leaves
+    the workspace as it was and writes to ``layer/upper``; elsewhere the backend says why."""
+    backend = backends()[name]()
+    (job.workspace / "old.txt").write_text("old\n")
+    layer = tmp_path / "layer"
+    problem = backend.layer_problem(job.workspace, layer)
+    if problem is not None:
+        assert problem.strip()
+        return
+    (layer / "upper").mkdir(parents=True)
+    (layer / "work").mkdir()
+    script = "echo new > made.txt && echo more >> old.txt && cat old.txt && pwd"
+    done = _run(backend.wrap(["sh", "-c", script], replace(job, layer=layer)), job.workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["old", "more", str(job.workspace)]  # it saw its writes
+    assert not (job.workspace / "made.txt").exists()  # the workspace is untouched
+    assert (job.workspace / "old.txt").read_text() == "old\n"
+    assert (layer / "upper" / "made.txt").read_text() == "new\n"
+    assert (layer / "upper" / "old.txt").read_text() == "old\nmore\n"
+
+
+def test_no_sandbox_has_no_layer_and_says_why(tmp_path):
+    assert backends()["none"]().layer_problem(tmp_path, tmp_path / "layer") == "no OS sandbox"

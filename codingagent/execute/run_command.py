@@ -24,13 +24,15 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     first, _, more = shown.partition("\n")
     shown = f"{first} ..." if more else first
     root = turn.workspace.root
-    found = secret_files(root, turn.shell.secret_files_allow, for_session(turn.session_id))
+    masker = for_session(turn.session_id)
+    found = secret_files(root, turn.shell.secret_files_allow, masker, turn.workspace.file_stats())
     hidden = [str(root / rel) for rel in found.hidden] if turn.shell.hides_files else []
     watch = turn.workspace.watch
-    if watch is not None:
-        watch.before(f"RUN_COMMAND '{shown}'")
-    result = turn.shell.run(cmd.command, root, hidden)
+    layer = watch.before(f"RUN_COMMAND '{shown}'") if watch is not None else None
+    result = turn.shell.run(cmd.command, root, hidden, layer)
     changes = watch.after() if watch is not None else CommandChanges()
+    if layer is None and turn.workspace.tree is not None:
+        turn.workspace.tree.drop()  # it wrote to the workspace: only a new walk knows what
     known = set(turn.outcome.changed)  # real relative paths already: no lookup that could fail
     turn.outcome.changed += [path for path in changes.paths if path not in known]
     for path in changes.paths:

@@ -5,7 +5,10 @@ qualified name (``Parser.parse``, ``outer.inner``) or, if none does, its last pa
 finds every method of that name). The lines run from the first decorator to the definition's
 last line.
 
-Other files (and Python that does not parse) use a fallback documented in docs/prompts.md: a
+Other languages the code map reads (JavaScript, TypeScript, Go, Rust, Java, Ruby) are parsed
+with the same tree-sitter grammars (:mod:`codingagent.codemap.tags`): a definition's lines are
+its node's. Other files (and a name the parser does not find, and Python that does
+not parse) use a fallback documented in docs/prompts.md: a
 line that defines the name (``def``, ``class``, ``function``, ``func``, ``fn``, ``struct``...,
 ``const NAME =``, or a C-style ``type NAME(...)``), and the block after it: up to the brace that
 closes the first ``{`` when one opens on that line or the next, else the lines indented deeper
@@ -17,6 +20,8 @@ from __future__ import annotations
 import ast
 import re
 
+from codingagent.codemap.grammars import language_of
+from codingagent.codemap.tags import Definition, file_tags
 from codingagent.protocol.commands import file_lines
 
 MAX_DEFINITIONS = 5  # definitions of one name shown at most
@@ -29,12 +34,20 @@ _MODIFIERS = r"(?:(?:export|default|public|private|protected|internal|static|asy
 _MODIFIERS += r"final|override|virtual|inline|pub(?:\([\w:]+\))?|unsafe|extern|const)\s+)*"
 
 
-def find_symbol(text: str, name: str, python: bool) -> list[tuple[int, int]]:
-    """The line ranges (1-based, inclusive) defining ``name`` in ``text``, at most
-    ``MAX_DEFINITIONS``, in file order; empty if none is found."""
+def find_symbol(text: str, name: str, path: str) -> list[tuple[int, int]]:
+    """The line ranges (1-based, inclusive) defining ``name`` in ``text`` (the file
+    ``path``), at most ``MAX_DEFINITIONS``, in file order; empty if none is found."""
     name = name.strip()
     if not name:
         return []
+    python = path.lower().endswith((".py", ".pyi"))
+    # C and C++ tags name a function by its declarator, prototypes too: the fallback's braces
+    # find the body
+    if not python and language_of(path) not in ("c", "cpp"):
+        parsed = file_tags(path, text.encode("utf-8", errors="surrogateescape"))
+        found = _parsed(parsed.definitions, name) if parsed is not None else []
+        if found:
+            return found[:MAX_DEFINITIONS]
     if python:
         try:
             tree = ast.parse(text)
@@ -43,6 +56,12 @@ def find_symbol(text: str, name: str, python: bool) -> list[tuple[int, int]]:
         else:
             return _python(tree, name)[:MAX_DEFINITIONS]
     return _by_text(file_lines(text), name)[:MAX_DEFINITIONS]
+
+
+def _parsed(definitions: list[Definition], name: str) -> list[tuple[int, int]]:
+    exact = [(d.line, d.end_line) for d in definitions if d.qualified == name]
+    last = name.rpartition(".")[2].rpartition("::")[2]
+    return sorted(set(exact or [(d.line, d.end_line) for d in definitions if d.name == last]))
 
 
 def _python(tree: ast.Module, name: str) -> list[tuple[int, int]]:

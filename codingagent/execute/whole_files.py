@@ -50,6 +50,8 @@ def read_file(cmd: ReadFile, turn: Turn) -> Success:
     if cmd.symbol is not None:
         return _read_symbol(cmd, cmd.symbol, turn)
     folder = turn.workspace.is_dir(cmd.path)
+    if cmd.map:
+        return _read_map(cmd, folder, turn)
     if folder and (cmd.start_line is not None or cmd.end_line is not None):
         raise CommandFailed(f"'{cmd.path}' is a folder: READ_FILE lists it without lines")
     if not folder and not turn.workspace.is_file(cmd.path):
@@ -78,8 +80,7 @@ def _read_symbol(cmd: ReadFile, symbol: str, turn: Turn) -> Success:
     if cmd.start_line is not None or cmd.end_line is not None:
         raise CommandFailed("Give either symbol or start_line/end_line, not both")
     text = read_text(cmd.path, turn)
-    python = cmd.path.lower().endswith((".py", ".pyi"))
-    found = find_symbol(text, symbol, python)
+    found = find_symbol(text, symbol, cmd.path)
     if not found:
         raise CommandFailed(
             f"No function, class or method '{clip(symbol)}' found in '{cmd.path}'; "
@@ -93,15 +94,28 @@ def _read_symbol(cmd: ReadFile, symbol: str, turn: Turn) -> Success:
     )
 
 
-def _request(turn: Turn, path: str, start: int | None, end: int | None) -> None:
-    """Ask for the file (or its lines) in the next prompt, once however it is spelled."""
+def _read_map(cmd: ReadFile, folder: bool, turn: Turn) -> Success:
+    """READ_FILE ``map="true"``: the code map of a folder or a file in the next prompt."""
+    if cmd.start_line is not None or cmd.end_line is not None:
+        raise CommandFailed("Give either map or start_line/end_line, not both")
+    if not folder and not turn.workspace.is_file(cmd.path):
+        raise not_found(cmd.path)
+    _request(turn, cmd.path, None, None, code_map=True)
+    return Success(f"The code map of '{cmd.path}' is shown under Requested File Contents")
+
+
+def _request(
+    turn: Turn, path: str, start: int | None, end: int | None, code_map: bool = False
+) -> None:
+    """Ask for the file (or its lines, or its map) in the next prompt, once however it is
+    spelled."""
     rel = PurePosixPath(path).as_posix()
     request: ReadRequest = rel
-    if start is not None or end is not None:
-        request = FileRange(path=rel, start_line=start, end_line=end)
+    if start is not None or end is not None or code_map:
+        request = FileRange(path=rel, start_line=start, end_line=end, map=code_map)
     # One file under many spellings (`a/../big.txt`, `./big.txt`, a symlink) is one request,
     # shown once under the first spelling: otherwise each copy would fill the outbox again.
-    key = (turn.workspace.relpath(path), start, end)
+    key = (turn.workspace.relpath(path), start, end if not code_map else -1)
     if key not in turn.reads:
         turn.reads.add(key)
         turn.outcome.read_requests.append(request)

@@ -7,9 +7,7 @@ Console output goes to stderr; stdout carries only data (``show`` prints the out
 
 from __future__ import annotations
 
-import shutil
 import sys
-import textwrap
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +20,10 @@ from codingagent.frontends.console import console, error, safe_text, say
 from codingagent.frontends.options import (
     clipboard_option,
     complete_session,
+    file_option,
     model_client,
     model_options,
+    named_files,
     one_source,
     poll_option,
     root_option,
@@ -111,6 +111,7 @@ main.help = exits.appended(main.help, exits.summary())
 )
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
+@file_option
 @poll_option
 @model_options
 @clipboard_option
@@ -124,6 +125,7 @@ def start(
     allow_broad_workspace: bool,
     root: Path,
     no_watch: bool,
+    files: tuple[str, ...],
     **flags: Any,
 ) -> None:
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
@@ -144,6 +146,8 @@ def start(
         raise click.UsageError("--allow-broad-workspace is for one session, not a queue")
     if queue and relay:
         raise click.UsageError("--relay serves one session, not a queue")
+    if queue and files:
+        raise click.UsageError("--file is for one session, not a queue")
     if workspace is not None:
         check_workspace(workspace.resolve(), allow_broad_workspace, BROAD_OVERRIDE)
     one_source(flags)
@@ -159,15 +163,19 @@ def start(
             root, queued, workspace, stop_on_failure, flags, model, _source, watch=not no_watch
         )
         return
+    store = SessionStore(root)
+    folder = workspace.resolve() if workspace is not None else store.workspace
+    named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
     state = new_session(
-        SessionStore(root),
+        store,
         settings,
         tasks[0],
         workspace,
         allow_broad=allow_broad_workspace,
         override=BROAD_OVERRIDE,
+        files=named,
     )
     keep(SessionStore(root), state.session_id, options)
     console.print(
@@ -195,35 +203,48 @@ start.help = exits.appended(start.help, exits.queue_summary())
     help="A follow-up instruction: reopens a completed session with it as the new prompt.",
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
+@file_option
 @poll_option
 @model_options
 @clipboard_option
 @relaying.relay_options
 @tuning_options
-def resume(session: str, root: Path, follow_up: str | None, no_watch: bool, **flags: Any) -> None:
+def resume(
+    session: str,
+    root: Path,
+    follow_up: str | None,
+    no_watch: bool,
+    files: tuple[str, ...],
+    **flags: Any,
+) -> None:
     """Continue watching for replies to SESSION (default: the latest), or let --model answer.
 
     A turn interrupted by a crash is first rolled back and applied again. When SESSION is the
     running task of a queue, the queue goes on after it. The options the session was started
     with hold unless a flag here says otherwise (docs/prompts.md).
     """
-    from codingagent.frontends.kept import MODEL_KEYS, kept_flags
+    from codingagent.frontends.kept import kept_flags
+    from codingagent.transaction.store import SessionStore
 
     one_source(flags)
     relay = relaying.take_relay(flags)
     flags = kept_flags(root, session, flags, model=True)
-    if relay:  # the relay's replies come from a person: a kept model or clipboard loop yields
-        flags = {key: value for key, value in flags.items() if key not in MODEL_KEYS}
-        flags["clipboard_watch"] = False
+    if relay:
+        flags = relaying.without_other_sources(flags)
+    named: list[str] = []
+    if files or "@" in (follow_up or ""):
+        store = SessionStore(root)
+        state = store.load(store.resolve(session))
+        named = named_files(Path(state.workspace), files, follow_up or "")
     model = model_client(root, flags)
-    queue_id = None if follow_up is not None else queueing.queue_of(root, session)
+    queue_id = None if follow_up is not None or named else queueing.queue_of(root, session)
     if queue_id is not None and relay:
         raise click.UsageError("--relay serves one session, not a queue's task")
     if queue_id is not None:  # the session is a queue's task: the queue goes on after it
         queueing.run_queue(root, queue_id, flags, model, _source, watch=not no_watch, reopen=True)
         return
     loop = session_loop(root, session, flags, model is not None, relay)
-    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model, relay=relay)
+    _watch(loop, follow_up=follow_up, watch=not no_watch, model=model, files=named, relay=relay)
 
 
 @main.command()
@@ -374,21 +395,10 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
 
     Exits 1 when a session file is damaged or unreadable (each one is named).
     """
-    from codingagent.frontends.doctor import report
+    from codingagent.frontends.doctor import report, show_rows
 
     rows, damaged = report(root, session, interactive=sys.stdin.isatty(), offline=offline)
-    width = max(len(key) for key, _ in rows) + 2
-    # On a terminal long values wrap under their column; piped, a row stays one line.
-    wrap = sys.stdout.isatty()
-    columns = max(shutil.get_terminal_size().columns, width + 30) if wrap else 1 << 20
-    for key, value in rows:
-        lines = textwrap.wrap(
-            value, columns - width, break_long_words=False, break_on_hyphens=False
-        )
-        lines = lines or [""]
-        click.echo(f"{key:<{width}}{lines[0]}")
-        for line in lines[1:]:
-            click.echo(" " * width + line)
+    show_rows(rows)
     if damaged:
         error(f"{len(damaged)} damaged or unreadable file(s) listed above")
         sys.exit(exits.Exit.PROBLEM)
@@ -397,7 +407,13 @@ def doctor(session: str | None, root: Path, offline: bool) -> None:
 # --- watching --------------------------------------------------------------------------
 
 
-for _command in (inspection.log, inspection.sessions, inspection.show, queueing.queue_command):
+for _command in (
+    inspection.log,
+    inspection.sessions,
+    inspection.show,
+    inspection.diff_command,
+    queueing.queue_command,
+):
     main.add_command(_command)
 
 
@@ -406,6 +422,7 @@ def _watch(
     follow_up: str | None = None,
     watch: bool = True,
     model: ChatClient | None = None,
+    files: list[str] | None = None,
     relay: bool = False,
 ) -> None:
     """Prepare the session; then, with ``watch``, apply the replies saved into inbox/ (and with
@@ -416,12 +433,12 @@ def _watch(
 
     with loop:
         if not watch:
-            loop.prepare(follow_up)
+            loop.prepare(follow_up, files or ())
             return
         opened = relaying.relay_source(loop) if relay else _source(loop, model)
         with opened as source:
             try:
-                stop = loop.run(source, follow_up)
+                stop = loop.run(source, follow_up, files or ())
             except SourceError as failed:  # the endpoint failed mid-run: its own exit code
                 error(str(failed))  # (a window too small for the prompt: a problem to fix, 1)
                 fix_first = getattr(failed, "fix_first", False)

@@ -5,16 +5,22 @@ unreadable one is named)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import shutil
+import sys
+import textwrap
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import click
+
 from codingagent import __version__
+from codingagent.codemap.grammars import available as grammars
 from codingagent.faults import describe
 from codingagent.sandbox.backends import default_approval, status
 from codingagent.sandbox.protections import protections
@@ -24,6 +30,7 @@ from codingagent.sources.pasteboard import describe as describe_clipboard
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.watching import backend_name
 from codingagent.state import Damaged, SessionError
+from codingagent.transaction.capture import capture_way, describe_capture
 from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.journal import Journal
 from codingagent.transaction.store import SessionStore
@@ -50,6 +57,7 @@ def report(
         for name, profile in settings.models.items()
     ]
     rows.append(("free space", free_space(store.root)))
+    rows.append(("RUN_COMMAND changes kept by", capture_row(store, settings, session)))
     rows += [("run folder", problem) for problem in folder_problems(store)]
     if session is not None:
         session_id = store.resolve(session)
@@ -86,6 +94,7 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         ("hidden from commands", hidden or "nothing"),
         ("inbox watcher", f"{backend_name(settings.poll)} (poll = {setting_text(settings.poll)})"),
         ("clipboard", describe_clipboard()),
+        ("code map grammars", ", ".join(grammars()) or "none: Python is read with ast"),
         *protections(settings),
         *(
             (key, setting_text(value) + (f" (from {origins[key]})" if key in origins else ""))
@@ -94,6 +103,19 @@ def machine_rows(settings: Settings, interactive: bool) -> list[Row]:
         *(("ignored", line) for line in settings.ignored),
         *((package, _version(package)) for package in PACKAGES),
     ]
+
+
+def capture_row(store: SessionStore, settings: Settings, session: str | None) -> str:
+    """How a command's changes are kept for undo: on an overlay, or by stat scans and why
+    (docs/undo.md); for SESSION's workspace, else the run directory's."""
+    backend, _ = status(settings.sandbox)
+    workspace, folder = store.workspace, store.sessions
+    if session is not None:
+        with contextlib.suppress(SessionError):
+            session_id = store.resolve(session)
+            workspace = Path(store.load(session_id).workspace)
+            folder = store.sessions / session_id
+    return describe_capture(capture_way(backend, workspace, folder))
 
 
 def profile_check(profile: ModelProfile, offline: bool) -> str:
@@ -209,3 +231,19 @@ def _check(read: Callable[[], Any], problems: list[str]) -> Any:
     except OSError as e:
         problems.append(describe(e))
     return None
+
+
+def show_rows(rows: list[tuple[str, str]]) -> None:
+    """The report as two columns on stdout: on a terminal long values wrap under their
+    column; piped, a row stays one line."""
+    width = max(len(key) for key, _ in rows) + 2
+    wrap = sys.stdout.isatty()
+    columns = max(shutil.get_terminal_size().columns, width + 30) if wrap else 1 << 20
+    for key, value in rows:
+        lines = textwrap.wrap(
+            value, columns - width, break_long_words=False, break_on_hyphens=False
+        )
+        lines = lines or [""]
+        click.echo(f"{key:<{width}}{lines[0]}")
+        for line in lines[1:]:
+            click.echo(" " * width + line)

@@ -1,10 +1,13 @@
-"""Commands that read sessions and change nothing in them: ``log``, ``sessions`` and ``show``.
+"""Commands that read sessions and change nothing in them: ``log``, ``sessions``, ``show`` and
+``diff``.
 Their data goes to stdout (tables, JSON, the prompt), so it can be piped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -174,3 +177,54 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
 
         problem = copy_text(text)
         say("Copied to the clipboard." if problem is None else f"Not copied: {problem}")
+
+
+@click.command(name="diff")
+@session_argument
+@root_option
+@click.option("--turn", type=click.IntRange(min=1), metavar="N", help="Only what turn N changed.")
+@click.option(
+    "--color/--no-color", default=None, help="Color the diff (default: on a terminal only)."
+)
+def diff_command(session: str, root: Path, turn: int | None, color: bool | None) -> None:
+    """Print what SESSION (default: the latest) changed in the workspace, commands' changes
+    included, as one unified diff (git's a/ b/ paths). On a terminal it is paged and colored,
+    as git does; piped, it is plain, and `patch -R -p1` of it puts the files back."""
+    from codingagent.transaction.changeset import changes, unified
+    from codingagent.transaction.store import SessionStore
+
+    store = SessionStore(root)
+    session_id = store.resolve(session)
+    text, binary = unified(changes(store, session_id, turn))
+    for path in binary:
+        say(f"{path}: not text, so not in the patch (undo puts it back)")
+    if not text:
+        say(f"Session {session_id} changed no file" + (f" in turn {turn}" if turn else ""))
+        return
+    terminal = sys.stdout.isatty()
+    if color if color is not None else terminal:
+        text = "".join(_colored(line) for line in text.splitlines(keepends=True))
+    if terminal:
+        os.environ.setdefault("LESS", "FRX")  # as git pages: quit if one screen, keep colors
+        click.echo_via_pager(text, color=bool(color if color is not None else terminal))
+    else:
+        click.echo(text, nl=False, color=bool(color))
+
+
+_DIFF_STYLE = (("diff --git", "bold"), ("+++", "bold"), ("---", "bold"), ("@@", "cyan"))
+
+
+def _colored(line: str) -> str:
+    body = line.rstrip("\n")
+    end = line[len(body) :]
+    for start, style in _DIFF_STYLE:
+        if body.startswith(start):
+            return (
+                click.style(body, fg="cyan" if style == "cyan" else None, bold=style == "bold")
+                + end
+            )
+    if body.startswith("+"):
+        return click.style(body, fg="green") + end
+    if body.startswith("-"):
+        return click.style(body, fg="red") + end
+    return line

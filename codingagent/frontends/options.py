@@ -136,6 +136,36 @@ def model_client(
     return None if profile is None else ChatClient(profile)
 
 
+file_option = click.option(
+    "--file",
+    "files",
+    multiple=True,
+    metavar="PATH",
+    help="Show this workspace file or folder whole in the prompt (repeatable; globs as in "
+    ".gitignore). '@path' words in the task do the same.",
+)
+
+
+def named_files(folder: Path, patterns: tuple[str, ...], text: str) -> list[str]:
+    """The workspace paths ``--file`` ``patterns`` and the ``@path`` words of ``text`` name
+    (docs/prompts.md); a SessionError, before any session is made or changed, for a name that
+    matches nothing."""
+    if not patterns and "@" not in text:
+        return []
+    from codingagent.prompt.named import named_paths
+    from codingagent.state import SessionError
+    from codingagent.workspace import Workspace
+
+    if not folder.is_dir():
+        if not patterns:
+            return []
+        raise SessionError(f"Workspace folder does not exist: {folder}")
+    paths = named_paths(Workspace(folder), patterns, text)
+    if paths:
+        say(f"Named: {', '.join(paths)} (shown whole in the prompt)")
+    return paths
+
+
 poll_option = click.option(
     "--poll/--no-poll",
     default=None,

@@ -55,6 +55,15 @@ def take_relay(flags: dict[str, Any]) -> bool:
     return relay
 
 
+def without_other_sources(flags: dict[str, Any]) -> dict[str, Any]:
+    """A resumed session's kept flags under ``--relay``: its replies come from a person, so a
+    kept model or clipboard loop yields."""
+    from codingagent.frontends.kept import MODEL_KEYS
+
+    kept = {key: value for key, value in flags.items() if key not in MODEL_KEYS}
+    return {**kept, "clipboard_watch": False}
+
+
 @contextmanager
 def relay_source(
     loop: SessionLoop, note: Callable[[str], None] | None = None

@@ -11,7 +11,15 @@ from dataclasses import replace
 
 from codingagent.prompt.changes import listing_change
 from codingagent.prompt.fitting import fit_prompt
+from codingagent.prompt.instructions import (
+    HEADING,
+    instruction_files,
+    instructions_text,
+    working_paths,
+)
+from codingagent.prompt.mapview import folder_map, map_section, map_tokens
 from codingagent.prompt.render import (
+    VIEW_LINES,
     FileView,
     OutboxContext,
     PromptOptions,
@@ -22,8 +30,8 @@ from codingagent.prompt.render import (
 )
 from codingagent.secrecy import masking
 from codingagent.secrecy.secret_files import secret_files
-from codingagent.state import ReadRequest, SessionState
-from codingagent.workspace import PathRejected, Workspace
+from codingagent.state import FileRange, ReadRequest, SessionState
+from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED
 
 LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
@@ -133,6 +141,15 @@ def _file_view(
     return FileView(path, text, note, start, end), digest
 
 
+def _map_view(
+    ws: Workspace, path: str, state: SessionState, prompt: PromptOptions, listing: Listing
+) -> FileView:
+    """READ_FILE ``map="true"``: the code map of a folder or file (docs/prompts.md)."""
+    rel = _shown_key(ws, path).strip("/") or "."
+    made = folder_map(ws.root, listing, state, rel, prompt.cache_dir)
+    return FileView(path, None, code_map=made.text)
+
+
 def _size_of(ws: Workspace, path: str) -> int:
     """The size of a listed file the walk did not stat (UNSIZED if it cannot be had)."""
     try:
@@ -180,8 +197,14 @@ def compose(
     listing = ws.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
     views = []
     shown = {}
+    named = set(state.named_files) if state.named_sequence == state.sequence_number else set()
     for request in state.read_file_requests:
+        if isinstance(request, FileRange) and request.map:
+            views.append(_map_view(ws, request.path, state, prompt, listing))
+            continue
         view, seen = _file_view(ws, request, listing.entries)
+        if view.path in named and view.text is not None:  # named up front: shown whole
+            view = replace(view, window=max(VIEW_LINES, view.text.count("\n") + 1))
         views.append(view)
         if seen is not None:
             shown[_shown_key(ws, view.path)] = seen
@@ -191,6 +214,8 @@ def compose(
         file_views=views,
         size_of=functools.partial(_size_of, ws),
         listing=_listing_lines(state, prompt, listing.entries, views),
+        instructions=_instructions(ws, state, prompt, listing.entries),
+        code_map=_code_map(ws, state, prompt, listing),
     )
     _note_secret_files(ws, state, prompt)
     environment = environment_section(state, prompt)
@@ -210,10 +235,50 @@ def compose(
 
 def _note_secret_files(ws: Workspace, state: SessionState, prompt: PromptOptions) -> None:
     """The workspace's secret files as they are now, in ``state.environment`` for the
-    Environment section; the session learns the secrets in them (docs/secrets.md)."""
+    Environment section; the session learns the secrets in the workspace's files, source
+    code included, before the prompt is masked (docs/secrets.md)."""
+    masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
+    if state.environment is None and masker is None:
+        return
+    found = secret_files(ws.root, prompt.secret_files_allow, masker, ws.file_stats())
     if state.environment is None:
         return
-    masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
-    found = secret_files(ws.root, prompt.secret_files_allow, masker)
     update = {"secret_files": list(found.hidden), "secret_files_allowed": list(found.allowed)}
     state.environment = state.environment.model_copy(update=update)
+
+
+def _instructions(
+    ws: Workspace, state: SessionState, prompt: PromptOptions, files: list[tuple[str, int]]
+) -> str | None:
+    """The Project Instructions section, if this prompt shows it (the first prompt, one
+    written again, ``show --full``, and one after the text changed); its digest is kept in
+    ``state`` (:mod:`codingagent.prompt.instructions`)."""
+    listed = (path for path, _ in files)
+    paths = instruction_files(listed, working_paths(state), prompt.instructions)
+    body = instructions_text(ws, paths, prompt.instructions_chars)
+    if body is None:
+        if state.instructions_digest is None:
+            return None
+        body = "(none any more: the instruction files shown before are gone)"
+    now = digest(body)
+    known = state.instructions_digest
+    if not (
+        prompt.full_protocol
+        or state.sequence_number == 1
+        or state.instructions_sequence == state.sequence_number
+        or known != now
+    ):
+        return None
+    changed = known is not None and known != now and state.sequence_number > 1
+    state.instructions_digest, state.instructions_sequence = now, state.sequence_number
+    return f"{HEADING}{' (changed since you last saw them)' if changed else ''}\n{body}"
+
+
+def _code_map(
+    ws: Workspace, state: SessionState, prompt: PromptOptions, listing: Listing
+) -> str | None:
+    """The Code Map section of a first prompt (and of ``show --full``)."""
+    if state.sequence_number != 1 and not prompt.full_protocol:
+        return None
+    tokens = map_tokens(prompt.map_tokens, prompt.context_tokens)
+    return map_section(ws.root, listing, state, tokens, prompt.cache_dir)

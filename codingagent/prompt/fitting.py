@@ -7,8 +7,10 @@ budget (:func:`prompt_budget`: the window less a reserve for the reply), it is s
 order, each step only when the one before was not enough:
 
 1. the oldest earlier turns are left out, a pair at a time;
-2. the listing (``## Workspace Files``) is cut down to its top folders, then to one line;
-3. file contents (``## Requested File Contents``), command output (the indented lines under a
+2. the code map (``## Code Map``, a first prompt's) is left out, with a line saying how to ask
+   for it (READ_FILE ``map="true"``);
+3. the listing (``## Workspace Files``) is cut down to its top folders, then to one line;
+4. file contents (``## Requested File Contents``), command output (the indented lines under a
    result) and search results keep their first and last lines, fewer at each step (160, 80,
    40, 20, 10, 4, then none), with a line saying what was left out and how to read it
    (READ_FILE with start_line and end_line, the command again with a filter, a narrower SEARCH).
@@ -132,6 +134,10 @@ def _candidates(
         yield (history[2 * dropped :], prompt), [said]
     cuts = [f"the {pairs} earlier turns"] if pairs else []
     parsed = _Prompt.parse(prompt)
+    if parsed.code_map is not None:
+        parsed.drop_map = True
+        cuts.append("the code map left out")
+        yield ([], parsed.render()), list(cuts)
     if parsed.listing is not None:
         yield ([], parsed.render(listing=1)), [*cuts, "the listing cut to its top folders"]
         cuts.append("the listing left out")
@@ -154,6 +160,8 @@ class _Prompt:
     sections: list[tuple[str, list[str]]]  # CONTEXT's sections: (heading, lines after it)
     after: list[str]  # the PROMPT section (the task), as it is
     listing: int | None = None  # the index of Workspace Files in ``sections``
+    code_map: int | None = None  # the index of the Code Map in ``sections``
+    drop_map: bool = False  # render the Code Map as one line saying it was left out
 
     @classmethod
     def parse(cls, text: str) -> _Prompt:
@@ -175,13 +183,16 @@ class _Prompt:
             else:
                 loose.append(line)
         listing = next((i for i, (h, _) in enumerate(sections) if h == "## Workspace Files"), None)
-        return cls([*lines[:begin], *loose], sections, lines[end:], listing)
+        code_map = next((i for i, (h, _) in enumerate(sections) if h == "## Code Map"), None)
+        return cls([*lines[:begin], *loose], sections, lines[end:], listing, code_map)
 
     def render(self, listing: int = 0, keep: int | None = None) -> str:
         out = list(self.before)
         for index, (heading, body) in enumerate(self.sections):
             out.append(heading)
-            if index == self.listing and listing:
+            if index == self.code_map and self.drop_map:
+                out += [_MAP_GONE, ""]
+            elif index == self.listing and listing:
                 out += _short_listing(body) if listing == 1 else [_LISTING_GONE, ""]
             elif keep is None:
                 out += body
@@ -196,6 +207,10 @@ class _Prompt:
         return "\n".join(out + self.after)
 
 
+_MAP_GONE = (
+    '(the code map is left out here to fit the model\'s window; READ_FILE path="." '
+    'map="true" shows it)'
+)
 _LISTING_GONE = (
     '(the listing is left out here to fit the model\'s window; READ_FILE path="." lists the '
     "workspace, and a folder's path lists that folder)"

@@ -1,8 +1,8 @@
 """Render the outbox: the one self-contained prompt the user pastes into a chat LLM.
 
 Pure: values in, text out. The layout is the protocol document's, section for section:
-HEADER, PROTOCOL, CONTEXT (environment, workspace files, previous results, the user's answers to
-an ASK, requested files, search results), PROMPT.
+HEADER, PROTOCOL, CONTEXT (environment, project instructions, workspace files, the code map,
+previous results, the user's answers to an ASK, requested files, search results), PROMPT.
 
 What a prompt leaves out (docs/prompts.md): the whole task is under PROMPT in the first
 prompt only (the HEADER names it: all of it when short, else its first line); with
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from codingagent.prompt.fitting import prompt_budget
@@ -72,6 +73,15 @@ class PromptOptions:
         endpoint's requests are fitted to the window its server reports (docs/models.md)."""
         return None if self.context_tokens is None else prompt_budget(self.context_tokens)
 
+    # What the model knows before it asks (docs/prompts.md): the instruction files (None: the
+    # default search; (): none) and their budget; the code map's budget in tokens (None: it
+    # follows ``context_tokens``, the chat's window when known); where the code map keeps its
+    # tags (the store sets it; None: no cache).
+    instructions: tuple[str, ...] | None = None
+    instructions_chars: int = 8000
+    map_tokens: int | None = None
+    cache_dir: Path | None = None
+
     @classmethod
     def from_settings(cls, settings: Settings) -> PromptOptions:
         return cls(
@@ -83,6 +93,9 @@ class PromptOptions:
             mask_secrets=settings.mask_secrets,
             secret_files_allow=settings.secret_files_allow,
             context_tokens=settings.context_tokens,
+            instructions=settings.instructions,
+            instructions_chars=settings.instructions_chars,
+            map_tokens=settings.map_tokens,
         )
 
 
@@ -103,6 +116,7 @@ class FileView:
     window: int = VIEW_LINES  # at most this many lines; smaller when the prompt is over budget
     folder: Sequence[tuple[str, int]] | None = None
     base: str = ""
+    code_map: str | None = None  # READ_FILE map="true": the map's lines, shown as they are
 
 
 DEFAULT_PROMPT = PromptOptions()
@@ -123,6 +137,9 @@ class OutboxContext:
     # The Workspace Files lines when the model knows the listing (its changes, or that it is
     # unchanged: :mod:`codingagent.prompt.changes`); None: the full listing.
     listing: Sequence[str] | None = None
+    # The Project Instructions and Code Map sections, when this prompt shows them.
+    instructions: str | None = None
+    code_map: str | None = None
 
 
 def render_outbox(
@@ -283,7 +300,11 @@ def _some(paths: list[str], most: int = 10) -> str:
 def _context(state: SessionState, context: OutboxContext, options: PromptOptions) -> str:
     environment = environment_section(state, options)
     parts = [environment] if environment else []
+    if context.instructions:
+        parts.append(context.instructions)
     parts.append("## Workspace Files\n" + _listing(context, options.listing_chars))
+    if context.code_map:
+        parts.append(context.code_map)
     if state.sequence_number > 1:
         results = [line for r in state.last_results for line in r.lines()]
         if all(r.command == "NOTE" for r in state.last_results):  # notes only, or nothing
@@ -318,7 +339,13 @@ def _listing(context: OutboxContext, budget: int) -> str:
 
 
 def _file_view(view: FileView, listing_chars: int, context: OutboxContext) -> str:
-    if view.folder is not None:
+    if view.code_map is not None:
+        body = (
+            ["(code map)", *view.code_map.splitlines()]
+            if view.code_map
+            else ["(code map: no classes, functions or methods found)"]
+        )
+    elif view.folder is not None:
         lines = overview(view.folder, listing_chars, asked=view.base, size_of=context.size_of)
         body = lines or ["(empty folder)"]
     elif view.text is None:

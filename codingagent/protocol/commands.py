@@ -80,6 +80,7 @@ class ReadFile(_Command):
     start_line: int | None = None  # protocol 1.1: only some lines (None: from the first)
     end_line: int | None = None  # (None: to the last)
     symbol: str | None = None  # a function, class or method by name (docs/prompts.md)
+    map: bool = False  # the code map of a folder (or a file) instead of its text
 
     @property
     def target(self) -> str:

@@ -74,13 +74,16 @@ new lines
 [READ_FILE path="src/app.py"]
 [READ_FILE path="src/app.py" start_line="400" end_line="600"]
 [READ_FILE path="src/app.py" symbol="Parser.parse"]
+[READ_FILE path="src/" map="true"]
   Shows you the file, or those lines, in the next message under "Requested File Contents".
   Each line is shown as "  12 | text": the number and " | " are not part of the file, and
   neither are the "--- path ---" lines around it. Long files are shown 400 lines at a time.
   symbol= shows one function, class or method (Class.method) by name, with its line numbers.
   No closing tag. Read a file before you edit it by line numbers.
   READ_FILE of a folder (path="data/") lists the files in it; path="." lists the whole
-  workspace again (later messages show only what changed in the listing).
+  workspace again (later messages show only what changed in the listing). map="true" shows
+  the code map of a folder ("." for all) or a file instead: its classes, functions and
+  methods, the first line of each with its line number, the most used first.
 
 [SEARCH query="def parse" glob="*.py" context="2" regex="false" case_sensitive="false"]
   Searches the workspace files; each match is shown in the next message under "Search
@@ -195,6 +198,7 @@ these lines replace lines 3-5 (start_line="4" end_line="3" inserts before line 4
 [READ_FILE path="app.py" start_line="1" end_line="80"]
 [READ_FILE path="app.py" symbol="Parser.parse"]
 [READ_FILE path="."]
+[READ_FILE path="src/" map="true"]
 [SEARCH query="def parse" glob="*.py" context="2"]
 [RUN_COMMAND]
 python -m pytest -q

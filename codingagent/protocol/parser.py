@@ -117,7 +117,11 @@ TAGS: dict[str, _TagSpec] = {
     "PATCH": _TagSpec(Patch, body=_Body(patch_body)),
     "DELETE_FILE": _TagSpec(DeleteFile, ("path",)),
     "READ_FILE": _TagSpec(
-        ReadFile, ("path",), ("start_line", "end_line", "symbol"), integers=_LINES
+        ReadFile,
+        ("path",),
+        ("start_line", "end_line", "symbol", "map"),
+        integers=_LINES,
+        booleans=frozenset({"map"}),
     ),
     "SEARCH": _TagSpec(
         Search,

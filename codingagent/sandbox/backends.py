@@ -30,6 +30,10 @@ class Job:
     # Workspace files that hold secrets: read as empty files, where the backend
     # :attr:`Sandbox.hides_files` (docs/secrets.md, 'Secret files').
     secret_files: tuple[str, ...] = ()
+    # Where the command's writes go instead of the workspace, when the backend has a
+    # :meth:`Sandbox.layer_problem` of None for it: the workspace is then the lower layer of an
+    # overlay, untouched until the caller commits ``layer/upper`` (docs/undo.md).
+    layer: Path | None = None
 
 
 class Sandbox(Protocol):
@@ -54,6 +58,10 @@ class Sandbox(Protocol):
 
     def hidden_paths(self, extra: Iterable[str]) -> list[str]:
         """What commands do not see (``extra``: the ``sandbox_hide`` setting)."""
+
+    def layer_problem(self, workspace: Path, layer: Path) -> str | None:
+        """None when a command can write to a layer over ``workspace`` kept in the empty folder
+        ``layer`` (:attr:`Job.layer`), else why not, for people."""
 
     def limit_note(self, output: str, tmp_bytes: int | None) -> str:
         """A line naming a limit of the sandbox's own that a failed command hit, or ``""``."""
@@ -94,6 +102,9 @@ class NoSandbox:
 
     def hidden_paths(self, extra: Iterable[str]) -> list[str]:
         return []
+
+    def layer_problem(self, workspace: Path, layer: Path) -> str | None:
+        return "no OS sandbox"
 
     def limit_note(self, output: str, tmp_bytes: int | None) -> str:
         return ""

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codingagent.sandbox import overlay
 from codingagent.sandbox.scrub import TOOL_VARS, scrub_env
 
 if TYPE_CHECKING:
@@ -80,7 +81,11 @@ class Bubblewrap:
     def wrap(self, argv: list[str], job: Job) -> list[str]:
         program = self.program or "bwrap"
         argv = bwrap_argv(program, job.workspace, job.read_only, job.tmp_bytes, job.hide) + argv
-        return _hide_secret_files(argv, job.secret_files)
+        argv = _hide_secret_files(argv, job.secret_files)
+        return argv if job.layer is None else overlay.wrap(argv, job.workspace, job.layer)
+
+    def layer_problem(self, workspace: Path, layer: Path) -> str | None:
+        return self.problem() or overlay.problem(workspace, layer)
 
     def hidden_paths(self, extra: Iterable[str]) -> list[str]:
         return hidden_paths(extra)

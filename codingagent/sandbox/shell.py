@@ -147,9 +147,21 @@ class Shell:
         """Whether commands read the secret files given to :meth:`run` as empty files."""
         return self.backend.hides_files
 
-    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
+    def layer_problem(self, workspace: Path, layer: Path) -> str | None:
+        """None when commands can write to a layer over ``workspace`` kept in ``layer`` (then
+        :meth:`run` takes it), else why not (the backend's word: docs/undo.md)."""
+        return self.backend.layer_problem(workspace, layer)
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        secret_files: Iterable[str] = (),
+        layer: Path | None = None,
+    ) -> ShellResult:
         """Run ``command`` in ``cwd`` and return once it and everything it started are gone;
-        ``secret_files`` (absolute paths) read as empty files where the sandbox can hide them."""
+        ``secret_files`` (absolute paths) read as empty files where the sandbox can hide them;
+        with ``layer`` (:meth:`layer_problem` said None), its writes go to ``layer/upper``."""
         if self.approve is not None and not self.approve(command):
             return ShellResult(
                 None, "", timed_out=False, duration_s=0.0, cut_chars=0, approved=False
@@ -158,7 +170,7 @@ class Shell:
         capture = Capture(self.max_output)
         group = self._pids_group()
         hidden = tuple(secret_files)
-        argv = functools.partial(self._argv, command, Path(cwd), group, hidden)
+        argv = functools.partial(self._argv, command, Path(cwd), group, hidden, layer)
         process = Process(argv, Path(cwd))
         try:
             timed_out = process.pump(capture, started + self.timeout)
@@ -183,6 +195,7 @@ class Shell:
         cwd: Path,
         group: cgroup.PidsGroup | None,
         secret_files: tuple[str, ...],
+        layer: Path | None,
         status_fd: int,
     ) -> list[str]:
         """The command line that runs ``command``; the runner reports to ``status_fd``."""
@@ -193,7 +206,8 @@ class Shell:
         limits = [cpu_s, self.limits.file_bytes, self.limits.memory_bytes, nproc]
         argv = [_PYTHON, "-I", "-S", "-c", _RUNNER_SOURCE, str(status_fd)]
         argv += ["-" if n is None else str(n) for n in limits] + [SHELL, command]
-        job = Job(cwd.resolve(), self.read_only, self.limits.tmp_bytes, self.hide, secret_files)
+        tmp_bytes = self.limits.tmp_bytes
+        job = Job(cwd.resolve(), self.read_only, tmp_bytes, self.hide, secret_files, layer)
         argv = self.backend.wrap(argv, job)
         return argv if group is None else group.join_argv(argv)
 

@@ -1,46 +1,75 @@
-"""Known secrets in their common disguises: what a command prints when it encodes a secret
-before printing it (docs/secrets.md, 'Disguises').
+"""Known secrets in disguise: what a command prints when it transforms a secret before
+printing it (docs/secrets.md, 'Disguises').
 
 For each secret a session knows, :class:`Disguises` looks for it
 
-- base64 encoded (standard and URL-safe alphabet), in all three alignments: the characters
-  that depend only on the secret's own bytes, wherever in the encoded stream it starts;
-- hex (lower and upper case), URL-encoded (``%2F`` and ``+`` forms, and every byte as
-  ``%XX``), reversed;
-- with one to four separator characters between its characters (``g h p _``, one a line,
-  ``['g', 'h', ...]``), or with white space anywhere in it (``A KIA IOSF``).
+- base64 (standard and URL-safe alphabet) and base32, at every alignment: the characters that
+  depend only on the secret's own bytes, wherever in the encoded stream it starts;
+- hex, URL-encoded (``%2F`` and ``+`` forms, and every byte as ``%XX``), backslash-escaped
+  (``\\x41``, ``\\101``, ``\\u0041``, ``\\/``), reversed, rot13;
+- in any mix of upper and lower case (``tr a-z A-Z``), which also covers the case of the hex,
+  base32, escaped, reversed and rot13 forms;
+- broken by white space anywhere (``fold -w 7``, ``base64``'s and ``xxd -p``'s lines, ``sed
+  's/./& /g'``), and by ``od -c``'s offset column at the start of its lines;
+- with one to four separator characters between its characters (``['g', 'h', ...]``).
 
-The secret and its encoded forms are searched in the text with its white space taken out
-(``base64`` wraps its output at 76 columns); each is an exact substring search
-(``str.find``), and the separated forms are substring searches in every n-th character of
-the text, so the cost grows with the number of secrets times the text's length, with no
-regex backtracking.
+The text is searched with its white space (and ``od``'s offsets) taken out: all forms of all
+secrets as literal strings in one pass (:mod:`.matcher`), base64's in their case, the others
+in any case; the separated forms in one pass over every n-th character of the text. No
+regular expression, no backtracking; the cost hardly grows with the number of secrets. Each
+disguise is located: the span masked is the one that spells the secret, from its first
+character to its last.
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
+import codecs
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import quote, quote_plus
 
+from codingagent.secrecy.matcher import Ends, compile_set
 from codingagent.secrecy.rules import Found
 
 MIN_DISGUISED = 8  # shorter secrets are not looked for in disguise: too many chance matches
 _STRIDES = (2, 3, 4, 5)  # one to four separator characters between the secret's characters
-_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"\s+")  # what str.split() takes out
+# In `od` output (its second line starts at offset 0000020), white space and, after a line
+# break, the offset column (7 octal digits).
+_OD_MARK = "0000020 "
+_OD_GAP = re.compile(r"\s+(?:[0-7]{7}(?= ))?")
 
 
 def encodings(secret: str) -> list[tuple[str, str]]:
-    """(how, text) of each encoded form of ``secret`` searched for; none equal to it."""
+    """(how, text) of each transformed form of ``secret`` searched for; none equal to it."""
+    return _unique(secret, _case_kept(secret) + _case_folded(secret))
+
+
+def _case_kept(secret: str) -> list[tuple[str, str]]:
+    """The forms whose case matters: base64."""
     data = secret.encode("utf-8", "surrogatepass")
-    forms = [("base64", core) for core in _base64_cores(data, base64.b64encode)]
-    forms += [("base64", core) for core in _base64_cores(data, base64.urlsafe_b64encode)]
-    forms += [("hex", data.hex()), ("hex", data.hex().upper())]
+    forms = [("base64", core) for core in _cores(data, base64.b64encode, 6, 3)]
+    return forms + [("base64", core) for core in _cores(data, base64.urlsafe_b64encode, 6, 3)]
+
+
+def _case_folded(secret: str) -> list[tuple[str, str]]:
+    """The forms looked for in any case."""
+    data = secret.encode("utf-8", "surrogatepass")
+    forms = [("base32", core) for core in _cores(data, base64.b32encode, 5, 5)]
+    forms += [("hex", data.hex())]
     forms += [("url", quote(secret, safe="")), ("url", quote_plus(secret, safe=""))]
     forms += [("url", "".join(f"%{byte:02X}" for byte in data))]
-    forms += [("reversed", secret[::-1])]
+    forms += [("escaped", "".join(f"\\x{byte:02x}" for byte in data))]
+    forms += [("escaped", "".join(f"\\{byte:03o}" for byte in data))]
+    forms += [("escaped", "".join(f"\\u{ord(char):04x}" for char in secret))]
+    forms += [("escaped", secret.replace("/", "\\/"))]
+    forms += [("reversed", secret[::-1]), ("rot13", codecs.encode(secret, "rot13"))]
+    return forms
+
+
+def _unique(secret: str, forms: list[tuple[str, str]]) -> list[tuple[str, str]]:
     seen = {secret}
     unique = []
     for how, form in forms:
@@ -50,14 +79,14 @@ def encodings(secret: str) -> list[tuple[str, str]]:
     return unique
 
 
-def _base64_cores(data: bytes, encode: object) -> list[str]:
-    """The base64 characters that depend on ``data`` alone, for each of the three offsets at
-    which it can start in an encoded stream."""
+def _cores(data: bytes, encode: Callable[[bytes], bytes], bits: int, group: int) -> list[str]:
+    """The characters of an encoding (``bits`` a character, ``group`` bytes a block) that
+    depend on ``data`` alone, for each offset at which it can start in an encoded stream."""
     cores = []
-    for offset in range(3):
-        encoded = encode(b"\0" * offset + data).decode("ascii")  # type: ignore[operator]
-        first = -(-8 * offset // 6)  # the first character made of the secret's bits only
-        last = 8 * (offset + len(data)) // 6  # past the last such character
+    for offset in range(group):
+        encoded = encode(b"\0" * offset + data).decode("ascii")
+        first = -(-8 * offset // bits)  # the first character made of the secret's bits only
+        last = 8 * (offset + len(data)) // bits  # past the last such character
         cores.append(encoded[first:last])
     return cores
 
@@ -67,15 +96,20 @@ class Disguises:
 
     def __init__(self, secrets: Iterable[tuple[str, str]]) -> None:
         """``secrets``: (secret, label) pairs; the short ones are left out."""
-        self._encoded: list[tuple[str, str]] = []  # (form, label)
+        # (form, any case, label, the secret itself or ""), searched in the joined text
+        self._forms: list[tuple[str, bool, str, str]] = []
         self._plain: list[tuple[str, str]] = []  # (secret, label) for the separated forms
         for secret, label in secrets:
             if len(secret) < MIN_DISGUISED:
                 continue
             self._plain.append((secret, label))
-            if not _SPACE.search(secret):
-                self._encoded.append((secret, f"{label}-spaced"))
-            self._encoded += [(form, f"{label}-{how}") for how, form in encodings(secret)]
+            self._forms.append((secret, True, label, secret))
+            for how, form in _unique(secret, _case_kept(secret)):
+                self._forms.append((form, False, f"{label}-{how}", ""))
+            for how, form in _unique(secret, _case_folded(secret)):
+                self._forms.append((form, True, f"{label}-{how}", ""))
+        self._joined_set: Ends | None = None  # compiled on the first search
+        self._plain_set: Ends | None = None
 
     def __bool__(self) -> bool:
         return bool(self._plain)
@@ -84,45 +118,67 @@ class Disguises:
         """Each disguised secret in ``text``: spans in ``text``, labels ``KIND-HOW``."""
         if not self._plain:
             return []
-        return self._encoded_in(text) + self._separated_in(text)
+        return self._joined_in(text) + self._separated_in(text)
 
-    def _encoded_in(self, text: str) -> list[Found]:
-        joined = _SPACE.sub("", text)
+    def _joined_in(self, text: str) -> list[Found]:
+        if self._joined_set is None:
+            words = [(_bytes(form), caseless) for form, caseless, _, _ in self._forms]
+            self._joined_set = compile_set(words, literal=True)
+        gap = _OD_GAP if _OD_MARK in text else _SPACE
+        joined = gap.sub("", text) if gap is _OD_GAP else "".join(text.split())
         breaks: list[int] | None = None  # where white space was, made on the first find
         found = []
-        for form, label in self._encoded:
-            at = joined.find(form)
-            while at >= 0:
-                if breaks is None:
-                    breaks = _removed(text)
-                start = _original(breaks, at)
-                end = _original(breaks, at + len(form) - 1) + 1
-                if end - start > len(form) or not label.endswith("-spaced"):
-                    found.append(Found(start, end, label, False))  # (else: the secret itself)
-                at = joined.find(form, at + len(form))
+        for index, start in _starts(joined, self._joined_set, [f[0] for f in self._forms]):
+            form, _, label, secret = self._forms[index]
+            if breaks is None:
+                breaks = _removed(text, gap)
+            end = _original(breaks, start + len(form) - 1) + 1
+            start = _original(breaks, start)
+            if not secret:
+                found.append(Found(start, end, label, False))
+            elif text[start:end] != secret:  # (else: the secret itself, masked anyway)
+                how = "spaced" if end - start > len(form) else "case"
+                found.append(Found(start, end, f"{label}-{how}", False))
         return found
 
     def _separated_in(self, text: str) -> list[Found]:
+        if self._plain_set is None:
+            self._plain_set = compile_set([(_bytes(s), False) for s, _ in self._plain], True)
+        secrets = [secret for secret, _ in self._plain]
         found = []
         for stride in _STRIDES:
             for phase in range(stride):
-                every = text[phase::stride]
-                for secret, label in self._plain:
-                    at = every.find(secret)
-                    while at >= 0:
-                        start = phase + stride * at
-                        end = phase + stride * (at + len(secret) - 1) + 1
-                        found.append(Found(start, end, f"{label}-spaced", False))
-                        at = every.find(secret, at + len(secret))
+                for index, at in _starts(text[phase::stride], self._plain_set, secrets):
+                    secret, label = self._plain[index]
+                    start = phase + stride * at
+                    end = phase + stride * (at + len(secret) - 1) + 1
+                    found.append(Found(start, end, f"{label}-spaced", False))
         return found
 
 
-def _removed(text: str) -> list[int]:
-    """For each character ``_SPACE`` took out of ``text``, its index in the joined text: the
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _starts(text: str, words: Ends, forms: list[str]) -> list[tuple[int, int]]:
+    """(index of the form, where in ``text`` it starts) of each match of ``words``."""
+    data = _bytes(text)
+    ascii_only = len(data) == len(text)
+    starts = []
+    for index, end in words(data) or ():
+        start = end - len(_bytes(forms[index]))
+        if not ascii_only:  # a byte offset: count the characters before it
+            start = len(data[:start].decode("utf-8", "surrogatepass"))
+        starts.append((index, start))
+    return starts
+
+
+def _removed(text: str, gap: re.Pattern[str]) -> list[int]:
+    """For each character ``gap`` took out of ``text``, its index in the joined text: the
     joined text's index ``i`` is ``i + bisect_right(removed, i)`` in ``text``."""
     removed = []
     taken = 0
-    for each in _SPACE.finditer(text):
+    for each in gap.finditer(text):
         for index in range(each.start(), each.end()):
             removed.append(index - taken)
             taken += 1

@@ -76,7 +76,10 @@ class Masker:
         found = list(rules.find(text))
         for each in found:
             self.learn(text[each.start : each.end], each.label)
-        spans = found + self._everywhere(text) + self._disguised().find(text)
+        # Where spans start alike, the first named wins: a known format, then a known secret
+        # (its kind learned where it was found), then a secret-looking name's value.
+        known = self._disguised().find(text) + self._everywhere(text)
+        spans = [f for f in found if not f.keyword] + known + [f for f in found if f.keyword]
         merged: list[rules.Found] = []  # overlapping spans joined: each is masked whole
         for each in sorted(spans, key=lambda s: (s.start, -s.end)):
             if merged and each.start < merged[-1].end:

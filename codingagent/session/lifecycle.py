@@ -5,7 +5,7 @@ builds the shell RUN_COMMAND runs in from the settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from codingagent.faults import Fault, describe, remedy
@@ -16,7 +16,7 @@ from codingagent.sandbox.shell import Limits, Shell
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import next_outbox, write_outbox
+from codingagent.transaction.outbox import next_outbox
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
@@ -30,11 +30,14 @@ def start_session(
     *,
     allow_broad: bool = False,
     override: str | None = None,
+    files: Sequence[str] = (),
 ) -> tuple[SessionState, Path]:
     """Create a session and write its first outbox; ``environment`` probes the workspace
     folder for the prompt's Environment section. A workspace too broad to hand to the LLM
     (``/``, a home folder, a system folder) is refused unless ``allow_broad``; ``override``
     names the front end's way to insist (:func:`~codingagent.workspace.choice.check_workspace`).
+    ``files``: the workspace paths the user named (``--file``, ``@path``), shown whole in the
+    first prompt (docs/prompts.md).
     """
     if not task.strip():
         raise SessionError("The task is empty; say what the LLM should do")
@@ -48,10 +51,13 @@ def start_session(
         task=task.strip(),
         workspace=str(folder),
         environment=environment(folder) if environment else None,
+        named_files=list(files),
+        named_sequence=1 if files else None,
+        read_file_requests=list(files),
     )
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
     try:
-        outbox = write_outbox(store, state, prompt).path
+        outbox = next_outbox(store, state, prompt).path  # the files it shows whole: kept
         store.save(state)  # what the outbox showed
     except OSError as e:
         raise Fault(
@@ -80,6 +86,23 @@ def follow_up_session(
     state.follow_ups.append(instruction.strip())
     state.follow_up_sequence = state.sequence_number
     state.is_complete = False
+    return _new_prompt(store, state, prompt)
+
+
+def name_files(
+    store: SessionStore,
+    session_id: str,
+    files: Sequence[str],
+    prompt: PromptOptions = DEFAULT_PROMPT,
+) -> Path:
+    """Show the files the user named (``resume --file``, ``@path`` in a follow-up) whole in
+    the current prompt, which is written again."""
+    state = store.load(session_id)
+    refuse_if_interrupted(store, session_id)
+    asked = [r if isinstance(r, str) else r.path for r in state.read_file_requests]
+    state.read_file_requests += [path for path in files if path not in asked]
+    state.named_files = list(dict.fromkeys([*state.named_files, *files]))
+    state.named_sequence = state.sequence_number
     return _new_prompt(store, state, prompt)
 
 
@@ -136,10 +159,11 @@ def new_session(
     *,
     allow_broad: bool = False,
     override: str | None = None,
+    files: Sequence[str] = (),
 ) -> SessionState:
     """A new session, its first prompt written with the settings' prompt options and the
     Environment section probed in the sandbox its commands will run in (every front end).
-    ``allow_broad`` and ``override``: as for :func:`start_session`."""
+    ``allow_broad``, ``override`` and ``files``: as for :func:`start_session`."""
     shell = make_shell(settings, store)
     state, _ = start_session(
         store,
@@ -149,5 +173,6 @@ def new_session(
         environment=lambda folder: probe(shell, folder),
         allow_broad=allow_broad,
         override=override,
+        files=files,
     )
     return state

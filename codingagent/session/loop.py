@@ -34,7 +34,7 @@ fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes o
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -47,7 +47,12 @@ from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
 from codingagent.secrecy.secret_files import notes as secret_file_notes
 from codingagent.secrecy.secret_files import secret_files
-from codingagent.session.lifecycle import answer_question, follow_up_session, make_shell
+from codingagent.session.lifecycle import (
+    answer_question,
+    follow_up_session,
+    make_shell,
+    name_files,
+)
 from codingagent.session.recovery import recover
 from codingagent.session.seams import (
     Listener,
@@ -126,13 +131,15 @@ class SessionLoop:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def run(self, source: ReplySource, follow_up: str | None = None) -> Stop:
+    def run(
+        self, source: ReplySource, follow_up: str | None = None, files: Sequence[str] = ()
+    ) -> Stop:
         """Take replies from ``source`` until the session stops; say why it stopped."""
         self._stop.clear()
         self._replies = self._idle = self._refused = 0
         try:
             self._shell_once()  # which sandbox and approval hold, before any reply
-            prompt = self.prepare(follow_up)
+            prompt = self.prepare(follow_up, files)
             if prompt is None:
                 return self._stopped(Stop(StopReason.COMPLETE, ""))
             self._listener.watching(source)
@@ -159,9 +166,10 @@ class SessionLoop:
                 )
             )
 
-    def prepare(self, follow_up: str | None = None) -> Prompt | None:
+    def prepare(self, follow_up: str | None = None, files: Sequence[str] = ()) -> Prompt | None:
         """Make the session ready for a reply; its current prompt, or None when a recovered
-        turn completed it. A complete session, or one at its turn limit, is a SessionError."""
+        turn completed it. A complete session, or one at its turn limit, is a SessionError.
+        ``files``: paths the user named (``resume --file``), shown whole in the prompt."""
         recovered = self.recover()
         self._keep_environment()
         question = self.store.load(self.session_id).question
@@ -173,6 +181,8 @@ class SessionLoop:
             answer_question(self.store, self.session_id, answer, self.prompt_options)
         if follow_up is not None:
             follow_up_session(self.store, self.session_id, follow_up, self.prompt_options)
+        if files:
+            name_files(self.store, self.session_id, files, self.prompt_options)
         state = self.store.load(self.session_id)
         if state.is_complete:
             if recovered is not None:
@@ -449,9 +459,15 @@ class _ObservedShell:
     def __getattr__(self, name: str) -> object:
         return getattr(self._shell, name)
 
-    def run(self, command: str, cwd: Path, secret_files: Iterable[str] = ()) -> ShellResult:
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        secret_files: Iterable[str] = (),
+        layer: Path | None = None,
+    ) -> ShellResult:
         with self._listener.running(command):
-            return self._shell.run(command, cwd, secret_files)
+            return self._shell.run(command, cwd, secret_files, layer)
 
 
 def hidden_line(hidden: list[str], workspace: Path) -> str:

@@ -36,6 +36,7 @@ from codingagent.fsio import folder_syncs_grouped
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
+from codingagent.secrecy.secret_files import MAX_FILES, SKIP_DIRS
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
 from codingagent.session.replies import REPLY_SIZE_CAP, note_result, read_reply, unreadable
@@ -53,6 +54,7 @@ from codingagent.transaction.rollback import (
 )
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace, autorun
+from codingagent.workspace.tree import Tree
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def apply_admitted(
     received = utc_now()
     session_id = state.session_id
     ws = open_workspace(store, state)
+    ws.tree = Tree(ws.root, SKIP_DIRS, MAX_FILES)  # the turn's one walk, when first read
     answered = state.sequence_number
     try:
         record, journal = _open_turn(store, state, data, source, options.preimage_cap)
@@ -146,7 +149,7 @@ def apply_admitted(
             )
             crash_point("history")
             waiting = state.is_complete or state.question is not None
-            written = None if waiting else next_outbox(store, state, options.prompt)
+            written = None if waiting else next_outbox(store, state, options.prompt, ws)
             outbox = written.path if written else None
             masked = written.masked if written else 0
             masked_kinds = dict(written.masked_kinds) if written else {}
@@ -251,7 +254,7 @@ def _execute(
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
     what each RUN_COMMAND changed recorded around it (:mod:`codingagent.transaction.capture`)."""
     ws.before_change = journal.record
-    ws.watch = Watch(ws, journal)
+    ws.watch = Watch(ws, journal, options.shell)
     try:
         return execute(
             commands,

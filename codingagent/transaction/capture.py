@@ -1,6 +1,20 @@
 """What a RUN_COMMAND changed, kept in the turn's journal like a file command's changes.
 
-Around each command of a turn (the workspace's ``watch``, docs/undo.md):
+Two ways, behind the workspace's ``watch`` (docs/undo.md), chosen once per turn by asking the
+shell whether its sandbox can run a command on an overlay (:meth:`Shell.layer_problem`).
+
+**On an overlay** (the cost follows what the command changed, not the workspace's size):
+
+1. before: an empty layer folder ``sessions/{id}/layer/``, then a ``command`` mark naming it
+   (crash point ``snapshot``).  The command runs; the workspace is untouched, its writes land
+   in the layer.  A kill or Ctrl-C from here on finds the open mark: the layer is thrown away.
+2. after: the layer is read (:mod:`codingagent.workspace.layer`); each file it creates,
+   changes or deletes gets an ordinary pre-image in the journal, read from the workspace,
+   which still holds it, then the folders, then ``command-done``: one append (crash point
+   ``captured``).  Only then is the layer moved into the workspace (crash point ``committed``
+   after each step: a kill midway is rolled back from those pre-images) and removed.
+
+**By stat scans** (no overlay here), around each command:
 
 1. before: a stat scan; files moved since the shadow index (:mod:`.shadow`) was taken are read
    and stored, the index saved durably, then a ``command`` mark naming the index's digest is
@@ -16,29 +30,113 @@ Around each command of a turn (the workspace's ``watch``, docs/undo.md):
 
 from __future__ import annotations
 
+import os
 import stat
+from pathlib import Path
 
 from codingagent.execute.context import CommandFailed
+from codingagent.sandbox.backends import Sandbox
+from codingagent.sandbox.shell import Shell
 from codingagent.transaction.crashpoints import crash_point
 from codingagent.transaction.journal import Journal
 from codingagent.transaction.shadow import SHADOW, Index, Shadow
-from codingagent.workspace import PreImage, Workspace
+from codingagent.workspace import PathRejected, PreImage, Workspace
+from codingagent.workspace.layer import discard
 from codingagent.workspace.preimage import PREIMAGE_IN_MEMORY
 from codingagent.workspace.snapshot import CommandChanges, moved
+
+LAYER = "layer"  # a command's overlay layer, in the session's folder
+
+
+def capture_way(sandbox: Shell | Sandbox, workspace: Path, session: Path) -> str | None:
+    """How the changes of a session's commands are captured: None when on an overlay, else
+    why not (then by stat scans); ``session`` is the session's folder.  For turns and
+    ``doctor``: the sandbox backend decides, by its :meth:`Sandbox.layer_problem`."""
+    return sandbox.layer_problem(workspace, session / LAYER)
+
+
+def describe_capture(problem: str | None) -> str:
+    """``doctor``'s line for :func:`capture_way`'s answer."""
+    if problem is None:
+        return "overlay: a command writes to a layer, moved into the workspace when it ends"
+    return f"stat scans and a shadow copy of the workspace (no overlay: {problem})"
 
 
 class Watch:
     """The workspace's ``watch`` during one turn: keeps what each command changes."""
 
-    def __init__(self, ws: Workspace, journal: Journal) -> None:
+    def __init__(self, ws: Workspace, journal: Journal, shell: Shell | None = None) -> None:
         self.ws = ws
         self.journal = journal
-        self.shadow = Shadow(journal.turn.folder.parent.parent / SHADOW, journal.preimage_cap)
+        session = journal.turn.folder.parent.parent
+        self.shadow = Shadow(session / SHADOW, journal.preimage_cap)
+        self.layer = session / LAYER
+        self._shell = shell
+        self._overlay: bool | None = None  # decided at the first command of the turn
         self._before = Index()
         self._digest = ""
         self._label = ""
 
-    def before(self, label: str) -> None:
+    def before(self, label: str) -> Path | None:
+        self._label = label
+        if self._overlay is None:
+            shell, session = self._shell, self.layer.parent
+            self._overlay = shell is not None and capture_way(shell, self.ws.root, session) is None
+        if self._overlay:
+            discard(self.layer)  # one a crash left
+            os.makedirs(self.layer / "upper")
+            os.mkdir(self.layer / "work")
+            self.journal.mark({"kind": "command", "layer": LAYER})
+            crash_point("snapshot")
+            return self.layer
+        self._scan_before()
+        return None
+
+    def after(self) -> CommandChanges:
+        crash_point("ran")  # the command's changes are made, none recorded yet
+        return self._commit() if self._overlay else self._scan_after()
+
+    def _commit(self) -> CommandChanges:
+        upper = self.layer / "upper"
+        layer = self.ws.read_layer(upper)
+        changes = layer.changes
+        with self.journal.turn.held():  # one append: the open mark covers the changes till then
+            for path in changes.changed + changes.deleted:
+                self._keep_current(path, changes)
+            for path in changes.created:
+                self._record(PreImage(path, None, None, by=self._label), changes)
+            if layer.dirs_created or layer.dirs_deleted:
+                dirs = {"created": layer.dirs_created, "deleted": layer.dirs_deleted}
+                self.journal.mark({"kind": "dirs", **dirs})
+            changes.untracked = [f"{path}/" for path in changes.untracked]
+            if changes.untracked:
+                self.journal.mark({"kind": "untracked", "paths": changes.untracked})
+            self.journal.mark({"kind": "command-done", "layer": LAYER})
+        crash_point("captured")
+        self.ws.commit_layer(upper, layer, lambda: crash_point("committed"))
+        discard(self.layer)
+        return changes
+
+    def _keep_current(self, path: str, changes: CommandChanges) -> None:
+        """Record the pre-image of ``path`` from the workspace (the command left it as it
+        was), or why it is not kept."""
+        if path in self.journal.paths:
+            return
+        try:
+            stream = self.ws.open_bytes(path)
+        except (OSError, PathRejected) as e:
+            self._unkept(path, f"unreadable: {getattr(e, 'strerror', None) or e}", changes)
+            return
+        with stream:
+            info = os.fstat(stream.fileno())
+            mode = stat.S_IMODE(info.st_mode)
+            if info.st_size <= PREIMAGE_IN_MEMORY:
+                pre = PreImage(path, stream.read(), mode, by=self._label)
+            else:
+                pre = PreImage(path, None, mode, stream=stream, by=self._label)
+            self._record(pre, changes)
+
+    def _scan_before(self) -> None:
         old = self.shadow.load()
         now = self.ws.scan()
         found = moved(old.scan, now, old.racy_since())
@@ -49,12 +147,11 @@ class Watch:
             kept = self.shadow.save(index)
             self.shadow.collect(old, index)
         self._digest = kept
-        self._before, self._label = index, label
+        self._before = index
         self.journal.mark({"kind": "command", "index": self._digest})
         crash_point("snapshot")
 
-    def after(self) -> CommandChanges:
-        crash_point("ran")  # the command's changes are made, none recorded yet
+    def _scan_after(self) -> CommandChanges:
         before = self._before
         now = self.ws.scan(skip=frozenset(before.scan.untracked), walk=frozenset(before.scan.dirs))
         found = moved(before.scan, now, before.racy_since())

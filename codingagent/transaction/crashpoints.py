@@ -3,8 +3,9 @@ SIGKILL the n-th time (default: the first) it passes the point ``name`` of a tur
 
 The points a turn passes, in order: ``journal`` (journal written), ``preimage`` (each pre-image
 recorded), ``result`` (each command run), ``history``, ``outbox``, ``state`` (the commit point).
-Each RUN_COMMAND passes ``snapshot`` (its snapshot taken, before it runs), ``ran`` (it ran,
-nothing of its changes recorded yet), ``preimage`` for each file it changed, then ``captured``.
+Each RUN_COMMAND passes ``snapshot`` (its snapshot taken or its layer made, before it runs),
+``ran`` (it ran, nothing of its changes recorded yet), ``preimage`` for each file it changed,
+then ``captured``; on an overlay then ``committed`` after each step moving its layer in.
 Recovery passes ``restored`` (each file put back) and ``rolled-back`` (journal marked), then the
 turn's points as it applies the reply again; undo passes ``undo`` (its journal written),
 ``restored``, ``rewound`` (the state saved) and ``undone`` (each turn set aside).

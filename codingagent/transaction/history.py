@@ -27,6 +27,7 @@ from codingagent.transaction.crashpoints import crash_point
 from codingagent.transaction.shadow import SHADOW, Shadow, put_back
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, PreImage, Workspace
+from codingagent.workspace.layer import discard
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 
@@ -201,28 +202,39 @@ class TurnRecord:
         records = self.preimages()
         done = Restored([], [self._damaged(line) for line in records.damaged])
         stopped = records.open_command()
-        if stopped is not None:  # a command was stopped before its changes were recorded
+        if stopped is not None and "index" in stopped:  # stopped before its changes were kept
             shadow = Shadow(self.folder.parent.parent / SHADOW, 0)
-            paths, problems = put_back(ws, shadow, stopped)
+            paths, problems = put_back(ws, shadow, stopped["index"])
             done.paths += paths
             done.problems += problems
-        entries = reversed(records.entries)
-        for entry in sorted(entries, key=lambda e: "inline" in e or bool(e["blob"])):
-            dirs = tuple(entry["createdDirs"])
-            try:
-                with self.saved_content(entry) as stream:
-                    ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
-            except (OSError, PathRejected) as e:
-                reason = getattr(e, "strerror", None) or str(e)
-                done.problems.append(f"'{entry['path']}' ({reason})")
-                continue
-            done.paths.append(entry["path"])
-            crash_point("restored")
+        for layer in records.layers():  # what a layer still holds was never the workspace's
+            discard(self.folder.parent.parent / layer)
+        # Created files go first (that frees space), then the folders commands made and
+        # removed (a folder made where a file was is gone before the file comes back).
+        entries = list(reversed(records.entries))
+        for entry in entries:
+            if "inline" not in entry and not entry["blob"]:
+                self._restore_entry(ws, entry, done)
         for mark in reversed(records.marks):
             if mark["kind"] == "dirs":
                 done.problems += ws.restore_dirs(mark["created"], mark["deleted"])
+        for entry in entries:
+            if "inline" in entry or entry["blob"]:
+                self._restore_entry(ws, entry, done)
         done.problems += records.unkept()
         return done
+
+    def _restore_entry(self, ws: Workspace, entry: dict[str, Any], done: Restored) -> None:
+        dirs = tuple(entry["createdDirs"])
+        try:
+            with self.saved_content(entry) as stream:
+                ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
+        except (OSError, PathRejected) as e:
+            reason = getattr(e, "strerror", None) or str(e)
+            done.problems.append(f"'{entry['path']}' ({reason})")
+            return
+        done.paths.append(entry["path"])
+        crash_point("restored")
 
     def _damaged(self, line: int) -> str:
         return f"the file saved in record {line} of {self.folder.name}/{self.PREIMAGES} (damaged)"
@@ -254,15 +266,25 @@ class Records:
     # made and removed), "unkept" (a change not kept), "untracked", "command-done".
     marks: list[dict[str, Any]] = field(default_factory=list)
 
-    def open_command(self) -> str | None:
-        """The snapshot digest of a command stopped before its changes were recorded."""
-        open_digest = None
+    def open_command(self) -> dict[str, Any] | None:
+        """The ``command`` mark of a command stopped before its changes were recorded: it
+        names the shadow index it was taken with (``index``) or its overlay layer
+        (``layer``)."""
+        opened = None
         for mark in self.marks:
             if mark["kind"] == "command":
-                open_digest = mark["index"]
-            elif mark["kind"] == "command-done" and mark["index"] == open_digest:
-                open_digest = None
-        return open_digest
+                opened = mark
+            elif mark["kind"] == "command-done" and opened is not None:
+                key = "layer" if "layer" in opened else "index"
+                if mark.get(key) == opened[key]:
+                    opened = None
+        return opened
+
+    def layers(self) -> set[str]:
+        """The overlay layers the turn's commands ran on (in the session's folder)."""
+        return {
+            mark["layer"] for mark in self.marks if mark["kind"] == "command" and "layer" in mark
+        }
 
     def unkept(self) -> list[str]:
         """What commands changed that was not kept, so cannot be put back."""

@@ -6,8 +6,8 @@ turn (or an undo) is in flight; before any workspace file is written or deleted,
 (bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
 so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.  A
 RUN_COMMAND, which may change any file, is covered by a ``command`` record written before it
-runs and naming the session's shadow copy of the workspace; its changes' pre-images follow it
-(:mod:`codingagent.transaction.capture`, docs/undo.md).
+runs and naming its overlay layer or the session's shadow copy of the workspace; its changes'
+pre-images follow it (:mod:`codingagent.transaction.capture`, docs/undo.md).
 
 ``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
 that fails half-way (a full disk) is cut back before the next one, so a torn record can never

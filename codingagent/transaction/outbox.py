@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
@@ -21,6 +22,8 @@ from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
+
+CACHE = ".cache"  # in sessions/: what the agent keeps to be faster next time, never history
 
 
 class WrittenOutbox(NamedTuple):
@@ -40,30 +43,39 @@ def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
 
 
 def write_outbox(
-    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
+    store: SessionStore,
+    state: SessionState,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    ws: Workspace | None = None,
 ) -> WrittenOutbox:
-    """Render the session's current outbox from the workspace as it is now, and write it.
+    """Render the session's current outbox from the workspace as it is now, and write it
+    (``ws``: the turn's, whose walk of the tree it shares).
 
     The digest of the Environment section it shows goes into ``state`` (the caller saves it).
     """
-    text, shown, kinds = prompt_text(store, state, prompt)
+    text, shown, kinds = prompt_text(store, state, prompt, ws)
     path = store.write_outbox(state.session_id, state.sequence_number, text)
     return WrittenOutbox(path, shown, sum(kinds.values()), dict(sorted(kinds.items())))
 
 
 def prompt_text(
-    store: SessionStore, state: SessionState, prompt: PromptOptions
+    store: SessionStore, state: SessionState, prompt: PromptOptions, ws: Workspace | None = None
 ) -> tuple[str, dict[str, str], Counter[str]]:
     """The session's current prompt as :func:`write_outbox` writes it (see
-    :func:`codingagent.prompt.compose.compose`)."""
-    return compose(open_workspace(store, state), state, prompt)
+    :func:`codingagent.prompt.compose.compose`); ``ws``: the turn's, with its walk."""
+    if prompt.cache_dir is None:  # the code map's tags, kept for the next prompt and session
+        prompt = replace(prompt, cache_dir=store.sessions / CACHE)
+    return compose(ws or open_workspace(store, state), state, prompt)
 
 
 def next_outbox(
-    store: SessionStore, state: SessionState, prompt: PromptOptions = DEFAULT_PROMPT
+    store: SessionStore,
+    state: SessionState,
+    prompt: PromptOptions = DEFAULT_PROMPT,
+    ws: Workspace | None = None,
 ) -> WrittenOutbox:
     """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
-    written = write_outbox(store, state, prompt)
+    written = write_outbox(store, state, prompt, ws)
     state.shown_files |= written.shown
     return written
 

@@ -4,7 +4,8 @@
   to act on, and the reasons a path is rejected (the texts the LLM is shown).
 - :mod:`.listing`: the files the LLM is shown; :mod:`.gitignore`: what the ignore files hide.
 - :mod:`.files`: status, read, write, delete; :mod:`.preimage`: what undo puts back;
-  :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed.
+  :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed; :mod:`.layer`: what a command
+  run on an overlay changed, and its commit.
 
 :mod:`.autorun` finds files a turn left that would run code for the user.
 :class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
@@ -18,10 +19,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from codingagent.workspace import files, preimage, snapshot
-from codingagent.workspace.pathguard import Guard, PathRejected
+from codingagent.workspace import files, layer, preimage, snapshot
 from codingagent.workspace.listing import Listing, display_name, list_files
+from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.preimage import PreImage
+from codingagent.workspace.tree import FileStat, Tree
 
 __all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
 
@@ -37,6 +39,19 @@ class Workspace:
         self.before_change: Callable[[PreImage], None] | None = None
         # Runs around each RUN_COMMAND: the turn sets it so that a command's changes are kept.
         self.watch: snapshot.CommandWatch | None = None
+        # The turn's one walk of the tree (:mod:`.tree`), kept current by the writes below.
+        self.tree: Tree | None = None
+
+    def file_stats(self) -> Iterable[FileStat] | None:
+        """Every file's stat data from the turn's walk (None: no turn set one)."""
+        return None if self.tree is None else self.tree.stats()
+
+    def _touched(self, rel: str) -> None:
+        if self.tree is not None:
+            try:
+                self.tree.touched([self._guard.relpath(rel)])
+            except (OSError, PathRejected):
+                self.tree.drop()
 
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`."""
@@ -81,14 +96,33 @@ class Workspace:
         """Remove ``created`` folders that are empty, make ``deleted`` ones again."""
         return snapshot.restore_dirs(self._guard, created, deleted)
 
+    def read_layer(self, upper: Path) -> layer.Layer:
+        """What a command's overlay layer ``upper`` changes here (:mod:`.layer`)."""
+        return layer.read_layer(self._guard, upper)
+
+    def commit_layer(
+        self, upper: Path, changes: layer.Layer, each: Callable[[], None] = lambda: None
+    ) -> None:
+        """Move the layer ``upper`` into the workspace as ``changes`` says."""
+        try:
+            layer.commit(self._guard, upper, changes, each)
+        finally:
+            if self.tree is not None:
+                self.tree.touched([path for _, path in changes.steps])
+
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""
-        return files.write_text(self._guard, rel, text, self.before_change)
+        created = files.write_text(self._guard, rel, text, self.before_change)
+        self._touched(rel)
+        return created
 
     def delete(self, rel: str) -> None:
         """Remove one file; folders are refused with :class:`IsADirectoryError`."""
         files.delete(self._guard, rel, self.before_change)
+        self._touched(rel)
 
     def restore(self, pre: PreImage) -> None:
         """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up."""
+        if self.tree is not None:
+            self.tree.drop()
         preimage.restore(self._guard, pre)

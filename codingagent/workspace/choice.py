@@ -12,6 +12,7 @@ judged by what it names.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from codingagent.state import SessionError
@@ -73,7 +74,8 @@ def check_workspace(folder: Path, allow_broad: bool = False, override: str | Non
     )
     raise SessionError(
         f"Refused workspace {folder}: {reason}, and the LLM's file commands could change any "
-        f"file in it. Make a folder for the project (mkdir ~/myproject) and use that as the workspace"
+        f"file in it. Make a folder for the project (mkdir ~/myproject) and use that as the "
+        "workspace"
         f"{insist}"
     )
 
@@ -81,10 +83,8 @@ def check_workspace(folder: Path, allow_broad: bool = False, override: str | Non
 def _homes() -> list[Path]:
     """The user's home and those of the root and login accounts, resolved."""
     found: set[Path] = set()
-    try:
+    with contextlib.suppress(RuntimeError):  # no home to be found
         found.add(Path.home().resolve())
-    except RuntimeError:  # no home to be found
-        pass
     try:
         import pwd
     except ImportError:  # Windows: the user's home is enough

@@ -12,7 +12,17 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from codingagent.fsio import at, atomic_write_at
-from codingagent.workspace.pathguard import HARDLINK, Guard, PathRejected, Spot, is_a_directory, is_multi_linked, lstat, not_found, open_file
+from codingagent.workspace.pathguard import (
+    HARDLINK,
+    Guard,
+    PathRejected,
+    Spot,
+    is_a_directory,
+    is_multi_linked,
+    lstat,
+    not_found,
+    open_file,
+)
 from codingagent.workspace.preimage import PreImage, will_change
 
 

@@ -118,7 +118,9 @@ class _Pattern:
         try:
             with warnings.catch_warnings():  # "possible nested set" for a '[[:alpha:]]'
                 warnings.simplefilter("ignore")
-                parsed = GitIgnoreSpec.from_lines([line]).patterns
+                # Only each line's regex is read: the "simple" backend (Python's re), not the
+                # best installed (hyperscan, a dependency of secrecy, refuses some lines).
+                parsed = GitIgnoreSpec.from_lines([line], backend="simple").patterns
         except (ValueError, re.error):  # a lone '!', a trailing '\\', a '[z-a]'
             return None
         if len(parsed) != 1 or parsed[0].include is None or parsed[0].regex is None:

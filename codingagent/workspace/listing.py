@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codingagent.fsio import Folder, close_folder
 from codingagent.workspace.gitignore import Rules, add_rules
@@ -40,6 +40,8 @@ class Listing:
 
     entries: list[tuple[str, int]]  # (posix path relative to the root, size or UNSIZED), sorted
     omitted: int  # files left out by the cap
+    # st_mtime_ns of the files stat'ed for their sizes (the code map's cache key, with the size)
+    times: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def display_name(name: str) -> str:
@@ -180,6 +182,7 @@ class _Shown:
         self._limit = max(0, limit)
         self._unsized_after = sizes  # files stat'ed; the next ones are taken as the walk saw them
         self._kept: list[tuple[str, int]] = []
+        self._times: dict[str, int] = {}
         self._trim_at = self._limit
         self._bound: str | None = None if limit > 0 else ""  # paths after it cannot be shown
         self._count = 0
@@ -201,6 +204,7 @@ class _Shown:
                 self._count -= 1
                 return
             self._kept.append((path, info.st_size))
+            self._times[path] = info.st_mtime_ns
         if len(self._kept) >= self._trim_at:
             self._kept.sort()
             del self._kept[self._limit :]
@@ -209,7 +213,10 @@ class _Shown:
 
     def listing(self) -> Listing:
         entries = sorted(self._kept)[: self._limit]
-        return Listing(entries=entries, omitted=self._count - len(entries))
+        times = self._times
+        if len(times) > len(entries):
+            times = {path: times[path] for path, _ in entries if path in times}
+        return Listing(entries=entries, omitted=self._count - len(entries), times=times)
 
 
 def _ignore_lines(folder: Folder, *path: str) -> list[str]:

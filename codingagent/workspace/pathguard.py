@@ -43,7 +43,15 @@ from collections import deque
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from codingagent.fsio import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Folder, at, close_folder, open_folder
+from codingagent.fsio import (
+    O_CLOEXEC,
+    O_DIRECTORY,
+    O_NOFOLLOW,
+    Folder,
+    at,
+    close_folder,
+    open_folder,
+)
 
 OUTSIDE = "Path is outside workspace"
 EMPTY = "Path is empty"

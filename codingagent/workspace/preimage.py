@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from codingagent.fsio import O_CLOEXEC, O_NOFOLLOW, Folder, at, atomic_write_at, temp_names_of
-from codingagent.workspace.pathguard import Guard, PathRejected, Spot, is_a_directory, lstat, open_file
+from codingagent.workspace.pathguard import (
+    Guard,
+    PathRejected,
+    Spot,
+    is_a_directory,
+    lstat,
+    open_file,
+)
 
 PREIMAGE_IN_MEMORY = 1024 * 1024  # bytes of a file's pre-image held in memory; more: a stream
 _CHUNK = 1024 * 1024

@@ -16,6 +16,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from codingagent.fsio import at
@@ -117,7 +118,9 @@ def moved(before: Scan, after: Scan, racy_since: int) -> Moved:
     out.dirs_created = sorted(after.dirs - before.dirs)
     out.dirs_deleted = sorted(before.dirs - after.dirs)
     untracked = before.untracked.keys() | after.untracked.keys()
-    out.untracked = sorted(p for p in untracked if before.untracked.get(p) != after.untracked.get(p))
+    out.untracked = sorted(
+        p for p in untracked if before.untracked.get(p) != after.untracked.get(p)
+    )
     return out
 
 
@@ -125,9 +128,10 @@ def restore_dirs(guard: Guard, created: list[str], deleted: list[str]) -> list[s
     """Remove the folders in ``created`` that are empty again (deepest first) and make those in
     ``deleted`` again (outermost first); what could not be made again, by name."""
     for rel in sorted(created, key=lambda p: p.count("/"), reverse=True):
-        with contextlib.suppress(OSError, PathRejected), guard.locate(
-            rel, for_write=True, recorded=True
-        ) as spot:
+        with (
+            contextlib.suppress(OSError, PathRejected),
+            guard.locate(rel, for_write=True, recorded=True) as spot,
+        ):
             if len(spot.tail) == 1:
                 path, dir_fd = at(spot.folder, spot.tail[0])
                 os.rmdir(path, dir_fd=dir_fd)
@@ -163,8 +167,10 @@ class CommandChanges:
 class CommandWatch(Protocol):
     """Set on the workspace by a turn: what runs around each RUN_COMMAND."""
 
-    def before(self, label: str) -> None:
-        """Take the workspace's picture, durably, before the command ``label`` runs."""
+    def before(self, label: str) -> Path | None:
+        """Get ready, durably, for the command ``label``: the layer folder its writes go to
+        (the command runs on an overlay, the workspace untouched until :meth:`after`), or None
+        (it writes to the workspace: its picture was taken)."""
 
     def after(self) -> CommandChanges:
         """Record what the command changed (pre-images in the journal) and say what."""

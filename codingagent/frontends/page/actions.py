@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
+from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
@@ -28,6 +29,7 @@ from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.state import SessionError
 from codingagent.transaction.store import SessionStore
+from codingagent.workspace import Workspace
 from codingagent.workspace.choice import broad_reason, resolve_workspace
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
@@ -47,12 +49,21 @@ class SessionActions:
         self._guard = threading.Lock()
         self._busy: set[str] = set()
 
-    def start(self, task: str, workspace: str) -> str:
+    def start(self, task: str, workspace: str, files: tuple[str, ...] = ()) -> str:
         """A new session for ``task`` on ``workspace`` (relative to the run directory; empty:
         its ``workspace/``); its first prompt is ready when this returns. A folder too broad
-        to hand to the LLM is refused, with no way to insist from the page."""
+        to hand to the LLM is refused, with no way to insist from the page. ``files`` and the
+        task's ``@path`` words name files shown whole in the first prompt, as ``start
+        --file`` does; a name that matches nothing makes no session."""
         folder = self._folder(workspace)
-        state = new_session(self.store, self.settings, task, folder)
+        named: list[str] = []
+        where = folder or self.store.workspace
+        if files or "@" in task:
+            if where.is_dir():
+                named = named_paths(Workspace(where), files, task)
+            elif files:
+                raise SessionError(f"Workspace folder does not exist: {where}")
+        state = new_session(self.store, self.settings, task, folder, files=named)
         with self._slot(state.session_id), self._loop(state.session_id) as loop:
             loop.prepare()
         return state.session_id

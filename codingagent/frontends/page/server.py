@@ -56,6 +56,7 @@ from codingagent.prompt.render import PromptOptions
 from codingagent.queue.tasks import QueueStore
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.state import SessionError
+from codingagent.transaction.changeset import changes, unified
 from codingagent.transaction.store import SessionStore
 
 STATIC = Path(__file__).parent / "static"
@@ -145,8 +146,22 @@ def create_app(
     async def start(request: Request) -> Response:
         body = await _body(request)
         task, workspace = _text(body, "task"), _text(body, "workspace")
-        session_id = await run_in_threadpool(actions.start, task, workspace)
+        files = tuple(f.strip() for f in _text(body, "files").replace(",", "\n").splitlines())
+        session_id = await run_in_threadpool(
+            actions.start, task, workspace, tuple(filter(None, files))
+        )
         return JSONResponse({"session": session_id})
+
+    async def diff(request: Request) -> Response:
+        session_id = store.resolve(request.path_params["session"])
+        turn = request.query_params.get("turn")
+        if turn is not None and not turn.isdigit():
+            raise SessionError("'turn' must be a turn's number")
+        found = await run_in_threadpool(changes, store, session_id, int(turn) if turn else None)
+        text, _ = unified(found)
+        name = f"{session_id}{f'-turn{turn}' if turn else ''}.patch"
+        disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
+        return PlainTextResponse(text, media_type="text/x-diff", headers=disposition)
 
     async def show(request: Request) -> Response:
         session_id = store.resolve(request.path_params["session"])
@@ -212,6 +227,7 @@ def create_app(
         Route("/api/sessions", _api(start), methods=["POST"]),
         Route("/api/sessions/{session}", _api(show)),
         Route("/api/sessions/{session}/full", _api(full)),
+        Route("/api/sessions/{session}/diff", _api(diff)),
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
         Route("/api/sessions/{session}/answer", _api(answer_question), methods=["POST"]),

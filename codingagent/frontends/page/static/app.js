@@ -113,6 +113,7 @@ function render() {
   $("session").hidden = false;
   $("title").textContent = s.task;
   $("meta").textContent = `Session ${s.id} · workspace ${s.workspace}`;
+  $("download-diff").href = `api/sessions/${s.id}/diff`;
   const asking = s.question; // the LLM's ASK: no prompt until the user answers
   $("complete").hidden = !s.complete;
   $("complete").textContent = s.complete ? `Session complete: ${s.summary || ""}` : "";
@@ -427,8 +428,11 @@ async function startSession(event) {
   event.preventDefault();
   const task = $("task").value;
   if (!task.trim()) throw new Error("Say what the LLM should do in the task box");
-  const done = await api("api/sessions", { task, workspace: $("workspace").value });
+  const done = await api("api/sessions", {
+    task, workspace: $("workspace").value, files: $("files").value,
+  });
   $("task").value = "";
+  $("files").value = "";
   await show(done.session);
 }
 

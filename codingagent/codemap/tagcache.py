@@ -1,0 +1,169 @@
+"""The tags of a workspace's source files, kept on disk by file size and change time, so a
+map made again (the next session's first prompt, a READ_FILE map) reads only what changed.
+
+Two files per workspace (:func:`cache_file`), in :mod:`marshal` form (built-in types only:
+reading them runs no code): the tags (each file's size, ``st_mtime_ns`` and tags), and beside
+them the last few maps made (``.maps``), under the stamp of the files they were made from (a
+digest of every mapped file's path, size and time) and a key of the focus and the budget. A
+map asked again for unchanged files is read back from the small file without loading the tags.
+The sizes and times come from the workspace listing's own stat calls where it made them.
+
+A file changed within ``RACY_NS`` of the cache being written is read again, as git does with
+an index entry as new as the index: a change within the clock's resolution keeps the time.
+A cache that cannot be read is rebuilt; one that cannot be written is only slower next time.
+The definitions' text passes through the caller's ``redact`` before it is kept or shown, so a
+key written into a signature line never reaches the disk in plain text (docs/secrets.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codingagent.codemap.grammars import language_of
+from codingagent.codemap.tags import file_tags
+from codingagent.fsio import atomic_write
+
+VERSION = 4  # 4: definitions kept redacted
+MAX_FILE_BYTES = 1024 * 1024  # a bigger source file is generated or data: not mapped
+RACY_NS = 100_000_000  # 0.1 s: coarser than any clock tick a Linux file time has
+KEPT_MAPS = 8
+
+# The tags of one file, in built-in types: (names defined, {referenced name: count}, the
+# definitions as text: :func:`.tags.definitions_of`).
+Plain = tuple[tuple[str, ...], dict[str, int], str]
+Stat = tuple[int, int]  # size, st_mtime_ns
+
+
+def cache_file(folder: Path, workspace: Path) -> Path:
+    """The cache of ``workspace``'s tags in ``folder`` (its maps beside it, ``.maps``)."""
+    key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
+    return folder / f"codemap-{key}.marshal"
+
+
+@dataclass(frozen=True)
+class Stamped:
+    """The mapped files with their size and time, and the stamp of them all."""
+
+    files: dict[str, Stat]
+    stamp: str
+
+
+def stamped(root: Path, paths: list[str], stats: Mapping[str, Stat] | None = None) -> Stamped:
+    """The source files among ``paths`` (relative to ``root``) with their size and time:
+    from ``stats`` where given, else from a stat call; too big and irregular ones left out."""
+    known = stats or {}
+    files: dict[str, Stat] = {}
+    lines = []
+    for rel in paths:
+        if language_of(rel) is None:
+            continue
+        found = known.get(rel)
+        if found is None:
+            try:
+                st = os.stat(root / rel, follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            found = (st.st_size, st.st_mtime_ns)
+        if found[0] > MAX_FILE_BYTES:
+            continue
+        files[rel] = found
+        lines.append(f"{rel}\0{found[0]}\0{found[1]}\n")
+    digest = hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape"))
+    return Stamped(files, digest.hexdigest())
+
+
+def tagged(
+    root: Path, files: Stamped, cache: Path | None, redact: Callable[[str], str] = str
+) -> tuple[dict[str, Plain], int]:
+    """The tags of ``files``, from ``cache`` where a file's size and time are unchanged, and
+    how many files were read (their definitions' text passed through ``redact``); the cache
+    is written back when it changed."""
+    old = _load(cache)
+    old_files: dict[str, tuple[int, int, Plain]] = old.get("files", {})
+    racy = int(old.get("written", 0)) - RACY_NS
+    tags: dict[str, Plain] = {}
+    kept: dict[str, tuple[int, int, Plain]] = {}
+    parsed = 0
+    for rel, (size, mtime) in files.files.items():
+        entry = old_files.get(rel)
+        if entry is not None and entry[0] == size and entry[1] == mtime < racy:
+            plain = entry[2]
+        else:
+            read = _read(root / rel, rel)
+            if read is None:
+                continue
+            plain = (read[0], read[1], redact(read[2]))
+            parsed += 1
+        tags[rel] = plain
+        kept[rel] = (size, mtime, plain)
+    if cache is not None and (parsed or len(kept) != len(old_files)):
+        _save(cache, {"files": kept})
+    return tags, parsed
+
+
+def known_map(cache: Path | None, stamp: str, key: str) -> str | None:
+    """A map made before from files with this ``stamp``, for this ``key``."""
+    maps = _load(_maps(cache))
+    if maps.get("stamp") != stamp:
+        return None
+    found = maps.get("maps", {}).get(key)
+    return found if isinstance(found, str) else None
+
+
+def keep_map(cache: Path | None, stamp: str, key: str, text: str) -> None:
+    """Keep a map made from files with this ``stamp`` (the last ``KEPT_MAPS`` of them)."""
+    if cache is None:
+        return
+    path = cache.with_suffix(".maps")
+    maps = _load(path)
+    kept: dict[str, str] = maps.get("maps", {}) if maps.get("stamp") == stamp else {}
+    kept[key] = text
+    while len(kept) > KEPT_MAPS:
+        del kept[next(iter(kept))]
+    _save(path, {"stamp": stamp, "maps": kept})
+
+
+def _maps(cache: Path | None) -> Path | None:
+    return None if cache is None else cache.with_suffix(".maps")
+
+
+def _read(path: Path, rel: str) -> Plain | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_FILE_BYTES or b"\0" in data[:8192]:
+        return None
+    tags = file_tags(rel, data)
+    return None if tags is None else tags.to_plain()
+
+
+def _load(cache: Path | None) -> dict[str, Any]:
+    if cache is None:
+        return {}
+    try:
+        loaded = marshal.loads(cache.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    if not isinstance(loaded, dict) or loaded.get("version") != VERSION:
+        return {}
+    return loaded
+
+
+def _save(cache: Path, content: dict[str, Any]) -> None:
+    content = {**content, "version": VERSION, "written": time.time_ns()}
+    with contextlib.suppress(OSError, ValueError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache, marshal.dumps(content))
