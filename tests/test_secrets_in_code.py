@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import os
 import random
 import re
 import string
@@ -372,3 +373,54 @@ def test_without_hyperscan_the_same_lines_and_disguises_are_found(
         prefilter._matcher.cache_clear()
     assert read_back(keys, [fast_masked]) == []
     assert sum(len(regions) for regions in fast[0]) > 0
+
+
+def test_the_next_process_starts_from_the_record_of_clean_files(tmp_path: Path) -> None:
+    """What ``codingagent step`` relies on: a new process reads again only the files changed
+    since, and those that held a secret; the record names no secret."""
+    keys = fake_keys(11)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "settings.py").write_text(settings_py(keys))
+    (ws / "plain.py").write_text("x = 1\n")
+    (ws / "other.py").write_text("y = 2\n")
+    old = 1_600_000_000_000_000_000  # long before the record is written: not racy
+    for name in ("settings.py", "plain.py", "other.py"):
+        os.utime(ws / name, ns=(old, old))
+    record = tmp_path / "cache" / "clean-files.marshal"
+    try:
+        file_scan.forget()
+        file_scan.keep_clean_in(record)
+        assert sum(f.holds for _, f in file_scan.scan(file_scan.walk(ws))) == 1
+        data = record.read_bytes().decode("latin-1")
+        assert "plain.py" in data and "settings.py" not in data
+        assert all(key not in data for key in keys.values())
+
+        # Another process: a key planted in plain.py keeping its size and time is not read
+        # (the record vouches for it), other.py changed is read, settings.py is read again.
+        file_scan.forget()
+        (ws / "plain.py").write_text("z = 3\n")
+        os.utime(ws / "plain.py", ns=(old, old))
+        (ws / "other.py").write_text(f'TOKEN = "{keys["github-token"]}"\n')
+        file_scan.keep_clean_in(record)
+        held = {rel for (_, rel, _), f in file_scan.scan(file_scan.walk(ws)) if f.holds}
+        assert held == {"settings.py", "other.py"}
+        assert "other.py" not in record.read_bytes().decode("latin-1")
+    finally:
+        file_scan.forget()
+
+
+def test_a_file_as_new_as_the_record_is_read_again(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    record = tmp_path / "clean-files.marshal"
+    try:
+        file_scan.forget()
+        file_scan.keep_clean_in(record)
+        list(file_scan.scan(file_scan.walk(ws)))
+        file_scan.forget()
+        file_scan.keep_clean_in(record)  # a.py changed within a clock tick of the record
+        assert str(ws / "a.py") not in file_scan._cache
+    finally:
+        file_scan.forget()

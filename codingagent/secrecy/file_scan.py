@@ -6,9 +6,11 @@ command, so that a command cannot print one in disguise before it was ever shown
 :func:`walk` or from the turn's shared walk (``codingagent/workspace/tree.py``), and tells for
 each what secrets it holds. What a file holds is cached in memory (never on disk: the cache
 holds the secrets) by its path, size and modification time, so a scan after the first reads
-only the files changed since. A file is read in one piece (up to :data:`MAX_BYTES`), and
-:mod:`.prefilter` finds the lines the rules must look at, so the first scan of a big tree costs
-about what reading it does.
+only the files changed since. Another process (the next ``codingagent step``) starts from the
+record :func:`keep_clean_in` names: the path, size and time of each file that held nothing, and
+nothing else, so no secret is written down and a file that held one is read again. A file is
+read in one piece (up to :data:`MAX_BYTES`), and :mod:`.prefilter` finds the lines the rules
+must look at, so the first scan of a big tree costs about what reading it does.
 
 Source code (:data:`SOURCE_SUFFIXES`) is looked at for the secrets that are secrets wherever
 they stand (:func:`codingagent.secrecy.rules.high_confidence`); other text files for all the
@@ -17,11 +19,15 @@ rules know (and a file with any is a secret file, :mod:`.secret_files`).
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from codingagent.fsio import atomic_write
 from codingagent.secrecy import prefilter, rules
 
 # Source code and documentation: read by tests, imports and builds, never hidden.
@@ -60,6 +66,29 @@ class Findings(NamedTuple):
 
 NOTHING = Findings()
 _cache: dict[str, tuple[int, int, Findings]] = {}  # path -> size, modification time, what
+# The record of clean files another process may start from, and whether a file was read since.
+_record: list[Path] = []
+_added: list[bool] = [False]
+# A file changed within this long of the record being written may have kept its time (a
+# clock tick): it is read again, as git treats an index entry as new as the index.
+RACY_NS = 100_000_000
+_RECORD_VERSION = 1
+
+
+def keep_clean_in(record: Path) -> None:
+    """Start from, and keep up to date, the record of clean files at ``record`` (a file in the
+    run folder's cache): a process that scans the same tree after this one reads only what
+    changed, or what held a secret."""
+    if _record and _record[0] == record:
+        return
+    _record[:] = [record]
+    with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+        kept = marshal.loads(record.read_bytes())
+        if isinstance(kept, dict) and kept.get("version") == _RECORD_VERSION:
+            racy = int(kept["written"]) - RACY_NS
+            for path, (size, mtime) in kept["files"].items():
+                if mtime < racy:
+                    _cache.setdefault(path, (size, mtime, NOTHING))
 
 
 def source(rel: str) -> bool:
@@ -88,12 +117,29 @@ def scan(files: Iterable[FileStat]) -> Iterator[tuple[FileStat, Findings]]:
         if len(_cache) >= 2 * MAX_FILES:
             _cache.clear()  # files deleted or renamed since: start again
         _cache[path] = (size, stat.st_mtime_ns, found)
+        _added[0] = True  # read again: the record may change
         yield each, found
+    _write_record()
+
+
+def _write_record() -> None:
+    """Write the clean files down for the next process, when this scan read a file."""
+    if not (_record and _added[0]):
+        return
+    _added[0] = False
+    clean = {
+        path: (size, mtime) for path, (size, mtime, found) in _cache.items() if not found.holds
+    }
+    content = {"version": _RECORD_VERSION, "written": time.time_ns(), "files": clean}
+    with contextlib.suppress(OSError, ValueError):
+        _record[0].parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(_record[0], marshal.dumps(content))
 
 
 def forget() -> None:
-    """Empty the cache (the next scan reads every file again)."""
+    """Empty the cache and stop keeping a record (the next scan reads every file again)."""
     _cache.clear()
+    _record.clear()
 
 
 def examine(path: str, is_source: bool, size: int = MAX_BYTES) -> Findings:

@@ -33,6 +33,8 @@ fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes o
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -45,6 +47,7 @@ from codingagent.prompt.render import PromptOptions
 from codingagent.sandbox.backends import default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
+from codingagent.secrecy import file_scan
 from codingagent.secrecy.secret_files import notes as secret_file_notes
 from codingagent.secrecy.secret_files import secret_files
 from codingagent.session.lifecycle import (
@@ -66,7 +69,7 @@ from codingagent.session.seams import (
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Environment, SessionError, SessionState
-from codingagent.transaction.outbox import ensure_outbox
+from codingagent.transaction.outbox import CACHE, ensure_outbox
 from codingagent.transaction.rollback import TurnInterrupted
 from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport, undo
@@ -366,6 +369,8 @@ class SessionLoop:
             if shell.isolated:
                 hidden = hidden_line(shell.hidden_paths(), workspace)
                 self._listener.note(f"Hidden from commands: {hidden}")
+            key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
+            file_scan.keep_clean_in(self.store.sessions / CACHE / f"clean-files-{key}.marshal")
             found = secret_files(workspace, shell.secret_files_allow)
             for line in secret_file_notes(found, shell.hides_files):
                 self._listener.note(line)
