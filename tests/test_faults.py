@@ -73,11 +73,12 @@ def failed_cleanly(result: subprocess.CompletedProcess, *words: str) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every file and folder under ``folder`` (a session's lock file aside)."""
+    """Every file and folder under ``folder`` (a session's lock file aside, and the caches in
+    ``sessions/.cache``: kept to be faster next time, never a session's data)."""
     return {
         p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None
         for p in sorted(folder.rglob("*"))
-        if not p.name.endswith(".lock")
+        if not p.name.endswith(".lock") and ".cache" not in p.relative_to(folder).parts
     }
 
 

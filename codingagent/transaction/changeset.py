@@ -93,7 +93,7 @@ def unified(found: list[FileChange]) -> tuple[str, list[str]]:
     parts: list[str] = []
     binary: list[str] = []
     for change in found:
-        old, new = _text(change.before), _text(change.after)
+        old, new = text_of(change.before), text_of(change.after)
         head = [f"diff --git a/{change.path} b/{change.path}\n"]
         source, target = f"a/{change.path}", f"b/{change.path}"
         if change.before is None:
@@ -121,7 +121,7 @@ def unified(found: list[FileChange]) -> tuple[str, list[str]]:
     return "".join(parts), binary
 
 
-def _text(data: bytes | None) -> str | None:
+def text_of(data: bytes | None) -> str | None:
     """The text of a file's content ("" for none); None when it is not text."""
     if data is None:
         return ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codingagent.protocol.commands import file_lines
+from codingagent.transaction.changeset import text_of
 from codingagent.transaction.history import TurnRecord
 from codingagent.workspace import PathRejected, Workspace, display_name
 
@@ -42,7 +43,7 @@ def unified(path: str, before: bytes | None, after: bytes | None) -> FileDiff:
     if any(len(b) > MAX_DIFF_BYTES for b in sides):
         sizes = " -> ".join(f"{len(b):,} bytes" for b in sides)
         return FileDiff(path, change, "", f"too large to show a diff ({sizes})")
-    old, new = _text(before), _text(after)
+    old, new = text_of(before), text_of(after)
     if old is None or new is None:
         sizes = " -> ".join(f"{len(b):,} bytes" for b in sides)
         return FileDiff(path, change, "", f"binary file ({sizes})")
@@ -128,18 +129,6 @@ def _content(record: TurnRecord, entry: dict) -> bytes | None:
     """A pre-image's bytes (at most ``MAX_DIFF_BYTES + 1``), or None: the file did not exist."""
     with record.saved_content(entry) as stream:
         return None if stream is None else stream.read(MAX_DIFF_BYTES + 1)
-
-
-def _text(data: bytes | None) -> str | None:
-    """The text of a file ('' when it does not exist), or None: binary."""
-    if data is None:
-        return ""
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _sha256(data: bytes | None) -> str | None:
