@@ -187,31 +187,33 @@ def _llama_server(
 def _listed(
     http: httpx.Client, profile: ModelProfile, root: str, headers: dict[str, str]
 ) -> Window | None:
-    listing = _get(http, f"{profile.base_url.rstrip('/')}/models", headers)
-    data = listing.get("data") if isinstance(listing, dict) else None
-    for entry in data or []:
-        if not isinstance(entry, dict) or entry.get("id") != profile.model:
-            continue
-        if tokens := _number(entry.get("max_model_len")):
-            fix = "restart the server with --max-model-len {n} (vLLM) or --context-length {n}"
-            return Window(tokens, "the server's model list (max_model_len)", "vllm", fix)
-        if tokens := _number(entry.get("context_length")):
-            fix = "choose a model with a longer context_length"
-            return Window(tokens, "the model list (context_length)", "openrouter", fix)
+    entry = _model_entry(_get(http, f"{profile.base_url.rstrip('/')}/models", headers), profile)
+    if tokens := _number(entry.get("max_model_len")):
+        fix = "restart the server with --max-model-len {n} (vLLM) or --context-length {n}"
+        return Window(tokens, "the server's model list (max_model_len)", "vllm", fix)
+    if tokens := _number(entry.get("context_length")):
+        fix = "choose a model with a longer context_length"
+        return Window(tokens, "the model list (context_length)", "openrouter", fix)
     return None
 
 
 def _lm_studio(
     http: httpx.Client, profile: ModelProfile, root: str, headers: dict[str, str]
 ) -> Window | None:
-    listing = _get(http, f"{root}/api/v0/models", headers)
+    entry = _model_entry(_get(http, f"{root}/api/v0/models", headers), profile)
+    fix = "load the model in LM Studio with a context length of {n} or more"
+    if tokens := _number(entry.get("loaded_context_length")):
+        return Window(tokens, "LM Studio: the loaded context length", "lm-studio", fix)
+    if tokens := _number(entry.get("max_context_length")):
+        return Window(tokens, "LM Studio: the model's maximum context", "lm-studio", fix)
+    return None
+
+
+def _model_entry(listing: Any, profile: ModelProfile) -> dict[str, Any]:
+    """The entry of ``profile``'s model in a server's model list (``{"data": [...]}``), or
+    an empty one."""
     data = listing.get("data") if isinstance(listing, dict) else None
     for entry in data or []:
-        if not isinstance(entry, dict) or entry.get("id") != profile.model:
-            continue
-        fix = "load the model in LM Studio with a context length of {n} or more"
-        if tokens := _number(entry.get("loaded_context_length")):
-            return Window(tokens, "LM Studio: the loaded context length", "lm-studio", fix)
-        if tokens := _number(entry.get("max_context_length")):
-            return Window(tokens, "LM Studio: the model's maximum context", "lm-studio", fix)
-    return None
+        if isinstance(entry, dict) and entry.get("id") == profile.model:
+            return entry
+    return {}
