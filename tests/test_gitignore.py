@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from trees import sized, write_tree
 
+from codingagent.secrecy.secret_files import SKIP_DIRS, secret_files
 from codingagent.workspace import Listing, Workspace
 
 
@@ -96,13 +97,19 @@ def test_git_info_exclude_is_honoured_below_gitignore(layout: tuple[Path, Path])
     assert Workspace(ws_dir).list_files() == Listing(sized(files, expected), omitted=0)
 
 
-def test_an_ignored_folder_is_not_entered(
+def test_an_ignored_folder_is_not_listed_and_ignored_build_output_not_entered(
     layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What is inside an ignored folder is never listed; the walk the listing shares with the
+    secret scan enters it once (secrets live in ignored files: ``.env``), but not an ignored
+    folder of build output, which no reader wants (codingagent/workspace/tree.py)."""
     ws_dir, _ = layout
-    write_tree(ws_dir, {".gitignore": "generated/\n!generated/keep.txt\n", "src/main.py": ""})
+    ignores = "generated/\n!generated/keep.txt\ntarget/\n"
+    write_tree(ws_dir, {".gitignore": ignores, "src/main.py": "", "src/target/t.rs": ""})
+    write_tree(ws_dir, {"src/.cache/c.txt": ""})  # a build output's name, not ignored
     for i in range(300):
         write_tree(ws_dir / "generated" / f"g{i:03}", {"keep.txt": "", "deeper/x.py": ""})
+        write_tree(ws_dir / "target" / f"t{i:03}", {"out.o": ""})
     scanned: list[object] = []
     real_scandir = os.scandir
 
@@ -111,10 +118,15 @@ def test_an_ignored_folder_is_not_entered(
         return real_scandir(folder)
 
     monkeypatch.setattr(os, "scandir", counting_scandir)
-    listing = Workspace(ws_dir).list_files()
+    ws = Workspace(ws_dir)
+    listing = ws.list_files()
     # As in git, nothing inside an ignored folder can be re-included.
-    assert listing == Listing([(".gitignore", 31), ("src/main.py", 0)], omitted=0)
-    assert len(scanned) == 2  # the root and src/; none of generated/'s 601 folders
+    shown = [(".gitignore", len(ignores)), ("src/.cache/c.txt", 0), ("src/main.py", 0)]
+    assert listing == Listing(shown, omitted=0)
+    shared = secret_files(ws.root, files=ws.tree.stats(SKIP_DIRS))
+    ws.list_files()
+    assert len(scanned) == 4 + 600  # root, src/, src/.cache/, generated/ and its 600, once
+    assert shared == secret_files(ws.root)  # (a walk of its own)
 
 
 def test_unreadable_ignore_lines_and_odd_ignore_files_do_no_harm(

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from codingagent.execute.lines import Style
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import masking
+from codingagent.secrecy.secret_files import SecretFiles
 from codingagent.state import CommandResult, ReadRequest
 from codingagent.workspace import PathRejected, Workspace
 
@@ -33,6 +34,8 @@ class TurnOutcome:
     # updated with what it wrote in the turn (a file it deleted is dropped).
     shown: dict[str, str] = field(default_factory=dict)
     question: str | None = None  # an ASK: the turn ended there, the user must answer
+    # The workspace's secret files as the turn's first RUN_COMMAND found them (docs/secrets.md)
+    secret_files: SecretFiles | None = None
 
 
 # A READ_FILE request by the file it really names: (real relative path, start, end).

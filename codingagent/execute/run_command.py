@@ -10,7 +10,7 @@ from __future__ import annotations
 from codingagent.execute.context import CommandFailed, Success, Turn, fence_note, noted
 from codingagent.protocol.commands import RunCommand
 from codingagent.secrecy.masking import for_session
-from codingagent.secrecy.secret_files import secret_files
+from codingagent.secrecy.secret_files import SKIP_DIRS, secret_files
 from codingagent.workspace import display_name
 from codingagent.workspace.snapshot import CommandChanges
 
@@ -23,16 +23,19 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
         raise CommandFailed("No command given")
     first, _, more = shown.partition("\n")
     shown = f"{first} ..." if more else first
-    root = turn.workspace.root
+    root, tree = turn.workspace.root, turn.workspace.tree
     masker = for_session(turn.session_id)
-    found = secret_files(root, turn.shell.secret_files_allow, masker, turn.workspace.file_stats())
+    allow = turn.shell.secret_files_allow
+    found = secret_files(root, allow, masker, tree.stats(SKIP_DIRS), tree.version)
+    if turn.outcome.secret_files is None:
+        turn.outcome.secret_files = found
     hidden = [str(root / rel) for rel in found.hidden] if turn.shell.hides_files else []
     watch = turn.workspace.watch
     layer = watch.before(f"RUN_COMMAND '{shown}'") if watch is not None else None
     result = turn.shell.run(cmd.command, root, hidden, layer)
     changes = watch.after() if watch is not None else CommandChanges()
-    if layer is None and turn.workspace.tree is not None:
-        turn.workspace.tree.drop()  # it wrote to the workspace: only a new walk knows what
+    if layer is None:
+        tree.drop()  # it wrote to the workspace: only a new walk knows what
     known = set(turn.outcome.changed)  # real relative paths already: no lookup that could fail
     turn.outcome.changed += [path for path in changes.paths if path not in known]
     for path in changes.paths:

@@ -7,6 +7,7 @@ Heavy modules (pydantic, filelock, watchdog) are imported inside each function, 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -211,6 +212,7 @@ def session_loop(
         say(line, "yellow")
     if state.options:
         say(f"Options kept with the session: {described(state)}")
+    _settle()
     return SessionLoop(
         store,
         settings,
@@ -225,3 +227,13 @@ def session_loop(
         automatic=automatic,
         copy=pasteboard.copy,
     )
+
+
+def _settle() -> None:
+    """Keep the cycle collector off what the process made so far (its modules, classes and
+    settings live until it ends): a turn on a big tree makes tens of thousands of objects (a
+    walk's stat data, the secret scan's record), and each time they set off a collection of
+    the oldest generation it would walk every one of those again (~15 ms on this machine;
+    benchmarks/commands.py --step). Once a process: the first loop's objects are those."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()

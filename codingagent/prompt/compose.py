@@ -29,7 +29,7 @@ from codingagent.prompt.render import (
     render_outbox,
 )
 from codingagent.secrecy import masking
-from codingagent.secrecy.secret_files import secret_files
+from codingagent.secrecy.secret_files import SKIP_DIRS, secret_files
 from codingagent.state import FileRange, ReadRequest, SessionState
 from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED
@@ -240,7 +240,8 @@ def _note_secret_files(ws: Workspace, state: SessionState, prompt: PromptOptions
     masker = masking.for_session(state.session_id) if prompt.mask_secrets else None
     if state.environment is None and masker is None:
         return
-    found = secret_files(ws.root, prompt.secret_files_allow, masker, ws.file_stats())
+    allow, tree = prompt.secret_files_allow, ws.tree
+    found = secret_files(ws.root, allow, masker, tree.stats(SKIP_DIRS), tree.version)
     if state.environment is None:
         return
     update = {"secret_files": list(found.hidden), "secret_files_allowed": list(found.allowed)}

@@ -13,8 +13,6 @@ against the file name).
 from __future__ import annotations
 
 import fnmatch
-import functools
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -43,7 +41,14 @@ NAME_PATTERNS = (
     *("*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.ovpn"),
     *("id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.tfvars", "*.tfstate"),
 )
-_NAMES = re.compile("|".join(fnmatch.translate(pattern.lower()) for pattern in NAME_PATTERNS))
+# The last answer given for a walk's version (the turn's RUN_COMMANDs and its next prompt ask
+# for the same walk), by root, allowed names, masker and version.
+_last: list[tuple[tuple[str, tuple[str, ...], int, int | None], SecretFiles]] = []
+# The patterns as exact names, prefixes ('id_rsa*') and suffixes ('*.pem'): two string
+# tests per file, not a regex (a walk meets tens of thousands of names).
+_EXACT = frozenset(p for p in NAME_PATTERNS if "*" not in p)
+_PREFIXES = tuple(p[:-1] for p in NAME_PATTERNS if p.endswith("*") and "*" not in p[:-1])
+_SUFFIXES = tuple(p[1:] for p in NAME_PATTERNS if p.startswith("*") and "*" not in p[1:])
 
 
 class SecretFiles(NamedTuple):
@@ -58,23 +63,32 @@ def secret_files(
     allow: Iterable[str] = (),
     masker: Masker | None = None,
     files: Iterable[FileStat] | None = None,
+    version: int | None = None,
 ) -> SecretFiles:
     """The secret files under ``root``, those ``allow`` names apart; ``masker`` learns each
     secret found in any file (source code and allowed files too). ``files``: the workspace's
-    files as a walk the turn shares found them (``(path, posix path, stat)`` outside
+    files as the walk a turn shares found them (``(path, posix path, stat)`` outside
     :data:`SKIP_DIRS`, at most :data:`MAX_FILES`), else this walks the tree itself
-    (:func:`codingagent.secrecy.file_scan.walk`)."""
+    (:func:`codingagent.secrecy.file_scan.walk`). ``version``: the walk's, a number that
+    changes whenever the files may have: asked again for the same one, the answer found is
+    given again without a look at the files."""
     allow = tuple(allow)
+    key = (str(root), allow, id(masker), version)
+    if version is not None and _last and _last[0][0] == key:
+        return _last[0][1]
     hidden: list[str] = []
     allowed: list[str] = []
     for (_, rel, _), found in scan(walk(root) if files is None else files):
         if masker is not None:
             for secret, label in found.secrets:
                 masker.learn(secret, label)
-        if not (_named_secret(rel) or (found.holds and not source(rel))):
+        if not (_named_secret(rel) or (found.secrets and not source(rel))):
             continue
         (allowed if _allowed(rel, allow) else hidden).append(rel)
-    return SecretFiles(tuple(sorted(hidden)), tuple(sorted(allowed)))
+    result = SecretFiles(tuple(sorted(hidden)), tuple(sorted(allowed)))
+    if version is not None:
+        _last[:] = [(key, result)]
+    return result
 
 
 def notes(found: SecretFiles, hides: bool) -> list[str]:
@@ -98,10 +112,12 @@ def notes(found: SecretFiles, hides: bool) -> list[str]:
     return lines
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _named_secret(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1].lower()
-    return _NAMES.match(name) is not None and not source(name)
+    """Whether a :data:`NAME_PATTERNS` pattern matches the file's name, in any case (and it
+    is not source code)."""
+    name = rel.rpartition("/")[2].lower()
+    named = name in _EXACT or name.startswith(_PREFIXES) or name.endswith(_SUFFIXES)
+    return named and not source(name)
 
 
 def _allowed(rel: str, allow: tuple[str, ...]) -> bool:

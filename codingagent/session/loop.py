@@ -49,7 +49,6 @@ from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
 from codingagent.secrecy import file_scan
 from codingagent.secrecy.secret_files import notes as secret_file_notes
-from codingagent.secrecy.secret_files import secret_files
 from codingagent.session.lifecycle import (
     answer_question,
     follow_up_session,
@@ -111,6 +110,7 @@ class SessionLoop:
         self._given_shell = shell
         self._copy = copy
         self._shell: Shell | None = None
+        self._secret_files_noted = False  # the secret files were told once
         self._probed: Environment | None = None
         self._stop = threading.Event()
         self._lock: FileLock | None = None
@@ -250,8 +250,14 @@ class SessionLoop:
         return report
 
     def apply(self, reply: Reply, force: bool = False) -> TurnReport:
-        """One turn: the reply applied as a transaction; the listener sees every result."""
+        """One turn: the reply applied as a transaction; the listener sees every result, and
+        once, which secret files the turn's commands could not read."""
         report = apply_reply(self.store, self.session_id, reply, self._turn_options(), force)
+        found = report.outcome.secret_files
+        if found is not None and self._shell is not None and not self._secret_files_noted:
+            self._secret_files_noted = True
+            for line in secret_file_notes(found, self._shell.hides_files):
+                self._listener.note(line)
         self._listener.turn_applied(report)
         return report
 
@@ -371,9 +377,6 @@ class SessionLoop:
                 self._listener.note(f"Hidden from commands: {hidden}")
             key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
             file_scan.keep_clean_in(self.store.sessions / CACHE / f"clean-files-{key}.marshal")
-            found = secret_files(workspace, shell.secret_files_allow)
-            for line in secret_file_notes(found, shell.hides_files):
-                self._listener.note(line)
             self._shell = shell
         return self._shell
 

@@ -36,7 +36,6 @@ from codingagent.fsio import folder_syncs_grouped
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
-from codingagent.secrecy.secret_files import MAX_FILES, SKIP_DIRS
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
 from codingagent.session.replies import REPLY_SIZE_CAP, note_result, read_reply, unreadable
@@ -54,7 +53,6 @@ from codingagent.transaction.rollback import (
 )
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace, autorun
-from codingagent.workspace.tree import Tree
 
 
 @dataclass(frozen=True)
@@ -122,7 +120,6 @@ def apply_admitted(
     received = utc_now()
     session_id = state.session_id
     ws = open_workspace(store, state)
-    ws.tree = Tree(ws.root, SKIP_DIRS, MAX_FILES)  # the turn's one walk, when first read
     answered = state.sequence_number
     try:
         record, journal = _open_turn(store, state, data, source, options.preimage_cap)

@@ -23,7 +23,7 @@ from codingagent.workspace import files, layer, preimage, snapshot
 from codingagent.workspace.listing import Listing, display_name, list_files
 from codingagent.workspace.pathguard import Guard, PathRejected
 from codingagent.workspace.preimage import PreImage
-from codingagent.workspace.tree import FileStat, Tree
+from codingagent.workspace.tree import Tree
 
 __all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
 
@@ -39,19 +39,15 @@ class Workspace:
         self.before_change: Callable[[PreImage], None] | None = None
         # Runs around each RUN_COMMAND: the turn sets it so that a command's changes are kept.
         self.watch: snapshot.CommandWatch | None = None
-        # The turn's one walk of the tree (:mod:`.tree`), kept current by the writes below.
-        self.tree: Tree | None = None
-
-    def file_stats(self) -> Iterable[FileStat] | None:
-        """Every file's stat data from the turn's walk (None: no turn set one)."""
-        return None if self.tree is None else self.tree.stats()
+        # The one walk of the tree (:mod:`.tree`), made when first read, kept current by the
+        # writes below: a Workspace lives for one turn (or one prompt) at most.
+        self.tree = Tree(self._guard)
 
     def _touched(self, rel: str) -> None:
-        if self.tree is not None:
-            try:
-                self.tree.touched([self._guard.relpath(rel)])
-            except (OSError, PathRejected):
-                self.tree.drop()
+        try:
+            self.tree.touched([self._guard.relpath(rel)])
+        except (OSError, PathRejected):
+            self.tree.drop()
 
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`."""
@@ -64,7 +60,7 @@ class Workspace:
     def list_files(self, limit: int = 1000, sizes: int | None = None) -> Listing:
         """The regular files the LLM is shown: sorted, at most ``limit`` of them; the sizes
         of the first ``sizes`` met (None: all), the others UNSIZED."""
-        return list_files(self._guard, limit, sizes)
+        return list_files(self.tree, self._guard, limit, sizes)
 
     def is_file(self, rel: str) -> bool:
         """Whether ``rel`` names an existing regular file (symlinks to one count)."""
@@ -107,8 +103,7 @@ class Workspace:
         try:
             layer.commit(self._guard, upper, changes, each)
         finally:
-            if self.tree is not None:
-                self.tree.touched([path for _, path in changes.steps])
+            self.tree.touched([path for _, path in changes.steps])
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""
@@ -123,6 +118,5 @@ class Workspace:
 
     def restore(self, pre: PreImage) -> None:
         """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up."""
-        if self.tree is not None:
-            self.tree.drop()
+        self.tree.drop()
         preimage.restore(self._guard, pre)

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from codingagent.fsio import note_folder
 from codingagent.workspace.gitignore import Rules, add_rules
-from codingagent.workspace.listing import SKIPPED_DIRS, _ignore_lines
+from codingagent.workspace.listing import SKIPPED_DIRS
 from codingagent.workspace.pathguard import Guard, is_git
 from codingagent.workspace.snapshot import CACHES, CommandChanges
+from codingagent.workspace.tree import ignore_lines
 
 OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
 _OVERLAY_ATTRS = ("user.overlay.", "trusted.overlay.")  # overlayfs' own marks: not the user's
@@ -51,9 +52,9 @@ class Layer:
 def read_layer(guard: Guard, upper: Path) -> Layer:
     """The changes the layer ``upper`` makes to the workspace ``guard`` guards."""
     reader = _Reader(guard, upper)
-    root_rules = add_rules(None, "", _ignore_lines(str(guard.root), ".git", "info", "exclude"))
+    root_rules = add_rules(None, "", ignore_lines(str(guard.root), ".git", "info", "exclude"))
     # Iterative, not recursive: a command can nest folders thousands deep.
-    pending = [("", add_rules(root_rules, "", _ignore_lines(str(guard.root), ".gitignore")), True)]
+    pending = [("", add_rules(root_rules, "", ignore_lines(str(guard.root), ".gitignore")), True)]
     while pending:
         reader.merged(*pending.pop(), pending)
     layer, changes = reader.layer, reader.layer.changes
@@ -190,7 +191,7 @@ class _Reader:
 
     @staticmethod
     def _ignores(top: str, path: str) -> list[str]:
-        return _ignore_lines(os.path.join(top, path), ".gitignore")
+        return ignore_lines(os.path.join(top, path), ".gitignore")
 
 
 def commit(

@@ -21,8 +21,9 @@ from typing import Protocol
 
 from codingagent.fsio import at
 from codingagent.workspace.gitignore import Rules, add_rules
-from codingagent.workspace.listing import SKIPPED_DIRS, _ignore_lines
+from codingagent.workspace.listing import SKIPPED_DIRS
 from codingagent.workspace.pathguard import Guard, PathRejected, is_git, lstat
+from codingagent.workspace.tree import ignore_lines
 
 # Caches tools make and remake by themselves: not even named when a command changes them.
 CACHES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis"})
@@ -55,12 +56,12 @@ def scan(
     changes no verdict of the scans its changes are found by."""
     root = str(guard.root)
     found = Scan(started_ns=time.time_ns())
-    exclude = add_rules(None, "", _ignore_lines(root, ".git", "info", "exclude"))
+    exclude = add_rules(None, "", ignore_lines(root, ".git", "info", "exclude"))
     pending: list[tuple[str, Rules | None]] = [("", exclude)]
     while pending:
         rel, rules = pending.pop()
         folder = os.path.join(root, rel) if rel else root
-        rules = add_rules(rules, rel, _ignore_lines(folder, ".gitignore"))
+        rules = add_rules(rules, rel, ignore_lines(folder, ".gitignore"))
         judge = None if rules is None else rules.judge(rel)
         try:
             entries = list(os.scandir(folder))
