@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import secrets
 import shutil
 import stat
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO
@@ -46,6 +48,8 @@ _UMASK = _read_umask()
 # Inside folder_syncs_grouped(): the folders whose fsync waits for the end of the block, each
 # as a duplicated descriptor, keyed by (device, inode) so a folder is fsynced once.
 _grouped: ContextVar[dict[tuple[int, int], int] | None] = ContextVar("grouped", default=None)
+# ... and the files written with ``later=True`` whose data fsync waits for it too.
+_files_later: ContextVar[list[int] | None] = ContextVar("files_later", default=None)
 
 
 def at(folder: Folder, name: str) -> tuple[str, int | None]:
@@ -67,17 +71,20 @@ def close_folder(folder: Folder) -> None:
         os.close(folder)
 
 
-def atomic_write(path: Path, data: bytes | str | BinaryIO, mode: int | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes | str | BinaryIO, mode: int | None = None, later: bool = False
+) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename, fsync.
 
     ``mode`` sets the file's permission bits; by default an existing file keeps its mode and a
-    new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``.
+    new one gets ``0o666`` minus the umask, like a plain ``open(path, "w")``. ``later``: see
+    :func:`atomic_write_at`.
     """
     path = Path(path)
     try:
         folder = open_folder(path.parent)
         try:
-            atomic_write_at(folder, path.name, data, mode)
+            atomic_write_at(folder, path.name, data, mode, later)
         finally:
             close_folder(folder)
     except OSError as e:
@@ -95,7 +102,11 @@ def naming(error: OSError, path: str | Path) -> OSError:
 
 
 def atomic_write_at(
-    folder: Folder, name: str, data: bytes | str | BinaryIO, mode: int | None = None
+    folder: Folder,
+    name: str,
+    data: bytes | str | BinaryIO,
+    mode: int | None = None,
+    later: bool = False,
 ) -> None:
     """:func:`atomic_write` of the file ``name`` in the open ``folder``.
 
@@ -105,6 +116,11 @@ def atomic_write_at(
     The temp file is created with ``O_EXCL | O_NOFOLLOW`` and renamed over ``name`` within the
     same folder, so neither step can follow a symlink; a hard link at ``name`` is replaced,
     never written through.
+
+    ``later``, inside a :func:`folder_syncs_grouped` block: the file's data is fsynced when
+    the block ends (with every other such file and folder at once), not before the rename. For
+    a transaction's writes that its write-ahead journal can undo until the block's end (a
+    crash before it rolls them back); outside a block, the same as without.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -120,7 +136,11 @@ def atomic_write_at(
             f.flush()
             if hasattr(os, "fchmod"):
                 os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
+            waiting = _files_later.get() if later else None
+            if waiting is None:
+                os.fsync(f.fileno())
+            else:
+                waiting.append(os.dup(f.fileno()))
         src, src_fd = at(folder, tmp)
         dst, dst_fd = at(folder, name)
         os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
@@ -204,21 +224,33 @@ def _create_temp(folder: Folder, name: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def folder_syncs_grouped() -> Iterator[None]:
-    """Within this block (in this thread), atomic writes fsync each file's data as always, but
-    each folder a file was renamed into is fsynced once, when the block ends, not after every
-    rename.  For a transaction: its renames are durable before the code after the block (the
-    commit point) runs; a write that must be durable at once belongs outside the block.
+    """Within this block (in this thread), atomic writes fsync each file's data as always
+    (those with ``later=True`` when the block ends), but each folder a file was renamed into is
+    fsynced once, when the block ends, not after every rename; those fsyncs are issued at once,
+    from a few threads, so that the file system can commit them together.  For a transaction:
+    its renames are durable before the code after the block (the commit point) runs; a write
+    that must be durable at once belongs outside the block.
     """
     pending: dict[tuple[int, int], int] = {}
-    token = _grouped.set(pending)
+    files: list[int] = []
+    token, files_token = _grouped.set(pending), _files_later.set(files)
     try:
         yield
-        for fd in pending.values():
-            os.fsync(fd)
+        fds = [*files, *pending.values()]
+        if len(fds) > 1:  # at once: the file system can commit them together
+            list(_syncer().map(os.fsync, fds))
+        elif fds:
+            os.fsync(fds[0])
     finally:
         _grouped.reset(token)
-        for fd in pending.values():
+        _files_later.reset(files_token)
+        for fd in [*files, *pending.values()]:
             os.close(fd)
+
+
+@functools.cache
+def _syncer() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="fsync")
 
 
 def note_folder(path: Path) -> None:

@@ -70,6 +70,10 @@ def execute(
     from commands and put back into masked text (:mod:`codingagent.secrecy`).
     """
     targets = [_target(command, workspace) for command in commands]
+    # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
+    # writes are known: their pre-images are recorded in one go, before the first command.
+    ahead = next((n for n, c in enumerate(commands) if isinstance(c, RunCommand)), len(commands))
+    workspace.will_write(path for path in targets[:ahead] if path is not None)
     turn = Turn(
         workspace,
         shell,

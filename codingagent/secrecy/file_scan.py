@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import marshal
+import math
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -66,9 +67,14 @@ class Findings(NamedTuple):
 
 NOTHING = Findings()
 _cache: dict[str, tuple[int, int, Findings]] = {}  # path -> size, modification time, what
-# The record of clean files another process may start from, and whether a file was read since.
+# The record of clean files another process may start from, whether a file was read since it
+# was written, and when it was (time.monotonic()).
 _record: list[Path] = []
 _added: list[bool] = [False]
+_written_at: list[float] = [-math.inf]
+# A scan writes the record at most this often (a watched session's turns follow each other
+# quickly); the session loop writes what is left when it ends (:func:`keep_record`).
+RECORD_EVERY = 10.0
 # A file changed within this long of the record being written may have kept its time (a
 # clock tick): it is read again, as git treats an index entry as new as the index.
 RACY_NS = 100_000_000
@@ -119,14 +125,16 @@ def scan(files: Iterable[FileStat]) -> Iterator[tuple[FileStat, Findings]]:
         _cache[path] = (size, stat.st_mtime_ns, found)
         _added[0] = True  # read again: the record may change
         yield each, found
-    _write_record()
+    if time.monotonic() - _written_at[0] >= RECORD_EVERY:
+        keep_record()
 
 
-def _write_record() -> None:
-    """Write the clean files down for the next process, when this scan read a file."""
+def keep_record() -> None:
+    """Write the clean files down for the next process, if a scan read a file since."""
     if not (_record and _added[0]):
         return
     _added[0] = False
+    _written_at[0] = time.monotonic()
     clean = {
         path: (size, mtime) for path, (size, mtime, found) in _cache.items() if not found.holds
     }
@@ -140,6 +148,7 @@ def forget() -> None:
     """Empty the cache and stop keeping a record (the next scan reads every file again)."""
     _cache.clear()
     _record.clear()
+    _written_at[0] = -math.inf
 
 
 def examine(path: str, is_source: bool, size: int = MAX_BYTES) -> Findings:

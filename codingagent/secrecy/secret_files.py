@@ -13,6 +13,7 @@ against the file name).
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -112,6 +113,7 @@ def notes(found: SecretFiles, hides: bool) -> list[str]:
     return lines
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _named_secret(rel: str) -> bool:
     """Whether a :data:`NAME_PATTERNS` pattern matches the file's name, in any case (and it
     is not source code)."""

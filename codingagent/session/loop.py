@@ -125,6 +125,7 @@ class SessionLoop:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        file_scan.keep_record()  # what the secret scan read, for the next process
         if self._lock is not None:
             self._lock.release()
 

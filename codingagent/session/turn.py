@@ -251,6 +251,7 @@ def _execute(
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
     what each RUN_COMMAND changed recorded around it (:mod:`codingagent.transaction.capture`)."""
     ws.before_change = journal.record
+    ws.before_changes = journal.record_all
     ws.watch = Watch(ws, journal, options.shell)
     try:
         return execute(
@@ -263,7 +264,7 @@ def _execute(
             session_id=state.session_id,
         )
     finally:
-        ws.before_change = None
+        ws.before_change = ws.before_changes = None
         ws.watch = None
 
 

@@ -89,7 +89,7 @@ class TurnRecord:
                 value = "[\n" + ",\n".join(items) + "\n]\n" if value else "[]\n"
             elif not isinstance(value, bytes | str):
                 value = _json(value)
-            atomic_write(self.folder / name, value)
+            atomic_write(self.folder / name, value, later=True)  # (in a turn: at its end)
 
     def add_preimage(self, pre: PreImage, index: int) -> None:
         """Append ``pre`` to ``preimages.jsonl`` durably, before its file is first changed.
@@ -346,7 +346,8 @@ def append_frames(path: Path, entries: list[dict[str, Any]]) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | O_CLOEXEC, 0o666)
     try:
         end = _whole_lines_end(fd)
-        os.ftruncate(fd, end)
+        if end != os.fstat(fd).st_size:  # (a truncate to the same size still costs a journal
+            os.ftruncate(fd, end)  # write on some file systems)
         data = b"".join(map(frame, entries))
         try:
             written = 0

@@ -93,6 +93,30 @@ class Journal:
         self.paths.append(pre.path)
         crash_point("preimage")
 
+    def record_all(self, pres: list[PreImage]) -> None:
+        """The workspace's ``before_changes`` hook: the pre-images of the files a reply's file
+        commands will write, recorded before the first command runs, in one append and one
+        fsync (a turn of many writes pays one, not one a file). Those already recorded are
+        left out; at the first that would pass the cap, the rest are left to the command
+        that changes each (it is then refused, by name)."""
+        kept: list[PreImage] = []
+        saved = self.saved
+        for pre in pres:
+            if pre.path in self.paths or any(pre.path == each.path for each in kept):
+                continue
+            size = _stored_size(pre)
+            if saved + size > self.preimage_cap:
+                break
+            kept.append(pre)
+            saved += size
+        with self.turn.held():
+            for n, pre in enumerate(kept):
+                self.turn.add_preimage(pre, len(self.paths) + n)
+        self.paths += [pre.path for pre in kept]
+        self.saved = saved
+        for _ in kept:  # (a kill here finds all of them durable, no file changed yet)
+            crash_point("preimage")
+
     def mark(self, entry: dict[str, Any]) -> None:
         """Append a record that is no file's pre-image (a command's marks: docs/undo.md)."""
         self.turn.add_mark(entry)

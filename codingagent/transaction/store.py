@@ -93,7 +93,7 @@ class SessionStore:
     def write_outbox(self, session_id: str, sequence: int, text: str) -> Path:
         path = self.outbox_path(session_id, sequence)
         self.outbox.mkdir(parents=True, exist_ok=True)  # the user may have removed it
-        atomic_write(path, text)
+        atomic_write(path, text, later=True)  # (in a turn: at its end)
         return path
 
     # --- history -----------------------------------------------------------------------

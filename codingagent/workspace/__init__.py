@@ -37,6 +37,9 @@ class Workspace:
         # Called with the pre-image of every file just before it is written or deleted; the
         # turn journal sets it so that a turn can be rolled back or undone.
         self.before_change: Callable[[PreImage], None] | None = None
+        # Called with the pre-images of the files a reply's file commands will write, before
+        # the first runs (one durable record for all: the turn journal sets it).
+        self.before_changes: Callable[[list[PreImage]], None] | None = None
         # Runs around each RUN_COMMAND: the turn sets it so that a command's changes are kept.
         self.watch: snapshot.CommandWatch | None = None
         # The one walk of the tree (:mod:`.tree`), made when first read, kept current by the
@@ -44,6 +47,8 @@ class Workspace:
         self.tree = Tree(self._guard)
 
     def _touched(self, rel: str) -> None:
+        if not self.tree.fresh:
+            return  # not walked yet: the walk will see it
         try:
             self.tree.touched([self._guard.relpath(rel)])
         except (OSError, PathRejected):
@@ -104,6 +109,23 @@ class Workspace:
             layer.commit(self._guard, upper, changes, each)
         finally:
             self.tree.touched([path for _, path in changes.steps])
+
+    def will_write(self, rels: Iterable[str]) -> None:
+        """Hand ``before_changes`` the pre-images of the files at ``rels`` (real relative
+        paths) at once, before any is written: those a write would refuse, or too big to
+        hold in memory, are left to the write (whose ``before_change`` records them)."""
+        if self.before_changes is None:
+            return
+        pres = []
+        for rel in dict.fromkeys(rels):
+            try:
+                pre = files.preimage(self._guard, rel)
+            except (OSError, PathRejected):
+                continue  # the write itself will say why
+            if pre is not None:
+                pres.append(pre)
+        if pres:
+            self.before_changes(pres)
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""

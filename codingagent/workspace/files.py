@@ -23,7 +23,7 @@ from codingagent.workspace.pathguard import (
     not_found,
     open_file,
 )
-from codingagent.workspace.preimage import PreImage, will_change
+from codingagent.workspace.preimage import PreImage, preimage_at, will_change
 
 
 def is_file(guard: Guard, rel: str) -> bool:
@@ -92,8 +92,21 @@ def write_text(
         info = _writable_status(spot, rel)
         will_change(spot, before_change)
         folder, name = spot.make_parents()
-        atomic_write_at(folder, name, text)
+        atomic_write_at(folder, name, text, later=True)  # (a turn's: durable at its end)
     return info is None
+
+
+def preimage(guard: Guard, rel: str) -> PreImage | None:
+    """The pre-image of the file a write of ``rel`` would replace (or of its absence), as the
+    write itself would record it; None where the write would be refused (a folder, a
+    hard-linked file) or the file is too big to hold in memory."""
+    with guard.locate(rel, for_write=True) as spot:
+        _writable_status(spot, rel)
+        pre = preimage_at(spot)
+    if pre.stream is not None:
+        pre.stream.close()
+        return None
+    return pre
 
 
 def delete(guard: Guard, rel: str, before_change: Callable[[PreImage], None] | None) -> None:

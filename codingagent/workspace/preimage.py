@@ -54,7 +54,7 @@ class PreImage:
 def will_change(spot: Spot, before_change: Callable[[PreImage], None] | None) -> None:
     """Hand ``before_change`` the pre-image of the file ``spot`` leads to, if it is set."""
     if before_change is not None:
-        pre = _preimage(spot)
+        pre = preimage_at(spot)
         try:
             before_change(pre)
         finally:
@@ -62,7 +62,8 @@ def will_change(spot: Spot, before_change: Callable[[PreImage], None] | None) ->
                 pre.stream.close()
 
 
-def _preimage(spot: Spot) -> PreImage:
+def preimage_at(spot: Spot) -> PreImage:
+    """The pre-image of the file ``spot`` leads to (a big one as an open stream)."""
     rel = "/".join(spot.real)
     if len(spot.tail) > 1:
         dirs = ["/".join(spot.names + spot.tail[:n]) for n in range(1, len(spot.tail))]
