@@ -1,0 +1,173 @@
+"""The files as a graph of who references whom, made once per state of the tree and kept
+beside the tags (docs/prompts.md, "The code map"): what :mod:`.ranking` needs for any task,
+in flat lists of built-in types, so a new session's first map reads it back in a few
+milliseconds instead of loading every file's tags and joining them again.
+
+Each file that references a name another file defines has an edge to that file, one per
+(name, defining file), weighted by the name (a long descriptive ``snake_case`` or
+``camelCase`` name of 8 characters or more ten times, a ``_private`` one a tenth, one defined
+in more than five files a tenth) and by the square root of how often the file names it. What
+a task adds (its names count ten times more) is applied by the ranking, not kept here.
+
+The edges are kept ordered by defining file, then by name as the file defines them, then by
+referencing file: the order the ranking sums them in. Each definition's incoming edges are
+one run (``key_ends``: where each run ends), and so are each file's (``node_ends``).
+"""
+
+from __future__ import annotations
+
+import gc
+from bisect import bisect_left
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from pathlib import Path
+
+from codingagent.codemap.tagcache import Plain, read_kept, write_kept
+
+_WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
+VERSION = 3
+
+
+@dataclass(frozen=True)
+class Graph:
+    nodes: list[str]  # the files, in the order they were given
+    texts: list[str]  # each file's definitions as text (:func:`.tags.definitions_of`)
+    # every (name, file that defines it), sorted: read by bisection (a dict of 30,000 names
+    # takes longer to load than all the rest)
+    defined_names: list[str]
+    defined_in: list[int]
+    totals: list[float]  # each file's edges' weights summed
+    # the edges, ordered by key: a key is a (defining file, name), keys ordered by file
+    sources: list[int]  # each edge's referencing file
+    weights: list[float]  # each edge's weight, before the task's names count
+    key_names: list[str]  # each key's name
+    key_targets: list[int]  # each key's defining file
+    key_ends: list[int]  # where each key's edges end
+    node_ends: list[int]  # where each file's incoming edges end
+
+    def definers(self, name: str) -> list[int]:
+        """The files that define ``name``, in the files' order."""
+        names = self.defined_names
+        start = bisect_left(names, name)
+        end = start
+        while end < len(names) and names[end] == name:
+            end += 1
+        return self.defined_in[start:end]
+
+
+def build(tags: dict[str, Plain]) -> Graph:
+    """The graph of these files' tags (in their order)."""
+    with paused_gc():
+        return _build(tags)
+
+
+def _build(tags: dict[str, Plain]) -> Graph:
+    nodes = list(tags)
+    plains = list(tags.values())
+    defined: dict[str, list[int]] = {}
+    referenced: dict[str, list[tuple[int, int]]] = {}  # name -> (file, how often), in order
+    for n, plain in enumerate(plains):
+        for name in plain[0]:
+            found = defined.get(name)
+            if found is None:
+                defined[name] = [n]
+            else:
+                found.append(n)
+        for name, count in plain[1].items():
+            users = referenced.get(name)
+            if users is None:
+                referenced[name] = [(n, count)]
+            else:
+                users.append((n, count))
+    sources: list[int] = []
+    weights: list[float] = []
+    totals = [0.0] * len(nodes)
+    key_names: list[str] = []
+    key_targets: list[int] = []
+    key_ends: list[int] = []
+    node_ends: list[int] = []
+    named: dict[str, float] = {}
+    sqrt = math.sqrt
+    for target, plain in enumerate(plains):  # edges by defining file, then name
+        for name in plain[0]:
+            users = referenced.get(name)
+            if users is None:
+                continue
+            weight = named.get(name)
+            if weight is None:
+                weight = named[name] = name_weight(name, len(defined[name]))
+            before = len(sources)
+            for source, count in users:
+                if source != target:
+                    edge = weight * sqrt(count) if count > 1 else weight
+                    sources.append(source)
+                    weights.append(edge)
+                    totals[source] += edge
+            if len(sources) > before:
+                key_names.append(name)
+                key_targets.append(target)
+                key_ends.append(len(sources))
+        node_ends.append(len(sources))
+    texts = [plain[2] for plain in plains]
+    by_name = sorted(defined)
+    defined_names = [name for name in by_name for _ in defined[name]]
+    defined_in = [n for name in by_name for n in defined[name]]
+    return Graph(
+        nodes, texts, defined_names, defined_in, totals, sources, weights, key_names, key_targets, key_ends,
+        node_ends,
+    )  # fmt: skip
+
+
+def name_weight(name: str, definers: int) -> float:
+    """A name's weight as an edge of the graph (before the task's names count ten times)."""
+    weight = 1.0
+    if len(name) >= 8 and _WORDY.match(name):
+        weight *= 10
+    if name.startswith("_"):
+        weight *= 0.1
+    if definers > 5:
+        weight *= 0.1
+    return weight
+
+
+def known_graph(cache: Path | None, stamp: str) -> Graph | None:
+    """The graph kept for files with this ``stamp``, if it is the one kept."""
+    if cache is None:
+        return None
+    kept = read_kept(_path(cache))
+    found = kept.get("graph")
+    if kept.get("stamp") != stamp or kept.get("layout") != VERSION or not isinstance(found, tuple):
+        return None
+    try:
+        return Graph(*found)
+    except TypeError:
+        return None
+
+
+def keep_graph(cache: Path | None, stamp: str, graph: Graph) -> None:
+    """Keep ``graph`` as the one made from files with this ``stamp`` (one is kept)."""
+    if cache is not None:
+        fields = tuple(getattr(graph, field.name) for field in dataclass_fields(graph))
+        write_kept(_path(cache), {"stamp": stamp, "layout": VERSION, "graph": fields})
+
+
+def _path(cache: Path) -> Path:
+    return cache.with_suffix(".graph")
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector paused while many small objects are made that hold no cycles
+    (it would walk every tag of the tree several times over, for nothing)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
