@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from posixpath import dirname
 
 from codingagent.codemap.tagcache import Stat
 
@@ -41,19 +40,23 @@ def first_order(
     """``todo`` (paths relative to the workspace) in the order a budgeted map parses them."""
     named = set(focus)
     task_words = words_of(task)
+    # a path that holds a task word somewhere is split into words (few are)
+    anywhere = (
+        re.compile("|".join(map(re.escape, sorted(task_words)))).search if task_words else None
+    )
     newest = max((stats[path][1] for path in todo if path in stats), default=0)
+    recent = newest - RECENT_NS
     turn: dict[str, int] = {}  # how many files of each folder came before, in path order
     keyed = []
     for path in sorted(todo):
-        folder = dirname(path)
+        folder, _, _ = path.rpartition("/")
         nth = turn.get(folder, 0)
         turn[folder] = nth + 1
         size, mtime = stats.get(path, (0, 0))
-        lower = path.lower()
         shared = 0
-        if any(word in lower for word in task_words):  # cheap first, then by whole words
+        if anywhere is not None and anywhere(path.lower()):
             shared = len(task_words & words_of(path))
-        tier = 0 if path in named else 1 if shared else 2 if newest - mtime <= RECENT_NS else 3
-        keyed.append(((tier, -shared, size > HUGE, nth, folder.count("/"), path), path))
+        tier = 0 if path in named else 1 if shared else 2 if mtime >= recent else 3
+        keyed.append((tier, -shared, size > HUGE, nth, folder.count("/"), path))
     keyed.sort()
-    return [path for _, path in keyed]
+    return [key[-1] for key in keyed]

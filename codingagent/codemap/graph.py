@@ -17,7 +17,7 @@ one run (``key_ends``: where each run ends), and so are each file's (``node_ends
 from __future__ import annotations
 
 import gc
-from bisect import bisect_left
+import marshal
 import math
 import re
 from collections.abc import Iterator
@@ -26,20 +26,20 @@ from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
-from codingagent.codemap.tagcache import Plain, read_kept, write_kept
+from codingagent.codemap.tagcache import Plain, write_kept
 
 _WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
-VERSION = 3
+VERSION = 4
 
 
 @dataclass(frozen=True)
 class Graph:
     nodes: list[str]  # the files, in the order they were given
     texts: list[str]  # each file's definitions as text (:func:`.tags.definitions_of`)
-    # every (name, file that defines it), sorted: read by bisection (a dict of 30,000 names
-    # takes longer to load than all the rest)
-    defined_names: list[str]
-    defined_in: list[int]
+    # a name -> the first file that defines it, and the others for the few names defined in
+    # more than one (a dict of 30,000 lists takes longer to load than all the rest)
+    defined_first: dict[str, int]
+    defined_more: dict[str, list[int]]
     totals: list[float]  # each file's edges' weights summed
     # the edges, ordered by key: a key is a (defining file, name), keys ordered by file
     sources: list[int]  # each edge's referencing file
@@ -51,12 +51,11 @@ class Graph:
 
     def definers(self, name: str) -> list[int]:
         """The files that define ``name``, in the files' order."""
-        names = self.defined_names
-        start = bisect_left(names, name)
-        end = start
-        while end < len(names) and names[end] == name:
-            end += 1
-        return self.defined_in[start:end]
+        more = self.defined_more.get(name)
+        if more is not None:
+            return more
+        first = self.defined_first.get(name)
+        return [] if first is None else [first]
 
 
 def build(tags: dict[str, Plain]) -> Graph:
@@ -77,12 +76,14 @@ def _build(tags: dict[str, Plain]) -> Graph:
                 defined[name] = [n]
             else:
                 found.append(n)
+    for n, plain in enumerate(plains):
         for name, count in plain[1].items():
-            users = referenced.get(name)
-            if users is None:
-                referenced[name] = [(n, count)]
-            else:
-                users.append((n, count))
+            if name in defined:  # a name no file defines (a builtin, a library's) is no edge
+                users = referenced.get(name)
+                if users is None:
+                    referenced[name] = [(n, count)]
+                else:
+                    users.append((n, count))
     sources: list[int] = []
     weights: list[float] = []
     totals = [0.0] * len(nodes)
@@ -91,15 +92,20 @@ def _build(tags: dict[str, Plain]) -> Graph:
     key_ends: list[int] = []
     node_ends: list[int] = []
     named: dict[str, float] = {}
-    sqrt = math.sqrt
+    sqrt, wordy = math.sqrt, _WORDY.match
     for target, plain in enumerate(plains):  # edges by defining file, then name
         for name in plain[0]:
             users = referenced.get(name)
             if users is None:
                 continue
             weight = named.get(name)
-            if weight is None:
-                weight = named[name] = name_weight(name, len(defined[name]))
+            if weight is None:  # the name's weight (the module's docstring says which)
+                weight = 10.0 if len(name) >= 8 and wordy(name) else 1.0
+                if name[:1] == "_":
+                    weight *= 0.1
+                if len(defined[name]) > 5:
+                    weight *= 0.1
+                named[name] = weight
             before = len(sources)
             for source, count in users:
                 if source != target:
@@ -113,38 +119,36 @@ def _build(tags: dict[str, Plain]) -> Graph:
                 key_ends.append(len(sources))
         node_ends.append(len(sources))
     texts = [plain[2] for plain in plains]
-    by_name = sorted(defined)
-    defined_names = [name for name in by_name for _ in defined[name]]
-    defined_in = [n for name in by_name for n in defined[name]]
+    defined_first = {name: found[0] for name, found in defined.items()}
+    defined_more = {name: found for name, found in defined.items() if len(found) > 1}
     return Graph(
-        nodes, texts, defined_names, defined_in, totals, sources, weights, key_names, key_targets, key_ends,
+        nodes,
+        texts,
+        defined_first,
+        defined_more,
+        totals,
+        sources,
+        weights,
+        key_names,
+        key_targets,
+        key_ends,
         node_ends,
-    )  # fmt: skip
-
-
-def name_weight(name: str, definers: int) -> float:
-    """A name's weight as an edge of the graph (before the task's names count ten times)."""
-    weight = 1.0
-    if len(name) >= 8 and _WORDY.match(name):
-        weight *= 10
-    if name.startswith("_"):
-        weight *= 0.1
-    if definers > 5:
-        weight *= 0.1
-    return weight
+    )
 
 
 def known_graph(cache: Path | None, stamp: str) -> Graph | None:
-    """The graph kept for files with this ``stamp``, if it is the one kept."""
+    """The graph kept for files with this ``stamp``, if it is the one kept (the stamp is read
+    first, so another tree's graph is not loaded to be thrown away)."""
     if cache is None:
         return None
-    kept = read_kept(_path(cache))
-    found = kept.get("graph")
-    if kept.get("stamp") != stamp or kept.get("layout") != VERSION or not isinstance(found, tuple):
-        return None
+    head = f"{VERSION}:{stamp}\n".encode()
     try:
+        with open(_path(cache), "rb") as f:
+            if f.read(len(head)) != head:
+                return None
+            found = marshal.loads(f.read())
         return Graph(*found)
-    except TypeError:
+    except (OSError, ValueError, EOFError, TypeError):
         return None
 
 
@@ -152,7 +156,7 @@ def keep_graph(cache: Path | None, stamp: str, graph: Graph) -> None:
     """Keep ``graph`` as the one made from files with this ``stamp`` (one is kept)."""
     if cache is not None:
         fields = tuple(getattr(graph, field.name) for field in dataclass_fields(graph))
-        write_kept(_path(cache), {"stamp": stamp, "layout": VERSION, "graph": fields})
+        write_kept(_path(cache), marshal.dumps(fields), f"{VERSION}:{stamp}\n".encode())
 
 
 def _path(cache: Path) -> Path:
@@ -170,4 +174,3 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-

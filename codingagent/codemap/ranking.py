@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from itertools import accumulate, chain
-from operator import mul, sub, truediv
+from itertools import accumulate, chain, repeat
+from operator import add, mul, sub, truediv
 from posixpath import dirname
 
 from codingagent.codemap.graph import Graph, paused_gc
@@ -112,14 +112,16 @@ def _pagerank(
         return []
     damped = [share * DAMPING for share in shares]
     dangling = [n for n, total in enumerate(totals) if not total]
-    jumps = focus or range(count)
-    jump = 1 / len(jumps)
+    jump = 1 / (len(focus) or count)
     ranks = [1 / count] * count
     for _ in range(ITERATIONS):
         spread = (DAMPING * sum(map(ranks.__getitem__, dangling)) + (1 - DAMPING)) * jump
         new = _run_sums(list(map(mul, map(ranks.__getitem__, sources), damped)), ends)
-        for node in jumps:
-            new[node] += spread
+        if focus:
+            for node in focus:
+                new[node] += spread
+        else:
+            new = list(map(add, new, repeat(spread, count)))
         change = sum(map(abs, map(sub, new, ranks)))
         ranks = new
         if change < TOLERANCE * count:  # networkx's test, which aider's map uses

@@ -22,25 +22,25 @@ import hashlib
 import marshal
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codingagent.codemap.grammars import language_of
+from codingagent.codemap.grammars import LOAD_MS, language_of
 from codingagent.codemap.tags import file_tags
-from codingagent.fsio import atomic_write
 
 VERSION = 4  # 4: definitions kept redacted
 MAX_FILE_BYTES = 1024 * 1024  # a bigger source file is generated or data: not mapped
 RACY_NS = 100_000_000  # 0.1 s: coarser than any clock tick a Linux file time has
 KEPT_MAPS = 8
-# The cost of parsing, as measured (docs/prompts.md): ~0.05 ms a file, ~0.2 us a byte of
-# source, and 5-55 ms to load a grammar (TypeScript's is the slowest).
-PARSE_MS_PER_FILE = 0.05
+# The cost of parsing, as measured (docs/prompts.md): ~0.1 ms a file (read, parsed, its
+# definitions masked) and ~0.2 us a byte of source, besides loading the grammar
+# (:data:`.grammars.LOAD_MS`).
+PARSE_MS_PER_FILE = 0.1
 PARSE_MS_PER_BYTE = 0.0002
-GRAMMAR_MS = 30.0
 
 # The tags of one file, in built-in types: (names defined, {referenced name: count}, the
 # definitions as text: :func:`.tags.definitions_of`).
@@ -109,7 +109,10 @@ def tagged(
 ) -> Tagged:
     """The tags of ``files``, from ``cache`` where a file's size and time are unchanged; the
     others parsed (their definitions' text passed through ``redact``) in the ``order`` given
-    until their estimated cost (:func:`parse_cost`) would pass ``budget`` (None: all of them).
+    until their estimated cost would pass ``budget`` ms (None: all of them). The estimate
+    (a part per file, a part per byte, and each language's grammar loaded the first time it
+    is met: ``LOAD_MS``) is no clock, so the same tree and cache give the same map on any
+    machine and load.
     The cache is written back when it changed: with these files only when they are the
     ``whole`` tree's, else with the other files it held as well."""
     old = read_kept(cache)
@@ -124,16 +127,18 @@ def tagged(
         else:
             todo.append(rel)
     spent = 0.0
-    languages: set[str | None] = set()
+    loaded: set[str | None] = set()  # the languages met: their grammar's cost counted
     parsed = 0
     for rel in order(todo) if order is not None and budget is not None else todo:
         if budget is not None:
             language = language_of(rel)
-            cost = parse_cost(files.files[rel][0], language not in languages)
+            cost = PARSE_MS_PER_FILE + files.files[rel][0] * PARSE_MS_PER_BYTE
+            if language not in loaded:
+                cost += LOAD_MS.get(language or "", 0.0)
             if spent + cost > budget and spent:
                 break
             spent += cost
-            languages.add(language)
+            loaded.add(language)
         parsed += 1
         read = _read(root / rel, rel)
         if read is not None:
@@ -144,14 +149,6 @@ def tagged(
         kept.update((rel, (*files.files[rel], plain)) for rel, plain in tags.items())
         write_kept(cache, {"files": kept})
     return Tagged(tags, parsed, len(todo) - parsed)
-
-
-def parse_cost(size: int, new_language: bool = False) -> float:
-    """What parsing a file of ``size`` bytes is estimated to cost, in milliseconds of CPU on
-    the machine the figures were measured on (docs/prompts.md): a fixed part, a part per
-    byte, and loading its language's grammar the first time a map meets it. An estimate,
-    not a clock, so the same tree and cache give the same map on any machine and load."""
-    return PARSE_MS_PER_FILE + size * PARSE_MS_PER_BYTE + (GRAMMAR_MS if new_language else 0.0)
 
 
 def known_map(cache: Path | None, stamp: str, key: str) -> str | None:
@@ -206,9 +203,22 @@ def read_kept(cache: Path | None) -> dict[str, Any]:
     return loaded
 
 
-def write_kept(cache: Path, content: dict[str, Any]) -> None:
-    """Keep ``content`` (built-in types only) in ``cache``; a failure only costs time."""
-    content = {**content, "version": VERSION, "written": time.time_ns()}
+def write_kept(cache: Path, content: dict[str, Any] | bytes, head: bytes = b"") -> None:
+    """Keep ``content`` (built-in types only, or already in marshal form after ``head``) in
+    ``cache``; a failure only costs time. Written to a new file renamed over the old, never
+    synced to the disk: a cache lost in a crash is made again, and a sync costs more than the
+    map."""
+    if isinstance(content, dict):
+        content = marshal.dumps({**content, "version": VERSION, "written": time.time_ns()})
     with contextlib.suppress(OSError, ValueError):
         cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, marshal.dumps(content))
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(head)
+                f.write(content)
+            os.replace(tmp, cache)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

@@ -281,5 +281,5 @@ def _code_map(
     """The Code Map section of a first prompt (and of ``show --full``)."""
     if state.sequence_number != 1 and not prompt.full_protocol:
         return None
-    tokens = map_tokens(prompt.map_tokens, prompt.context_tokens)
+    tokens = map_tokens(prompt.map_tokens, prompt.model_window or prompt.context_tokens)
     return map_section(ws.root, listing, state, tokens, prompt.cache_dir)
