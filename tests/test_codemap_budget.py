@@ -1,0 +1,163 @@
+"""The code map's two budgets (docs/prompts.md, "The code map"): the characters it may take,
+which follow a model endpoint's window, and the parsing a first map may do on a tree never
+seen, after which it says it is partial and each later map reads on."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+from scripted_model import Say, ScriptedModel
+from test_local_windows import DONE, docs_profile
+from test_project_context import three_hundred_modules
+
+from codingagent.codemap.repomap import code_map
+from codingagent.codemap.tagcache import cache_file
+from codingagent.frontends.cli import main
+from codingagent.prompt.mapview import map_tokens
+
+FIRST_LOOK = "(a first look: the definitions of "
+
+
+def map_of(prompt: str) -> str:
+    return prompt.split("## Code Map\n")[1].split("\n\n")[0]
+
+
+def first_prompt(root: Path) -> str:
+    (first,) = sorted((root / "outbox").glob("*_seq0001.txt"))
+    return first.read_text()
+
+
+def start_with_a_model(root: Path, n_ctx: int) -> str:
+    """The first prompt of a session whose model is a llama-server started with ``-c n_ctx``."""
+    three_hundred_modules(root / "workspace")
+    with ScriptedModel(Say(DONE), models=("local",), api="llama-server") as model:
+        model.fake.n_ctx = n_ctx
+        docs_profile(root, "llamacpp", model)
+        flags = ["--model", "llamacpp", "--sandbox", "none", "--commands", "deny"]
+        result = CliRunner().invoke(
+            main, ["start", "Add a retry to event dispatching", *flags, "--root", str(root)]
+        )
+    assert result.exit_code == 0, result.output
+    return first_prompt(root)
+
+
+def test_the_map_budget_follows_the_window_the_endpoint_reports(tmp_path: Path) -> None:
+    small = map_of(start_with_a_model(tmp_path / "small", 8192))
+    large = map_of(start_with_a_model(tmp_path / "large", 131_072))
+    pasted = tmp_path / "pasted"
+    three_hundred_modules(pasted / "workspace")
+    started = CliRunner().invoke(
+        main, ["start", "Add a retry to event dispatching", "--no-watch", "--root", str(pasted)]
+    )
+    assert started.exit_code == 0, started.output
+    unknown = map_of(first_prompt(pasted))
+    # a sixteenth of the window, at least 1,024 tokens; 2,048 while the window is unknown;
+    # four characters a token (the line under the heading is not counted)
+    body = [len(text.split("\n", 1)[1]) for text in (small, large, unknown)]
+    assert 3_000 < body[0] <= 1024 * 4 < body[2] <= 2048 * 4 < body[1] <= 8192 * 4
+    assert "more files with definitions not shown" not in large  # all 302 files fit
+    for text in (small, large, unknown):
+        assert text.split("\n")[1] == "pkg/core.py:"
+    assert map_tokens(None, 8192) == 1024 and map_tokens(None, 131_072) == 8192
+    assert map_tokens(3000, 131_072) == 3000 and map_tokens(None) == 2048
+
+
+def many_files(ws: Path, count: int) -> list[str]:
+    """``count`` small Python files in ten folders, each calling the next one's function,
+    with times an hour old (as after a checkout)."""
+    paths = []
+    for n in range(count):
+        path = f"pkg{n % 10}/mod_{n:04d}.py"
+        (ws / path).parent.mkdir(parents=True, exist_ok=True)
+        (ws / path).write_text(f"def work_{n:04d}(x):\n    return work_{(n + 1) % count:04d}(x)\n")
+        paths.append(path)
+    old = time.time() - 3600
+    for path in paths:
+        os.utime(ws / path, (old, old))
+    return sorted(paths)
+
+
+def test_a_first_map_parses_within_its_budget_says_so_and_later_maps_read_on(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    paths = many_files(ws, 300)
+    cache = cache_file(tmp_path / "cache", ws)
+    # 11 ms for Python's grammar, then ~0.1 ms a file: about 90 files in 20 ms
+    first = code_map(ws, paths, 8000, cache=cache, parse_ms=20)
+    assert 50 < first.parsed < 150 and first.unread == 300 - first.parsed
+    assert first.text.startswith(f"{FIRST_LOOK}{first.parsed} of 300 source files")
+    assert 'READ_FILE path="." map="true" reads them all)' in first.text.split("\n")[0]
+    assert len(first.text) <= 8000
+    # the same tree and cache state give the same map
+    again = code_map(ws, paths, 8000, cache=tmp_path / "other" / "tags", parse_ms=20)
+    assert again.text == first.text
+    # a partial map is not kept: the next one reads on from the cache, to the whole tree
+    read = first.parsed
+    while True:
+        later = code_map(ws, paths, 8000, cache=cache, parse_ms=20)
+        read += later.parsed
+        if not later.unread:
+            break
+        assert later.text.startswith(f"{FIRST_LOOK}{read} of 300 source files")
+    assert read == 300 and not later.text.startswith(FIRST_LOOK)
+    whole = code_map(ws, paths, 8000, cache=tmp_path / "fresh" / "tags")  # no parse budget
+    assert later.text == whole.text
+    assert code_map(ws, paths, 8000, cache=cache, parse_ms=20).parsed == 0
+
+
+def test_a_first_map_parses_the_named_files_and_the_task_s_first(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    paths = many_files(ws, 300)
+    (ws / "deep" / "inner").mkdir(parents=True)
+    (ws / "deep" / "inner" / "zz_named.py").write_text("def chosen_one():\n    pass\n")
+    (ws / "zz_billing").mkdir()
+    (ws / "zz_billing" / "invoices.py").write_text("def total_due():\n    pass\n")
+    paths = sorted([*paths, "deep/inner/zz_named.py", "zz_billing/invoices.py"])
+    made = code_map(
+        ws,
+        paths,
+        8000,
+        focus_files=["deep/inner/zz_named.py"],
+        focus_text="the invoices are wrong",
+        cache=tmp_path / "cache" / "tags",
+        parse_ms=13,
+    )
+    assert made.parsed < 30 and made.unread
+    assert "deep/inner/zz_named.py:\n   1 | def chosen_one():" in made.text
+    assert "zz_billing/invoices.py:\n   1 | def total_due():" in made.text
+
+
+def test_a_small_tree_is_read_whole_by_the_first_prompt(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    three_hundred_modules(ws)
+    run = ["--workspace", str(ws), "--root", str(tmp_path / "run")]
+    started = CliRunner().invoke(main, ["start", "Add a retry", "--no-watch", *run])
+    assert started.exit_code == 0, started.output
+    assert FIRST_LOOK not in first_prompt(tmp_path / "run")
+
+
+def test_a_folder_map_keeps_the_other_files_tags_and_the_kept_graph_maps_alike(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    paths = many_files(ws, 40)
+    cache = cache_file(tmp_path / "cache", ws)
+    whole = code_map(ws, paths, 4000, cache=cache, focus_text="work_0007")
+    assert whole.parsed == 40
+    folder = code_map(ws, paths, 4000, cache=cache, under="pkg3")
+    assert folder.parsed == 0 and folder.text.startswith("pkg3/")
+    kept = marshal.loads(cache.read_bytes())["files"]
+    assert len(kept) == 40  # the folder's map did not drop the other files' tags
+    # a map from the graph kept beside the tags is the map made from the tags
+    cached = code_map(ws, paths, 3000, cache=cache, focus_text="work_0012 and work_0030")
+    fresh = code_map(ws, paths, 3000, focus_text="work_0012 and work_0030")
+    assert cached.parsed == 0 and fresh.parsed == 40
+    assert cached.text == fresh.text
+    assert cached.text.startswith(  # the definitions the task names first
+        "pkg2/mod_0012.py:\n   1 | def work_0012(x):\npkg0/mod_0030.py:\n   1 | def work_0030(x):"
+    )
