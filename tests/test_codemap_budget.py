@@ -161,3 +161,29 @@ def test_a_folder_map_keeps_the_other_files_tags_and_the_kept_graph_maps_alike(
     assert cached.text.startswith(  # the definitions the task names first
         "pkg2/mod_0012.py:\n   1 | def work_0012(x):\npkg0/mod_0030.py:\n   1 | def work_0030(x):"
     )
+
+
+def test_later_prompts_read_on_until_the_map_is_whole(tmp_path: Path) -> None:
+    ws, root = tmp_path / "ws", tmp_path / "run"
+    many_files(ws, 1500)  # more than a first prompt's parse budget: ~1,100 such files
+    started = CliRunner().invoke(
+        main,
+        ["start", "Speed up work_0042", "--no-watch", "--workspace", str(ws), "--root", str(root)],
+    )
+    assert started.exit_code == 0, started.output
+    first = map_of(first_prompt(root)).split("\n")[1]
+    assert first.startswith(FIRST_LOOK) and " of 1,500 source files" in first
+    (session,) = (path.stem for path in (root / "sessions").glob("*.json"))
+    reply = tmp_path / "reply.txt"
+    reply.write_text(f'Session: {session} Sequence: 1\n[READ_FILE path="pkg0/mod_0000.py"]\n')
+    step = CliRunner().invoke(main, ["step", session, str(reply), "--root", str(root)])
+    assert step.exit_code == 0, step.output
+    later = sorted((root / "outbox").glob("*_seq0002.txt"))[0].read_text()
+    assert "## Code Map" not in later  # a continuation shows no map, but reads on
+    (tags,) = (root / "sessions" / ".cache").glob("codemap-*.marshal")
+    assert len(marshal.loads(tags.read_bytes())["files"]) == 1500
+    assert not tags.with_suffix(".unread").exists() and tags.with_suffix(".graph").exists()
+    shown = CliRunner().invoke(main, ["show", session, "--full", "--root", str(root)])
+    assert shown.exit_code == 0, shown.output
+    whole = map_of(shown.output)
+    assert FIRST_LOOK not in whole and whole.split("\n")[1] == "pkg2/mod_0042.py:"

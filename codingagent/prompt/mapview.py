@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codingagent.codemap.repomap import CodeMap, code_map
-from codingagent.codemap.tagcache import cache_file
+from codingagent.codemap.repomap import CodeMap, code_map, partial, read_on
+from codingagent.codemap.tagcache import Stat, cache_file
 from codingagent.secrecy.rules import redacted
 from codingagent.state import SessionState
 from codingagent.workspace import Listing
@@ -64,6 +64,25 @@ def map_section(
     return f"{HEADING}\n{LEAD}\n{made.text}" if made.text else None
 
 
+def read_on_map(root: Path, listing: Listing, state: SessionState, cache_dir: Path | None) -> None:
+    """For a prompt without a map: if the first prompt's map was partial, parse a further
+    slice of the tree into the cache (docs/prompts.md), so later maps show more."""
+    cache = cache_file(cache_dir, root) if cache_dir is not None else None
+    if not partial(cache):
+        return
+    files = [path for path, _ in listing.entries]
+    read_on(
+        root,
+        files,
+        focus_files=_focus(files, state),
+        focus_text=_task(state),
+        cache=cache,
+        stats=_stats(listing),
+        redact=redacted,
+        parse_ms=FIRST_MAP_PARSE_MS,
+    )
+
+
 def folder_map(
     root: Path, listing: Listing, state: SessionState, folder: str, cache_dir: Path | None
 ) -> CodeMap:
@@ -81,21 +100,32 @@ def _map(
     parse_ms: float | None = None,
 ) -> CodeMap:
     files = [path for path, _ in listing.entries]
-    times = listing.times
-    stats = {path: (size, times[path]) for path, size in listing.entries if path in times}
-    named = set(state.named_files)
-    focus = [p for p in files if p in named or any(p.startswith(f"{n}/") for n in named)]
     cache = cache_file(cache_dir, root) if cache_dir is not None else None
-    task = " ".join([state.task, *state.follow_ups])
     return code_map(
         root,
         files,
         chars,
-        focus_files=focus,
-        focus_text=task,
+        focus_files=_focus(files, state),
+        focus_text=_task(state),
         cache=cache,
         under=under,
-        stats=stats,
+        stats=_stats(listing),
         redact=redacted,
         parse_ms=parse_ms,
     )
+
+
+def _stats(listing: Listing) -> dict[str, Stat]:
+    """The sizes and times the listing's walk stat'ed."""
+    times = listing.times
+    return {path: (size, times[path]) for path, size in listing.entries if path in times}
+
+
+def _focus(files: list[str], state: SessionState) -> list[str]:
+    """The files the user named, and those in the folders they named."""
+    named = set(state.named_files)
+    return [p for p in files if p in named or any(p.startswith(f"{n}/") for n in named)]
+
+
+def _task(state: SessionState) -> str:
+    return " ".join([state.task, *state.follow_ups])
