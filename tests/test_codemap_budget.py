@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import marshal
 import os
+import tempfile
 import time
 from pathlib import Path
 
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scripted_model import Say, ScriptedModel
 from test_local_windows import DONE, docs_profile
 from test_project_context import three_hundred_modules
 
+from codingagent.codemap.graph import build, keep_graph, known_graph
+from codingagent.codemap.ranking import rank
 from codingagent.codemap.repomap import code_map
 from codingagent.codemap.tagcache import cache_file
 from codingagent.frontends.cli import main
@@ -187,3 +192,42 @@ def test_later_prompts_read_on_until_the_map_is_whole(tmp_path: Path) -> None:
     assert shown.exit_code == 0, shown.output
     whole = map_of(shown.output)
     assert FIRST_LOOK not in whole and whole.split("\n")[1] == "pkg2/mod_0042.py:"
+
+
+names = st.sampled_from(["alpha_helper", "beta", "_gamma", "deltaValue", "eps", "zeta_zeta"])
+plains = st.lists(
+    st.tuples(st.lists(names, unique=True, max_size=3), st.dictionaries(names, st.integers(1, 4))),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(plains, st.lists(names, max_size=2), st.lists(st.integers(0, 7), max_size=2))
+def test_every_definition_is_ranked_once_and_a_kept_graph_ranks_alike(
+    files: list[tuple[list[str], dict[str, int]]], task: list[str], named: list[int]
+) -> None:
+    tags = {
+        f"d{n % 3}/f{n}.py": (
+            tuple(defined),
+            refs,
+            "\n".join(
+                f"{line}\t{line}\tfunction\t{name}\t{name}\tdef {name}():"
+                for line, name in enumerate(defined, 1)
+            ),
+        )
+        for n, (defined, refs) in enumerate(files)
+    }
+    focus = [f"d{n % 3}/f{n}.py" for n in named if n < len(files)]
+    graph = build(tags)
+    ranked = list(rank(graph, focus, task))
+    expected = sorted(
+        (path, line) for path, plain in tags.items() for line in range(1, len(plain[0]) + 1)
+    )
+    assert sorted((path, d[3]) for path, d in ranked) == expected
+    with tempfile.TemporaryDirectory() as folder:
+        cache = Path(folder) / "tags"
+        keep_graph(cache, "stamp", graph)
+        kept = known_graph(cache, "stamp")
+        assert known_graph(cache, "another") is None
+    assert kept is not None and list(rank(kept, focus, task)) == ranked
