@@ -13,8 +13,10 @@ secret masking of definitions). Measured, each the median of several runs, CPU a
   again): what the parse budget allows is parsed, and the map says it is partial;
 - cached first prompt: a new session's first map, the tree mapped whole by earlier ones and
   unchanged since (each run a new task, so the ranking is made again);
-- cached first prompt, one file changed: the same after an edit (its tags and the graph of
-  the tree made again);
+- cached first prompt, a body edited: the same after an edit within a function (that file
+  parsed again; the graph kept, with its text);
+- cached first prompt, a function added: the same after an edit that adds a name (that file
+  parsed again, the graph of the tree made again);
 - continuation: the same map asked again (a prompt written again, ``show --full``): read back;
 - baseline: the workspace listing of the same tree, which every prompt already pays (the
   map takes the sizes and times from its stat calls, so the map's own cost is measured).
@@ -137,15 +139,23 @@ def main() -> None:
             made = mapped(f"fix item_{run * 7} and item_{run * 11} please (task {run})", whole)
             assert "a first look" not in made
 
-        edited = root / "pkg01" / "m1.py"
+        added, body = root / "pkg01" / "m1.py", root / "pkg02" / "m2.py"
 
-        def edit(run: int) -> None:
-            edited.write_text(edited.read_text() + f"\n\ndef added_{run}(x):\n    return x\n")
+        def add(run: int) -> None:
+            added.write_text(added.read_text() + f"\n\ndef added_{run}(x):\n    return x\n")
             listed[0] = ws.list_files(limit=200_000, sizes=20_000)
 
-        def changed(run: int) -> None:
+        def edit_body(run: int) -> None:
+            body.write_text("\n" + body.read_text())  # every definition a line further down
+            listed[0] = ws.list_files(limit=200_000, sizes=20_000)
+
+        def with_added(run: int) -> None:
             made = mapped(f"rename added_{run} (task {run})", whole)
             assert "a first look" not in made and f"added_{run}" in made
+
+        def with_body(run: int) -> None:
+            made = mapped(f"fix item_6 (task {run})", whole)
+            assert "a first look" not in made and f"pkg02/m2.py:\n{run + 2:>4} | def item_6" in made
 
         def continuation(_: int) -> None:
             mapped("same task", whole)
@@ -155,7 +165,8 @@ def main() -> None:
             ("baseline: listing of the tree", base, None),
             ("cold first prompt (tree never seen)", median_ms(runs, cold, new_process), 200),
             ("cached first prompt (tree unchanged)", median_ms(runs, first), 200),
-            ("cached first prompt (one file changed)", median_ms(runs, changed, edit), 200),
+            ("cached first prompt (a body edited)", median_ms(runs, with_body, edit_body), 200),
+            ("cached first prompt (a function added)", median_ms(runs, with_added, add), 200),
         ]
         continuation(0)  # the map this continuation reads back
         rows.append(("continuation (map asked again)", median_ms(runs, continuation), 20))

@@ -231,3 +231,33 @@ def test_every_definition_is_ranked_once_and_a_kept_graph_ranks_alike(
         kept = known_graph(cache, "stamp")
         assert known_graph(cache, "another") is None
     assert kept is not None and list(rank(kept, focus, task)) == ranked
+
+
+def test_after_an_edit_the_map_is_the_map_made_afresh(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    paths = many_files(ws, 40)
+    cache = cache_file(tmp_path / "cache", ws)
+    task = "work_0005 and work_0020"
+    code_map(ws, paths, 3000, cache=cache, focus_text=task)
+    old = time.time() - 60
+
+    def edit(path: str, text: str) -> None:
+        (ws / path).write_text(text)
+        os.utime(ws / path, (old, old))
+
+    def afresh() -> str:
+        return code_map(ws, paths, 3000, focus_text=task).text
+
+    # within a body: the same names, other lines (the kept graph gets the new text)
+    edit("pkg5/mod_0005.py", "\n\ndef work_0005(x):\n    return work_0006(x) + 1\n")
+    edited = code_map(ws, paths, 3000, cache=cache, focus_text=task)
+    assert edited.parsed == 1 and edited.text == afresh()
+    assert "pkg5/mod_0005.py:\n   3 | def work_0005(x):" in edited.text
+    # a call added: the graph is made again
+    edit("pkg5/mod_0005.py", "def work_0005(x):\n    return work_0020(work_0006(x))\n")
+    assert code_map(ws, paths, 3000, cache=cache, focus_text=task).text == afresh()
+    # a folder's map reads a changed file first: the whole map after it is still made afresh
+    edit("pkg3/mod_0003.py", "def work_0003(x):\n    return work_0020(x)\n")
+    assert code_map(ws, paths, 3000, cache=cache, under="pkg3").parsed == 1
+    again = code_map(ws, paths, 3000, cache=cache, focus_text=task)
+    assert again.parsed == 0 and again.text == afresh()

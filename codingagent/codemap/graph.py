@@ -20,16 +20,16 @@ import gc
 import marshal
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 
 from codingagent.codemap.tagcache import Plain, write_kept
 
 _WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
-VERSION = 4
+VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -137,26 +137,44 @@ def _build(tags: dict[str, Plain]) -> Graph:
 
 
 def known_graph(cache: Path | None, stamp: str) -> Graph | None:
-    """The graph kept for files with this ``stamp``, if it is the one kept (the stamp is read
-    first, so another tree's graph is not loaded to be thrown away)."""
-    if cache is None:
-        return None
-    head = f"{VERSION}:{stamp}\n".encode()
-    try:
-        with open(_path(cache), "rb") as f:
-            if f.read(len(head)) != head:
-                return None
-            found = marshal.loads(f.read())
-        return Graph(*found)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    """The graph kept for files with this ``stamp``, if it is the one kept (its first line is
+    read first, so another tree's graph is not loaded to be thrown away)."""
+    return _kept(cache, lambda kept_stamp, _: kept_stamp == stamp)
 
 
-def keep_graph(cache: Path | None, stamp: str, graph: Graph) -> None:
-    """Keep ``graph`` as the one made from files with this ``stamp`` (one is kept)."""
+def earlier_graph(cache: Path | None, tags: int) -> Graph | None:
+    """The graph kept, whatever files it was made of, if it was made from the tags cache
+    written at ``tags`` (ns): the tags the caller read, before its own changes."""
+    return _kept(cache, lambda _, kept_tags: bool(tags) and kept_tags == str(tags))
+
+
+def retexted(graph: Graph, tags: dict[str, Plain]) -> Graph:
+    """``graph`` with the definitions' text of ``tags``: the graph :func:`build` makes of
+    them when the files are the graph's and every file defines and references the names it
+    did (an edit within a function's body), for much less."""
+    return replace(graph, texts=[plain[2] for plain in tags.values()])
+
+
+def keep_graph(cache: Path | None, stamp: str, graph: Graph, tags: int = 0) -> None:
+    """Keep ``graph`` as the one made from files with this ``stamp``, from the tags cache
+    written at ``tags`` (one graph is kept)."""
     if cache is not None:
         fields = tuple(getattr(graph, field.name) for field in dataclass_fields(graph))
-        write_kept(_path(cache), marshal.dumps(fields), f"{VERSION}:{stamp}\n".encode())
+        write_kept(_path(cache), marshal.dumps(fields), f"{VERSION}:{stamp}:{tags}\n".encode())
+
+
+def _kept(cache: Path | None, wanted: Callable[[str, str], bool]) -> Graph | None:
+    if cache is None:
+        return None
+    try:
+        with open(_path(cache), "rb") as f:
+            version, _, rest = f.readline(200).decode("ascii").strip().partition(":")
+            stamp, _, tags = rest.partition(":")
+            if version != str(VERSION) or not wanted(stamp, tags):
+                return None
+            return Graph(*marshal.loads(f.read()))
+    except (OSError, ValueError, EOFError, TypeError):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def _path(cache: Path) -> Path:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codingagent.codemap.firstread import first_order
-from codingagent.codemap.graph import build, keep_graph, known_graph
+from codingagent.codemap.graph import Graph, build, earlier_graph, keep_graph, known_graph, retexted
 from codingagent.codemap.ranking import Definition, Ranked, rank
-from codingagent.codemap.tagcache import Stat, keep_map, known_map, stamped, tagged
+from codingagent.codemap.tagcache import Stat, Tagged, keep_map, known_map, stamped, tagged
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -77,9 +77,10 @@ def code_map(
     if graph is None:
         order = functools.partial(first_order, stats=files.files, focus=focus, task=focus_text)
         made = tagged(root, files, cache, redact, order, parse_ms, whole=whole)
-        graph, parsed, unread = build(made.tags), made.parsed, made.unread
+        parsed, unread = made.parsed, made.unread
+        graph = _graph(made, cache) if whole else build(made.tags)
         if whole and not unread:
-            keep_graph(cache, files.stamp, graph)
+            keep_graph(cache, files.stamp, graph, made.written)
     if whole:
         _mark_unread(cache, unread)
     with_definitions = sum(1 for text in graph.texts if text)
@@ -115,9 +116,19 @@ def read_on(
     order = functools.partial(first_order, stats=files.files, focus=focus, task=focus_text)
     made = tagged(root, files, cache, redact, order, parse_ms)
     if not made.unread:
-        keep_graph(cache, files.stamp, build(made.tags))
+        keep_graph(cache, files.stamp, _graph(made, cache), made.written)
     _mark_unread(cache, made.unread)
     return made.unread
+
+
+def _graph(made: Tagged, cache: Path | None) -> Graph:
+    """The graph of the whole tree's tags: the one kept with its definitions' text replaced
+    when only text changed since (the same files, each with the names it had), else made."""
+    if not made.reshaped and not made.unread:
+        earlier = earlier_graph(cache, made.base)
+        if earlier is not None and earlier.nodes == list(made.tags):
+            return retexted(earlier, made.tags)
+    return build(made.tags)
 
 
 def partial(cache: Path | None) -> bool:

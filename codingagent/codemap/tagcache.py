@@ -95,6 +95,11 @@ class Tagged:
     tags: dict[str, Plain]
     parsed: int  # files parsed this time
     unread: int  # source files left unparsed: the parse budget ran out first
+    # Whether a file parsed now defines or references other names than the cache said (or
+    # was not in it): else only definitions' lines and text changed.
+    reshaped: bool = True
+    base: int = 0  # the cache these tags were read from (its ``written``; 0: none)
+    written: int = 0  # the cache as they were left in it (``base`` when it was not written)
 
 
 def tagged(
@@ -129,6 +134,7 @@ def tagged(
     spent = 0.0
     loaded: set[str | None] = set()  # the languages met: their grammar's cost counted
     parsed = 0
+    reshaped = False
     for rel in order(todo) if order is not None and budget is not None else todo:
         if budget is not None:
             language = language_of(rel)
@@ -141,14 +147,18 @@ def tagged(
             loaded.add(language)
         parsed += 1
         read = _read(root / rel, rel)
+        entry = old_files.get(rel)
+        if read is None or entry is None or entry[2][:2] != read[:2]:
+            reshaped = True
         if read is not None:
             known[rel] = (read[0], read[1], redact(read[2]))
     tags = {rel: known[rel] for rel in files.files if rel in known}
+    base = written = int(old.get("written", 0))
     if cache is not None and (parsed or len(tags) != len(old_files)):
         kept = {} if whole else {k: v for k, v in old_files.items() if k not in files.files}
         kept.update((rel, (*files.files[rel], plain)) for rel, plain in tags.items())
-        write_kept(cache, {"files": kept})
-    return Tagged(tags, parsed, len(todo) - parsed)
+        written = write_kept(cache, {"files": kept})
+    return Tagged(tags, parsed, len(todo) - parsed, reshaped, base, written)
 
 
 def known_map(cache: Path | None, stamp: str, key: str) -> str | None:
@@ -203,13 +213,15 @@ def read_kept(cache: Path | None) -> dict[str, Any]:
     return loaded
 
 
-def write_kept(cache: Path, content: dict[str, Any] | bytes, head: bytes = b"") -> None:
+def write_kept(cache: Path, content: dict[str, Any] | bytes, head: bytes = b"") -> int:
     """Keep ``content`` (built-in types only, or already in marshal form after ``head``) in
     ``cache``; a failure only costs time. Written to a new file renamed over the old, never
     synced to the disk: a cache lost in a crash is made again, and a sync costs more than the
-    map."""
+    map. Returns the ``written`` it holds (the time it was made, in ns; 0 when it could not
+    be written)."""
+    written = time.time_ns()
     if isinstance(content, dict):
-        content = marshal.dumps({**content, "version": VERSION, "written": time.time_ns()})
+        content = marshal.dumps({**content, "version": VERSION, "written": written})
     with contextlib.suppress(OSError, ValueError):
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
@@ -218,7 +230,9 @@ def write_kept(cache: Path, content: dict[str, Any] | bytes, head: bytes = b"") 
                 f.write(head)
                 f.write(content)
             os.replace(tmp, cache)
+            return written
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+    return 0
