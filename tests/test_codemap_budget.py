@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -261,3 +262,15 @@ def test_after_an_edit_the_map_is_the_map_made_afresh(tmp_path: Path) -> None:
     assert code_map(ws, paths, 3000, cache=cache, under="pkg3").parsed == 1
     again = code_map(ws, paths, 3000, cache=cache, focus_text=task)
     assert again.parsed == 0 and again.text == afresh()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 2600), st.integers(1, 6))
+def test_definitions_come_by_flow_as_one_stable_sort_would_order_them(
+    seed: int, count: int, values: int
+) -> None:
+    from codingagent.codemap.ranking import _by_flow
+
+    rng = random.Random(seed)  # many equal flows: their order is the keys' order
+    flow = [rng.randrange(values) / values for _ in range(count)]
+    assert list(_by_flow(flow)) == sorted(range(len(flow)), key=flow.__getitem__, reverse=True)
