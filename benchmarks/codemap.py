@@ -23,7 +23,7 @@ secret masking of definitions). Measured, each the median of several runs, CPU a
 
 Measured 2026-11-26 on 10,000 files, 5 runs each, load average 2.8 on two cores: cold first
 prompt 135 ms (395 of 10,000 files read), cached first prompt 78 ms (a body edited 137 ms, a
-function added 204-212 ms), continuation 14 ms, wall; docs/prompts.md has the table.
+function added 186-212 ms), continuation 14 ms, wall; docs/prompts.md has the table.
 """
 
 from __future__ import annotations
