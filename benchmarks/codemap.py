@@ -18,8 +18,8 @@ secret masking of definitions). Measured, each the median of several runs, CPU a
 - cached first prompt, a function added: the same after an edit that adds a name (that file
   parsed again, the graph of the tree made again);
 - continuation: the same map asked again (a prompt written again, ``show --full``): read back;
-- baseline: the workspace listing of the same tree, which every prompt already pays (the
-  map takes the sizes and times from its stat calls, so the map's own cost is measured).
+- baseline: a turn's walk of the same tree and its listing, which every prompt already pays
+  (the map takes the sizes and times from its stat calls, so the map's own cost is measured).
 
 Measured 2026-11-26 on 10,000 files, 5 runs each, load average 2.8 on two cores: cold first
 prompt 135 ms (395 of 10,000 files read), cached first prompt 78 ms (a body edited 137 ms, a
@@ -111,11 +111,14 @@ def main() -> None:
         root.mkdir()
         make_tree(root, files)
         caches = Path(folder) / "cache"
-        ws = Workspace(root)
-        listed: list[Listing] = [ws.list_files(limit=200_000, sizes=20_000)]
+
+        def walked() -> Listing:  # a turn's walk of the tree and its listing
+            return Workspace(root).list_files(limit=200_000, sizes=20_000)
+
+        listed: list[Listing] = [walked()]
 
         def listing(_: int) -> None:
-            listed[0] = ws.list_files(limit=200_000, sizes=20_000)
+            listed[0] = walked()
 
         def mapped(task: str, cache: Path) -> str:
             made = map_section(root, listed[0], session(task, root), TOKENS, cache)
@@ -145,11 +148,11 @@ def main() -> None:
 
         def add(run: int) -> None:
             added.write_text(added.read_text() + f"\n\ndef added_{run}(x):\n    return x\n")
-            listed[0] = ws.list_files(limit=200_000, sizes=20_000)
+            listed[0] = walked()
 
         def edit_body(run: int) -> None:
             body.write_text("\n" + body.read_text())  # every definition a line further down
-            listed[0] = ws.list_files(limit=200_000, sizes=20_000)
+            listed[0] = walked()
 
         def with_added(run: int) -> None:
             made = mapped(f"rename added_{run} (task {run})", whole)
