@@ -286,10 +286,17 @@ def test_the_tags_cache_reads_only_what_changed(tmp_path: Path) -> None:
     again = code_map(ws, paths, 5000, cache=cache)
     assert again.parsed == 0 and again.text == first.text
     (ws / "m3.py").write_text("def renamed_function():\n    pass\n")
+    os.utime(ws / "m3.py", (old, old))  # the size tells the change
     changed = code_map(ws, paths, 5000, cache=cache)
     assert changed.parsed == 1 and "renamed_function" in changed.text
-    cache.write_bytes(b"not marshal")  # a damaged cache is rebuilt
-    assert code_map(ws, paths, 5000, cache=cache, focus_text="renamed_function").parsed == 20
+    # the graph kept beside the tags: a map of the same files needs nothing else
+    assert sorted(p.suffix for p in cache.parent.iterdir()) == ["", ".graph", ".maps"]
+    cache.with_suffix(".graph").write_bytes(b"not marshal")  # made again from the tags
+    assert code_map(ws, paths, 5000, cache=cache, focus_text="renamed").parsed == 0
+    for kept in cache.parent.iterdir():  # a damaged cache is rebuilt
+        kept.write_bytes(b"not marshal")
+    rebuilt = code_map(ws, paths, 5000, cache=cache, focus_text="renamed_function")
+    assert rebuilt.parsed == 20 and rebuilt.text.startswith("m3.py:\n   1 | def renamed_function")
 
 
 @pytest.mark.parametrize(

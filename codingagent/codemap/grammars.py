@@ -41,6 +41,21 @@ _GRAMMARS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ruby": ("tree_sitter_ruby", "language", ("tree_sitter_ruby",)),
 }
 
+# What loading each grammar costs (its parser and its tags query compiled), in milliseconds of
+# CPU as measured here (docs/prompts.md): a map that must parse within a budget counts it.
+LOAD_MS: dict[str, float] = {
+    "python": 11,
+    "javascript": 17,
+    "typescript": 54,
+    "tsx": 50,
+    "go": 4,
+    "rust": 8,
+    "java": 4,
+    "c": 6,
+    "cpp": 39,
+    "ruby": 34,
+}
+
 EXTENSIONS: dict[str, str] = {
     ".py": "python",
     ".pyi": "python",

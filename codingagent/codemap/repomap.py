@@ -8,20 +8,26 @@ by file, as many as fit in a budget of characters::
       52 |     def start(self) -> None:
     (212 more files with definitions not shown; READ_FILE path="src" map="true" maps a folder)
 
-Made from the tags cache (:mod:`.tagcache`); a map asked again for the same files, focus and
-budget is read back from it whole.
+Made from the tags cache (:mod:`.tagcache`) and the graph kept beside it (:mod:`.graph`); a
+map asked again for the same files, focus and budget is read back from it whole. A first map
+of a tree never seen parses only what its budget allows (:mod:`.firstread`) and says so;
+:func:`read_on` parses a further slice of such a tree for each later prompt.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from codingagent.codemap.firstread import first_order
+from codingagent.codemap.graph import Graph, build, earlier_graph, keep_graph, known_graph, retexted
 from codingagent.codemap.ranking import Definition, Ranked, rank
-from codingagent.codemap.tagcache import Stat, keep_map, known_map, stamped, tagged
+from codingagent.codemap.tagcache import Stat, Tagged, keep_map, known_map, stamped, tagged
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -31,6 +37,7 @@ class CodeMap:
     text: str  # the map's lines, "" when no file has definitions
     shown: int  # files in the map
     parsed: int  # files read this time (not from the cache)
+    unread: int = 0  # source files not parsed yet: the parse budget ran out (a partial map)
 
 
 def code_map(
@@ -44,11 +51,15 @@ def code_map(
     under: str = "",
     stats: Mapping[str, Stat] | None = None,
     redact: Callable[[str], str] = str,
+    parse_ms: float | None = None,
 ) -> CodeMap:
     """The map of the source files among ``paths`` (under the folder ``under``, "" for all),
     within ``budget`` characters, ranked toward ``focus_files`` and the names ``focus_text``
     mentions; ``stats``: the sizes and times of files the caller has stat'ed; ``redact``: what
-    hides secrets in definitions' text before it is kept or shown."""
+    hides secrets in definitions' text before it is kept or shown; ``parse_ms``: the estimated
+    cost of the files it may parse (:mod:`.firstread`; None: all of them). A map that could
+    not parse every file says so in its first line, and is not kept: the next one reads
+    more."""
     base = under.strip("/")
     base = "" if base in ("", ".") else base + "/"
     one = base.rstrip("/")  # ``under`` may name one file
@@ -60,11 +71,94 @@ def code_map(
     if known is not None:
         count, _, text = known.partition("\0")
         return CodeMap(text, int(count or 0), 0)
-    tags, parsed = tagged(root, files, cache, redact)
-    with_definitions = sum(1 for plain in tags.values() if plain[0])
-    text, shown = fit(rank(tags, focus, names), budget, with_definitions, base)
-    keep_map(cache, files.stamp, key, f"{shown}\0{text}")
-    return CodeMap(text, shown, parsed)
+    whole = not base  # the whole tree's tags and graph are kept; a folder's add to them
+    graph = known_graph(cache, files.stamp) if whole else None
+    parsed = unread = 0
+    if graph is None:
+        order = functools.partial(first_order, stats=files.files, focus=focus, task=focus_text)
+        made = tagged(root, files, cache, redact, order, parse_ms, whole=whole)
+        parsed, unread = made.parsed, made.unread
+        graph = _graph(made, cache) if whole else build(made.tags)
+        if whole and not unread:
+            keep_graph(cache, files.stamp, graph, made.written)
+    if whole:
+        _mark_unread(cache, unread)
+    with_definitions = sum(1 for text in graph.texts if text)
+    lead = _partial(len(graph.nodes), len(files.files), base) if unread else ""
+    room = budget - len(lead) - 1 if lead else budget
+    text, shown = fit(rank(graph, focus, names), room, with_definitions, base)
+    if lead:
+        text = f"{lead}\n{text}" if text else lead
+    else:
+        keep_map(cache, files.stamp, key, f"{shown}\0{text}")
+    return CodeMap(text, shown, parsed, unread)
+
+
+def read_on(
+    root: Path,
+    paths: list[str],
+    *,
+    focus_files: Iterable[str] = (),
+    focus_text: str = "",
+    cache: Path | None = None,
+    stats: Mapping[str, Stat] | None = None,
+    redact: Callable[[str], str] = str,
+    parse_ms: float | None = None,
+) -> int:
+    """After a partial map of the whole tree: a further ``parse_ms`` of its files parsed into
+    the cache, in the order a map would parse them (no map is made); once all are read, the
+    graph is kept, so the next map is made from the cache alone. How many files are still
+    unread; 0 at once when the last map was whole (:func:`partial`)."""
+    if not partial(cache):
+        return 0
+    files = stamped(root, paths, stats)
+    focus = sorted(set(focus_files) & set(files.files))
+    order = functools.partial(first_order, stats=files.files, focus=focus, task=focus_text)
+    made = tagged(root, files, cache, redact, order, parse_ms)
+    if not made.unread:
+        keep_graph(cache, files.stamp, _graph(made, cache), made.written)
+    _mark_unread(cache, made.unread)
+    return made.unread
+
+
+def _graph(made: Tagged, cache: Path | None) -> Graph:
+    """The graph of the whole tree's tags: the one kept with its definitions' text replaced
+    when only text changed since (the same files, each with the names it had), else made."""
+    if not made.reshaped and not made.unread:
+        earlier = earlier_graph(cache, made.base)
+        if earlier is not None and earlier.nodes == list(made.tags):
+            return retexted(earlier, made.tags)
+    return build(made.tags)
+
+
+def partial(cache: Path | None) -> bool:
+    """Whether the last map of the whole tree kept in ``cache`` was partial (a stat call)."""
+    return cache is not None and _unread(cache).exists()
+
+
+def _unread(cache: Path) -> Path:
+    return cache.with_suffix(".unread")
+
+
+def _mark_unread(cache: Path | None, unread: int) -> None:
+    """Say beside the cache whether the last map of the whole tree was partial."""
+    if cache is None:
+        return
+    with contextlib.suppress(OSError):
+        if unread:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            _unread(cache).write_text(f"{unread}\n")
+        else:
+            _unread(cache).unlink(missing_ok=True)
+
+
+def _partial(read: int, total: int, base: str) -> str:
+    folder = base.rstrip("/") or "."
+    return (
+        f"(a first look: the definitions of {read:,} of {total:,} source files, those most "
+        f"likely to matter, read so far; each later map reads more, and READ_FILE "
+        f'path="{folder}" map="true" reads them all)'
+    )
 
 
 def fit(

@@ -22,20 +22,25 @@ import hashlib
 import marshal
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codingagent.codemap.grammars import language_of
+from codingagent.codemap.grammars import LOAD_MS, language_of
 from codingagent.codemap.tags import file_tags
-from codingagent.fsio import atomic_write
 
 VERSION = 4  # 4: definitions kept redacted
 MAX_FILE_BYTES = 1024 * 1024  # a bigger source file is generated or data: not mapped
 RACY_NS = 100_000_000  # 0.1 s: coarser than any clock tick a Linux file time has
 KEPT_MAPS = 8
+# The cost of parsing, as measured (docs/prompts.md): ~0.1 ms a file (read, parsed, its
+# definitions masked) and ~0.2 us a byte of source, besides loading the grammar
+# (:data:`.grammars.LOAD_MS`).
+PARSE_MS_PER_FILE = 0.1
+PARSE_MS_PER_BYTE = 0.0002
 
 # The tags of one file, in built-in types: (names defined, {referenced name: count}, the
 # definitions as text: :func:`.tags.definitions_of`).
@@ -83,38 +88,82 @@ def stamped(root: Path, paths: list[str], stats: Mapping[str, Stat] | None = Non
     return Stamped(files, digest.hexdigest())
 
 
+@dataclass(frozen=True)
+class Tagged:
+    """The tags of the files read (from the cache or parsed now), in the files' order."""
+
+    tags: dict[str, Plain]
+    parsed: int  # files parsed this time
+    unread: int  # source files left unparsed: the parse budget ran out first
+    # Whether a file parsed now defines or references other names than the cache said (or
+    # was not in it): else only definitions' lines and text changed.
+    reshaped: bool = True
+    base: int = 0  # the cache these tags were read from (its ``written``; 0: none)
+    written: int = 0  # the cache as they were left in it (``base`` when it was not written)
+
+
 def tagged(
-    root: Path, files: Stamped, cache: Path | None, redact: Callable[[str], str] = str
-) -> tuple[dict[str, Plain], int]:
-    """The tags of ``files``, from ``cache`` where a file's size and time are unchanged, and
-    how many files were read (their definitions' text passed through ``redact``); the cache
-    is written back when it changed."""
-    old = _load(cache)
+    root: Path,
+    files: Stamped,
+    cache: Path | None,
+    redact: Callable[[str], str] = str,
+    order: Callable[[list[str]], list[str]] | None = None,
+    budget: float | None = None,
+    *,
+    whole: bool = True,
+) -> Tagged:
+    """The tags of ``files``, from ``cache`` where a file's size and time are unchanged; the
+    others parsed (their definitions' text passed through ``redact``) in the ``order`` given
+    until their estimated cost would pass ``budget`` ms (None: all of them). The estimate
+    (a part per file, a part per byte, and each language's grammar loaded the first time it
+    is met: ``LOAD_MS``) is no clock, so the same tree and cache give the same map on any
+    machine and load.
+    The cache is written back when it changed: with these files only when they are the
+    ``whole`` tree's, else with the other files it held as well."""
+    old = read_kept(cache)
     old_files: dict[str, tuple[int, int, Plain]] = old.get("files", {})
     racy = int(old.get("written", 0)) - RACY_NS
-    tags: dict[str, Plain] = {}
-    kept: dict[str, tuple[int, int, Plain]] = {}
-    parsed = 0
+    known: dict[str, Plain] = {}
+    todo: list[str] = []
     for rel, (size, mtime) in files.files.items():
         entry = old_files.get(rel)
         if entry is not None and entry[0] == size and entry[1] == mtime < racy:
-            plain = entry[2]
+            known[rel] = entry[2]
         else:
-            read = _read(root / rel, rel)
-            if read is None:
-                continue
-            plain = (read[0], read[1], redact(read[2]))
-            parsed += 1
-        tags[rel] = plain
-        kept[rel] = (size, mtime, plain)
-    if cache is not None and (parsed or len(kept) != len(old_files)):
-        _save(cache, {"files": kept})
-    return tags, parsed
+            todo.append(rel)
+    spent = 0.0
+    loaded: set[str | None] = set()  # the languages met: their grammar's cost counted
+    parsed = 0
+    reshaped = False
+    for rel in order(todo) if order is not None and budget is not None else todo:
+        if budget is not None:
+            language = language_of(rel)
+            cost = PARSE_MS_PER_FILE + files.files[rel][0] * PARSE_MS_PER_BYTE
+            if language not in loaded:
+                cost += LOAD_MS.get(language or "", 0.0)
+            if spent + cost > budget and spent:
+                break
+            spent += cost
+            loaded.add(language)
+        parsed += 1
+        read = _read(root / rel, rel)
+        entry = old_files.get(rel)
+        if read is None or entry is None or entry[2][:2] != read[:2]:
+            reshaped = True
+        if read is not None:
+            known[rel] = (read[0], read[1], redact(read[2]))
+    tags = {rel: known[rel] for rel in files.files if rel in known}
+    base = written = int(old.get("written", 0))
+    if cache is not None and (parsed or len(tags) != len(old_files)):
+        kept = {} if whole else {k: v for k, v in old_files.items() if k not in files.files}
+        kept.update((rel, (*files.files[rel], plain)) for rel, plain in tags.items())
+        written = write_kept(cache, {"files": kept})
+    return Tagged(tags, parsed, len(todo) - parsed, reshaped, base, written)
 
 
 def known_map(cache: Path | None, stamp: str, key: str) -> str | None:
     """A map made before from files with this ``stamp``, for this ``key``."""
-    maps = _load(_maps(cache))
+    maps = read_kept(_maps(cache))
     if maps.get("stamp") != stamp:
         return None
     found = maps.get("maps", {}).get(key)
@@ -126,12 +175,12 @@ def keep_map(cache: Path | None, stamp: str, key: str, text: str) -> None:
     if cache is None:
         return
     path = cache.with_suffix(".maps")
-    maps = _load(path)
+    maps = read_kept(path)
     kept: dict[str, str] = maps.get("maps", {}) if maps.get("stamp") == stamp else {}
     kept[key] = text
     while len(kept) > KEPT_MAPS:
         del kept[next(iter(kept))]
-    _save(path, {"stamp": stamp, "maps": kept})
+    write_kept(path, {"stamp": stamp, "maps": kept})
 
 
 def _maps(cache: Path | None) -> Path | None:
@@ -150,7 +199,9 @@ def _read(path: Path, rel: str) -> Plain | None:
     return None if tags is None else tags.to_plain()
 
 
-def _load(cache: Path | None) -> dict[str, Any]:
+def read_kept(cache: Path | None) -> dict[str, Any]:
+    """What :func:`write_kept` wrote to ``cache`` ({} when it is missing, damaged or of
+    another version)."""
     if cache is None:
         return {}
     try:
@@ -162,8 +213,26 @@ def _load(cache: Path | None) -> dict[str, Any]:
     return loaded
 
 
-def _save(cache: Path, content: dict[str, Any]) -> None:
-    content = {**content, "version": VERSION, "written": time.time_ns()}
+def write_kept(cache: Path, content: dict[str, Any] | bytes, head: bytes = b"") -> int:
+    """Keep ``content`` (built-in types only, or already in marshal form after ``head``) in
+    ``cache``; a failure only costs time. Written to a new file renamed over the old, never
+    synced to the disk: a cache lost in a crash is made again, and a sync costs more than the
+    map. Returns the ``written`` it holds (the time it was made, in ns; 0 when it could not
+    be written)."""
+    written = time.time_ns()
+    if isinstance(content, dict):
+        content = marshal.dumps({**content, "version": VERSION, "written": written})
     with contextlib.suppress(OSError, ValueError):
         cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, marshal.dumps(content))
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(head)
+                f.write(content)
+            os.replace(tmp, cache)
+            return written
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    return 0

@@ -166,8 +166,10 @@ def start(
     store = SessionStore(root)
     folder = workspace.resolve() if workspace is not None else store.workspace
     named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
+    window = None  # the model's window, asked of its server: the code map's budget follows it
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
+        window = model.window().tokens
     state = new_session(
         store,
         settings,
@@ -176,6 +178,7 @@ def start(
         allow_broad=allow_broad_workspace,
         override=BROAD_OVERRIDE,
         files=named,
+        window=window,
     )
     keep(SessionStore(root), state.session_id, options)
     console.print(

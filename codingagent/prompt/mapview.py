@@ -3,15 +3,21 @@ a first prompt (and of ``show --full``), ranked toward the files the user named 
 the task mentions, and the map of a folder or file READ_FILE ``map="true"`` asks for.
 
 Its budget: the ``map_tokens`` setting; left unset, it follows the model's window
-(:func:`map_tokens`: the one place a window is turned into a map budget).
+(:func:`map_tokens`: the one place a window is turned into a map budget): the window a model
+endpoint reported before the first prompt was written, else the ``context_tokens`` setting.
+
+A first prompt's map parses files within ``FIRST_MAP_PARSE_MS`` (an estimate of the CPU it
+costs, not a clock: :mod:`codingagent.codemap.firstread`), so a tree never seen gets a partial
+map, saying so, in well under the 200 ms a first prompt may spend on it; the tags cache keeps
+what was read, and each later map reads on. A READ_FILE ``map="true"`` parses all its folder.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from codingagent.codemap.repomap import CodeMap, code_map
-from codingagent.codemap.tagcache import cache_file
+from codingagent.codemap.repomap import CodeMap, code_map, partial, read_on
+from codingagent.codemap.tagcache import Stat, cache_file
 from codingagent.secrecy.rules import redacted
 from codingagent.state import SessionState
 from codingagent.workspace import Listing
@@ -21,6 +27,7 @@ MIN_MAP_TOKENS = 1024
 MAX_MAP_TOKENS = 8192
 CHARS_PER_TOKEN = 4
 FOLDER_MAP_CHARS = 40_000  # a READ_FILE map of a folder: about 10,000 tokens
+FIRST_MAP_PARSE_MS = 120.0  # estimated CPU a first prompt's map may spend parsing files
 HEADING = "## Code Map"
 LEAD = (
     "(definitions ranked by how much the rest of the code uses them, and toward the files "
@@ -31,8 +38,9 @@ LEAD = (
 
 def map_tokens(setting: int | None, window: int | None = None) -> int:
     """The code map's budget in tokens: the setting when given (0: no map); else a sixteenth
-    of the model's context window (``window`` tokens, when it is known), within
-    ``MIN_MAP_TOKENS`` to ``MAX_MAP_TOKENS``; else ``DEFAULT_MAP_TOKENS``."""
+    of the model's context window (``window`` tokens, when it is known: reported by a model
+    endpoint, or the ``context_tokens`` setting), within ``MIN_MAP_TOKENS`` to
+    ``MAX_MAP_TOKENS``; else ``DEFAULT_MAP_TOKENS``."""
     if setting is not None:
         return setting
     if window:
@@ -50,8 +58,29 @@ def map_section(
     """The ``## Code Map`` section of a first prompt (None: nothing to map, or no budget)."""
     if tokens <= 0:
         return None
-    made = _map(root, listing, state, tokens * CHARS_PER_TOKEN, cache_dir)
+    made = _map(
+        root, listing, state, tokens * CHARS_PER_TOKEN, cache_dir, parse_ms=FIRST_MAP_PARSE_MS
+    )
     return f"{HEADING}\n{LEAD}\n{made.text}" if made.text else None
+
+
+def read_on_map(root: Path, listing: Listing, state: SessionState, cache_dir: Path | None) -> None:
+    """For a prompt without a map: if the first prompt's map was partial, parse a further
+    slice of the tree into the cache (docs/prompts.md), so later maps show more."""
+    cache = cache_file(cache_dir, root) if cache_dir is not None else None
+    if not partial(cache):
+        return
+    files = [path for path, _ in listing.entries]
+    read_on(
+        root,
+        files,
+        focus_files=_focus(files, state),
+        focus_text=_task(state),
+        cache=cache,
+        stats=_stats(listing),
+        redact=redacted,
+        parse_ms=FIRST_MAP_PARSE_MS,
+    )
 
 
 def folder_map(
@@ -68,22 +97,35 @@ def _map(
     chars: int,
     cache_dir: Path | None,
     under: str = "",
+    parse_ms: float | None = None,
 ) -> CodeMap:
     files = [path for path, _ in listing.entries]
-    times = listing.times
-    stats = {path: (size, times[path]) for path, size in listing.entries if path in times}
-    named = set(state.named_files)
-    focus = [p for p in files if p in named or any(p.startswith(f"{n}/") for n in named)]
     cache = cache_file(cache_dir, root) if cache_dir is not None else None
-    task = " ".join([state.task, *state.follow_ups])
     return code_map(
         root,
         files,
         chars,
-        focus_files=focus,
-        focus_text=task,
+        focus_files=_focus(files, state),
+        focus_text=_task(state),
         cache=cache,
         under=under,
-        stats=stats,
+        stats=_stats(listing),
         redact=redacted,
+        parse_ms=parse_ms,
     )
+
+
+def _stats(listing: Listing) -> dict[str, Stat]:
+    """The sizes and times the listing's walk stat'ed."""
+    times = listing.times
+    return {path: (size, times[path]) for path, size in listing.entries if path in times}
+
+
+def _focus(files: list[str], state: SessionState) -> list[str]:
+    """The files the user named, and those in the folders they named."""
+    named = set(state.named_files)
+    return [p for p in files if p in named or any(p.startswith(f"{n}/") for n in named)]
+
+
+def _task(state: SessionState) -> str:
+    return " ".join([state.task, *state.follow_ups])

@@ -81,9 +81,12 @@ class PromptOptions:
     instructions_chars: int = 8000
     map_tokens: int | None = None
     cache_dir: Path | None = None
+    # The window a model endpoint reported before the first prompt was written (``start
+    # --model``: docs/models.md); the code map's budget follows it (prompt/mapview.py).
+    model_window: int | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> PromptOptions:
+    def from_settings(cls, settings: Settings, model_window: int | None = None) -> PromptOptions:
         return cls(
             protocol=settings.protocol,
             listing_chars=settings.listing_chars,
@@ -96,6 +99,7 @@ class PromptOptions:
             instructions=settings.instructions,
             instructions_chars=settings.instructions_chars,
             map_tokens=settings.map_tokens,
+            model_window=model_window,
         )
 
 

@@ -160,16 +160,18 @@ def new_session(
     allow_broad: bool = False,
     override: str | None = None,
     files: Sequence[str] = (),
+    window: int | None = None,
 ) -> SessionState:
     """A new session, its first prompt written with the settings' prompt options and the
     Environment section probed in the sandbox its commands will run in (every front end).
-    ``allow_broad``, ``override`` and ``files``: as for :func:`start_session`."""
+    ``allow_broad``, ``override`` and ``files``: as for :func:`start_session`; ``window``: the
+    model's window when its endpoint reported it (the code map's budget follows it)."""
     shell = make_shell(settings, store)
     state, _ = start_session(
         store,
         task,
         workspace,
-        PromptOptions.from_settings(settings),
+        PromptOptions.from_settings(settings, window),
         environment=lambda folder: probe(shell, folder),
         allow_broad=allow_broad,
         override=override,
