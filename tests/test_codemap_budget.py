@@ -169,26 +169,30 @@ def test_a_folder_map_keeps_the_other_files_tags_and_the_kept_graph_maps_alike(
     )
 
 
-def test_later_prompts_read_on_until_the_map_is_whole(tmp_path: Path) -> None:
+def test_a_continuation_parses_nothing_and_the_next_first_map_reads_on(tmp_path: Path) -> None:
+    """A turn's prompt shows no map and parses none (its cost must not grow with the tree:
+    issue 38); the next session's first map reads on from the cache."""
     ws, root = tmp_path / "ws", tmp_path / "run"
     many_files(ws, 1500)  # more than a first prompt's parse budget: ~1,100 such files
-    started = CliRunner().invoke(
-        main,
-        ["start", "Speed up work_0042", "--no-watch", "--workspace", str(ws), "--root", str(root)],
-    )
+    start = ["start", "Speed up work_0042", "--no-watch", "--workspace", str(ws), "--root"]
+    started = CliRunner().invoke(main, [*start, str(root)])
     assert started.exit_code == 0, started.output
     first = map_of(first_prompt(root)).split("\n")[1]
     assert first.startswith(FIRST_LOOK) and " of 1,500 source files" in first
     (session,) = (path.stem for path in (root / "sessions").glob("*.json"))
+    (tags,) = (root / "sessions" / ".cache").glob("codemap-*.marshal")
+    read_first = len(marshal.loads(tags.read_bytes())["files"])
+    assert 0 < read_first < 1500
     reply = tmp_path / "reply.txt"
     reply.write_text(f'Session: {session} Sequence: 1\n[READ_FILE path="pkg0/mod_0000.py"]\n')
     step = CliRunner().invoke(main, ["step", session, str(reply), "--root", str(root)])
     assert step.exit_code == 0, step.output
     later = sorted((root / "outbox").glob("*_seq0002.txt"))[0].read_text()
-    assert "## Code Map" not in later  # a continuation shows no map, but reads on
-    (tags,) = (root / "sessions" / ".cache").glob("codemap-*.marshal")
-    assert len(marshal.loads(tags.read_bytes())["files"]) == 1500
-    assert not tags.with_suffix(".unread").exists() and tags.with_suffix(".graph").exists()
+    assert "## Code Map" not in later
+    assert len(marshal.loads(tags.read_bytes())["files"]) == read_first  # nothing parsed
+    again = CliRunner().invoke(main, [*start, str(root)])  # a new session: its first map
+    assert again.exit_code == 0, again.output
+    assert len(marshal.loads(tags.read_bytes())["files"]) == 1500  # read on, to the end
     shown = CliRunner().invoke(main, ["show", session, "--full", "--root", str(root)])
     assert shown.exit_code == 0, shown.output
     whole = map_of(shown.output)

@@ -11,12 +11,12 @@ by file, as many as fit in a budget of characters::
 Made from the tags cache (:mod:`.tagcache`) and the graph kept beside it (:mod:`.graph`); a
 map asked again for the same files, focus and budget is read back from it whole. A first map
 of a tree never seen parses only what its budget allows (:mod:`.firstread`) and says so;
-:func:`read_on` parses a further slice of such a tree for each later prompt.
+the cache keeps what it read, so the next map (a later session's first prompt, ``show
+--full``) reads on from there; a prompt without a map parses nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import re
@@ -81,8 +81,6 @@ def code_map(
         graph = _graph(made, cache) if whole else build(made.tags)
         if whole and not unread:
             keep_graph(cache, files.stamp, graph, made.written)
-    if whole:
-        _mark_unread(cache, unread)
     with_definitions = sum(1 for text in graph.texts if text)
     lead = _partial(len(graph.nodes), len(files.files), base) if unread else ""
     room = budget - len(lead) - 1 if lead else budget
@@ -94,33 +92,6 @@ def code_map(
     return CodeMap(text, shown, parsed, unread)
 
 
-def read_on(
-    root: Path,
-    paths: list[str],
-    *,
-    focus_files: Iterable[str] = (),
-    focus_text: str = "",
-    cache: Path | None = None,
-    stats: Mapping[str, Stat] | None = None,
-    redact: Callable[[str], str] = str,
-    parse_ms: float | None = None,
-) -> int:
-    """After a partial map of the whole tree: a further ``parse_ms`` of its files parsed into
-    the cache, in the order a map would parse them (no map is made); once all are read, the
-    graph is kept, so the next map is made from the cache alone. How many files are still
-    unread; 0 at once when the last map was whole (:func:`partial`)."""
-    if not partial(cache):
-        return 0
-    files = stamped(root, paths, stats)
-    focus = sorted(set(focus_files) & set(files.files))
-    order = functools.partial(first_order, stats=files.files, focus=focus, task=focus_text)
-    made = tagged(root, files, cache, redact, order, parse_ms)
-    if not made.unread:
-        keep_graph(cache, files.stamp, _graph(made, cache), made.written)
-    _mark_unread(cache, made.unread)
-    return made.unread
-
-
 def _graph(made: Tagged, cache: Path | None) -> Graph:
     """The graph of the whole tree's tags: the one kept with its definitions' text replaced
     when only text changed since (the same files, each with the names it had), else made."""
@@ -129,27 +100,6 @@ def _graph(made: Tagged, cache: Path | None) -> Graph:
         if earlier is not None and earlier.nodes == list(made.tags):
             return retexted(earlier, made.tags)
     return build(made.tags)
-
-
-def partial(cache: Path | None) -> bool:
-    """Whether the last map of the whole tree kept in ``cache`` was partial (a stat call)."""
-    return cache is not None and _unread(cache).exists()
-
-
-def _unread(cache: Path) -> Path:
-    return cache.with_suffix(".unread")
-
-
-def _mark_unread(cache: Path | None, unread: int) -> None:
-    """Say beside the cache whether the last map of the whole tree was partial."""
-    if cache is None:
-        return
-    with contextlib.suppress(OSError):
-        if unread:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            _unread(cache).write_text(f"{unread}\n")
-        else:
-            _unread(cache).unlink(missing_ok=True)
 
 
 def _partial(read: int, total: int, base: str) -> str:

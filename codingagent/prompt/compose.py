@@ -17,7 +17,7 @@ from codingagent.prompt.instructions import (
     instructions_text,
     working_paths,
 )
-from codingagent.prompt.mapview import folder_map, map_section, map_tokens, read_on_map
+from codingagent.prompt.mapview import folder_map, map_section, map_tokens
 from codingagent.prompt.render import (
     VIEW_LINES,
     FileView,
@@ -278,11 +278,8 @@ def _instructions(
 def _code_map(
     ws: Workspace, state: SessionState, prompt: PromptOptions, listing: Listing
 ) -> str | None:
-    """The Code Map section of a first prompt (and of ``show --full``); a later prompt reads
-    on into the cache when the first prompt's map was partial."""
+    """The Code Map section of a first prompt (and of ``show --full``)."""
     if state.sequence_number != 1 and not prompt.full_protocol:
-        if prompt.map_tokens != 0:
-            read_on_map(ws.root, listing, state, prompt.cache_dir)
         return None
     tokens = map_tokens(prompt.map_tokens, prompt.model_window or prompt.context_tokens)
     return map_section(ws.root, listing, state, tokens, prompt.cache_dir)

@@ -9,14 +9,15 @@ endpoint reported before the first prompt was written, else the ``context_tokens
 A first prompt's map parses files within ``FIRST_MAP_PARSE_MS`` (an estimate of the CPU it
 costs, not a clock: :mod:`codingagent.codemap.firstread`), so a tree never seen gets a partial
 map, saying so, in well under the 200 ms a first prompt may spend on it; the tags cache keeps
-what was read, and each later map reads on. A READ_FILE ``map="true"`` parses all its folder.
+what was read, and each later map reads on (a prompt without a map parses nothing: a turn's
+cost does not grow with the tree). A READ_FILE ``map="true"`` parses all its folder.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from codingagent.codemap.repomap import CodeMap, code_map, partial, read_on
+from codingagent.codemap.repomap import CodeMap, code_map
 from codingagent.codemap.tagcache import Stat, cache_file
 from codingagent.secrecy.rules import redacted
 from codingagent.state import SessionState
@@ -62,25 +63,6 @@ def map_section(
         root, listing, state, tokens * CHARS_PER_TOKEN, cache_dir, parse_ms=FIRST_MAP_PARSE_MS
     )
     return f"{HEADING}\n{LEAD}\n{made.text}" if made.text else None
-
-
-def read_on_map(root: Path, listing: Listing, state: SessionState, cache_dir: Path | None) -> None:
-    """For a prompt without a map: if the first prompt's map was partial, parse a further
-    slice of the tree into the cache (docs/prompts.md), so later maps show more."""
-    cache = cache_file(cache_dir, root) if cache_dir is not None else None
-    if not partial(cache):
-        return
-    files = [path for path, _ in listing.entries]
-    read_on(
-        root,
-        files,
-        focus_files=_focus(files, state),
-        focus_text=_task(state),
-        cache=cache,
-        stats=_stats(listing),
-        redact=redacted,
-        parse_ms=FIRST_MAP_PARSE_MS,
-    )
 
 
 def folder_map(
