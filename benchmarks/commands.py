@@ -83,6 +83,7 @@ class Bench:
         """Seconds one command takes through the dispatch: ``way`` is "off" (no watch),
         "scan" (stat scans) or "overlay"."""
         self.turns += 1
+        self.ws.tree.drop()  # a turn's Workspace walks anew (codingagent/workspace/tree.py)
         record = TurnRecord(self.session / "turns" / f"{self.turns:04d}")
         record.folder.mkdir(parents=True)
         journal = Journal(self.session / "journal.json", record, self.turns, "r.txt")

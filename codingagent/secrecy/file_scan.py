@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from codingagent.fsio import atomic_write
 from codingagent.secrecy import prefilter, rules
@@ -67,9 +67,11 @@ class Findings(NamedTuple):
 
 NOTHING = Findings()
 _cache: dict[str, tuple[int, int, Findings]] = {}  # path -> size, modification time, what
-# The record of clean files another process may start from, whether a file was read since it
-# was written, and when it was (time.monotonic()).
+# The record of clean files another process may start from: its path, and as read (path ->
+# size, modification time; and the time before which a file's time can be trusted); whether
+# a file was read since it was written, and when it was (time.monotonic()).
 _record: list[Path] = []
+_clean: list[Any] = [{}, 0]
 _added: list[bool] = [False]
 _written_at: list[float] = [-math.inf]
 # A scan writes the record at most this often (a watched session's turns follow each other
@@ -91,10 +93,8 @@ def keep_clean_in(record: Path) -> None:
     with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
         kept = marshal.loads(record.read_bytes())
         if isinstance(kept, dict) and kept.get("version") == _RECORD_VERSION:
-            racy = int(kept["written"]) - RACY_NS
-            for path, (size, mtime) in kept["files"].items():
-                if mtime < racy:
-                    _cache.setdefault(path, (size, mtime, NOTHING))
+            # taken as it is (a scan looks a file up in it), not copied file by file
+            _clean[:] = [dict(kept["files"]), int(kept["written"]) - RACY_NS]
 
 
 def source(rel: str) -> bool:
@@ -109,6 +109,7 @@ def scan(files: Iterable[FileStat]) -> Iterator[tuple[FileStat, Findings]]:
     """Each file with what it holds; files bigger than :data:`MAX_BYTES` hold nothing looked
     for. Files not changed since the last scan (same size and modification time) are not
     read again."""
+    recorded, racy = _clean
     for each in files:
         path, rel, stat = each
         size = stat.st_size
@@ -118,6 +119,10 @@ def scan(files: Iterable[FileStat]) -> Iterator[tuple[FileStat, Findings]]:
         known = _cache.get(path)
         if known is not None and known[0] == size and known[1] == stat.st_mtime_ns:
             yield each, known[2]
+            continue
+        clean = recorded.get(path)
+        if clean is not None and clean[0] == size and clean[1] == stat.st_mtime_ns < racy:
+            yield each, NOTHING  # as the record of clean files has it
             continue
         found = examine(path, source(rel), size)
         if len(_cache) >= 2 * MAX_FILES:
@@ -135,9 +140,17 @@ def keep_record() -> None:
         return
     _added[0] = False
     _written_at[0] = time.monotonic()
-    clean = {
-        path: (size, mtime) for path, (size, mtime, found) in _cache.items() if not found.holds
-    }
+    recorded, racy = _clean
+    clean = (
+        {}
+        if len(recorded) > 2 * MAX_FILES
+        else {path: kept for path, kept in recorded.items() if kept[1] < racy}
+    )
+    for path, (size, mtime, found) in _cache.items():
+        if found.secrets:
+            clean.pop(path, None)
+        else:
+            clean[path] = (size, mtime)
     content = {"version": _RECORD_VERSION, "written": time.time_ns(), "files": clean}
     with contextlib.suppress(OSError, ValueError):
         _record[0].parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +161,7 @@ def forget() -> None:
     """Empty the cache and stop keeping a record (the next scan reads every file again)."""
     _cache.clear()
     _record.clear()
+    _clean[:] = [{}, 0]
     _written_at[0] = -math.inf
 
 

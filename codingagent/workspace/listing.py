@@ -78,10 +78,12 @@ def list_files(tree: Tree, guard: Guard, limit: int = 1000, sizes: int | None = 
         rules = tree.rules.get(rel)
         judge = judges[rel] = None if rules is None else rules.judge(rel)
         shown = shown_as[rel]
-        for name, info in folders[rel].items():
+        files = folders[rel]
+        for name in sorted(files):  # (runs in order: the sort below mostly merges them)
             if judge is None or not judge.ignores_file(name):
-                found.append((shown + (name if name.isascii() else display_name(name)), info))
-    found.sort(key=lambda each: each[0])
+                shown_name = name if name.isascii() else display_name(name)
+                found.append((shown + shown_name, files[name]))
+    found.sort()  # by path: no two are the same, so the stat data is never compared
     sized = len(found) if sizes is None else max(0, sizes)
     entries: list[tuple[str, int]] = []
     times: dict[str, int] = {}

@@ -201,30 +201,35 @@ class Tree:
         lines: list[str] = []  # of its .gitignore
         try:
             with os.scandir(folder) as found:
-                entries = sorted(found, key=_name)
+                entries = list(found)
         except OSError:
             entries = []  # an unreadable folder holds nothing seen
+        room = self.limit - self._stated  # files still to be stat'ed
+        if len(entries) > room:
+            entries.sort(key=_name)  # the first in path order are those stat'ed
         for entry in entries:  # (their stat calls are relative to the folder, still open)
             try:
                 if entry.is_dir(follow_symlinks=False):
                     subfolders.append(entry.name)
                 elif entry.is_file(follow_symlinks=False):
-                    if self._stated < self.limit:
-                        files[entry.name] = entry.stat(follow_symlinks=False)
-                        self._stated += 1
+                    name = entry.name
+                    if room > 0:
+                        files[name] = entry.stat(follow_symlinks=False)
+                        room -= 1
                     else:
-                        files[entry.name] = None
-                    if entry.name == IGNORE_FILE:
+                        files[name] = None
+                    if name == IGNORE_FILE:
                         lines = ignore_lines(folder, IGNORE_FILE)
             except OSError:
                 continue  # vanished while we looked
+        self._stated = self.limit - room
         rules = self.rules[rel] = add_rules(above, rel, lines)
         subfolders = [name for name in subfolders if self._enters(rel, name, rules)]
         if not subfolders:
             close_folder(folder)
             return
         parent = _Parent(folder, len(subfolders))
-        for name in reversed(subfolders):  # the last is taken first: path order
+        for name in sorted(subfolders, reverse=True):  # the last is taken first: path order
             pending.append((parent, name, f"{rel}{name}/", rules))
 
 
