@@ -15,15 +15,15 @@ secret masking of definitions). Measured, each the median of several runs, CPU a
   unchanged since (each run a new task, so the ranking is made again);
 - cached first prompt, a body edited: the same after an edit within a function (that file
   parsed again; the graph kept, with its text);
-- cached first prompt, a function added: the same after an edit that adds a name (that file
-  parsed again, the graph of the tree made again);
+- cached first prompt, a function added: the same after an edit that adds a name no other
+  file calls (that file parsed again, the kept graph's definitions patched);
 - continuation: the same map asked again (a prompt written again, ``show --full``): read back;
 - baseline: a turn's walk of the same tree and its listing, which every prompt already pays
   (the map takes the sizes and times from its stat calls, so the map's own cost is measured).
 
-Measured 2026-11-26 on 10,000 files, 5 runs each, load average 2.8 on two cores: cold first
-prompt 135 ms (395 of 10,000 files read), cached first prompt 78 ms (a body edited 137 ms, a
-function added 186-212 ms), continuation 14 ms, wall; docs/prompts.md has the table.
+Measured 2026-11-26 on 10,000 files, 5 runs each, load average 0.5 on two cores: cold first
+prompt 139 ms (395 of 10,000 files read), cached first prompt 78 ms (a body edited 132 ms, a
+function added 145 ms), continuation 14 ms, wall; docs/prompts.md has the table.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from scripted_model import Say, ScriptedModel
 from test_local_windows import DONE, docs_profile
 from test_project_context import three_hundred_modules
 
-from codingagent.codemap.graph import build, keep_graph, known_graph
+from codingagent.codemap.graph import build, keep_graph, known_graph, renamed
 from codingagent.codemap.ranking import rank
 from codingagent.codemap.repomap import code_map
-from codingagent.codemap.tagcache import cache_file
+from codingagent.codemap.tagcache import Plain, cache_file
 from codingagent.frontends.cli import main
 from codingagent.prompt.mapview import map_tokens
 
@@ -236,6 +236,57 @@ def test_every_definition_is_ranked_once_and_a_kept_graph_ranks_alike(
         kept = known_graph(cache, "stamp")
         assert known_graph(cache, "another") is None
     assert kept is not None and list(rank(kept, focus, task)) == ranked
+
+
+def _plains(files: list[tuple[list[str], dict[str, int]]]) -> dict[str, Plain]:
+    return {
+        f"f{n}.py": (tuple(defined), refs, " ".join(defined))
+        for n, (defined, refs) in enumerate(files)
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(plains, st.data())
+def test_a_graph_patched_for_new_definitions_is_the_graph_built(
+    files: list[tuple[list[str], dict[str, int]]], data: st.DataObject
+) -> None:
+    """Definitions added or removed (each file referencing what it did): the patched graph is
+    the one built from the new tags whenever the patch is taken, and the patch is taken when
+    no such name is an edge (a new function nothing calls)."""
+    before = _plains(files)
+    after = dict(before)
+    for path in data.draw(st.lists(st.sampled_from(sorted(before)), max_size=3, unique=True)):
+        defined, refs, _ = before[path]
+        kept = [name for name in defined if data.draw(st.booleans())]
+        new = data.draw(st.lists(st.sampled_from(["new_one", "fresh", "beta"]), unique=True))
+        now = tuple(dict.fromkeys([*kept, *new]))
+        after[path] = (now, refs, " ".join(now))
+    changed = frozenset().union(*(set(before[p][0]) ^ set(after[p][0]) for p in before))
+    built = build(after)
+    patched = renamed(build(before), after, changed)
+    if patched is not None:
+        assert patched == built
+    edges = {n for n in changed if n in built.key_names or n in build(before).key_names}
+    in_order = all(
+        [n for n in before[p][0] if n not in changed]
+        == [n for n in after[p][0] if n not in changed]
+        for p in before
+    )
+    if in_order and not edges and len(changed) <= 16:
+        assert patched is not None
+
+
+def test_a_name_that_becomes_an_edge_is_not_patched_in() -> None:
+    """A call that waited for its function (referenced, defined nowhere) becomes an edge when
+    the function is added: the graph is built, not patched."""
+    before = _plains([([], {"later": 1}), (["alpha_helper"], {})])
+    after = _plains([([], {"later": 1}), (["alpha_helper", "later"], {})])
+    assert renamed(build(before), after, frozenset({"later"})) is None
+    assert "later" in build(after).key_names
+    alone = _plains([([], {}), (["alpha_helper", "later"], {"later": 2})])  # called by itself
+    assert renamed(
+        build(_plains([([], {}), (["alpha_helper"], {"later": 2})])), alone, frozenset({"later"})
+    ) == build(alone)
 
 
 def test_after_an_edit_the_map_is_the_map_made_afresh(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from codingagent.codemap.tagcache import Plain, write_kept
 
 _WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
 VERSION = 5
+RENAMED_MAX = 16  # names added or removed at once that :func:`renamed` looks at; more: build
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,31 @@ def retexted(graph: Graph, tags: dict[str, Plain]) -> Graph:
     them when the files are the graph's and every file defines and references the names it
     did (an edit within a function's body), for much less."""
     return replace(graph, texts=[plain[2] for plain in tags.values()])
+
+
+def renamed(graph: Graph, tags: dict[str, Plain], names: frozenset[str]) -> Graph | None:
+    """``graph`` after files came to define ``names`` or stopped defining them, when none of
+    those names is an edge, before or now (no file references one that another defines: a
+    function just added, that nothing calls yet): the graph :func:`build` makes of ``tags``,
+    for much less; None when one is an edge (build it)."""
+    if len(names) > RENAMED_MAX or not names.isdisjoint(graph.key_names):
+        return None
+    plains = list(tags.values())
+    first, more = dict(graph.defined_first), dict(graph.defined_more)
+    for name in names:
+        definers = [n for n, plain in enumerate(plains) for each in plain[0] if each == name]
+        users = {n for n, plain in enumerate(plains) if name in plain[1]}
+        if any(user != definer for user in users for definer in set(definers)):
+            return None  # an edge from a file that references it to another that defines it
+        first.pop(name, None)
+        more.pop(name, None)
+        if definers:
+            first[name] = definers[0]
+        if len(definers) > 1:
+            more[name] = definers
+    return replace(
+        graph, texts=[plain[2] for plain in plains], defined_first=first, defined_more=more
+    )
 
 
 def keep_graph(cache: Path | None, stamp: str, graph: Graph, tags: int = 0) -> None:

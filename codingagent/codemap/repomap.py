@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codingagent.codemap.firstread import first_order
-from codingagent.codemap.graph import Graph, build, earlier_graph, keep_graph, known_graph, retexted
+from codingagent.codemap.graph import (
+    Graph,
+    build,
+    earlier_graph,
+    keep_graph,
+    known_graph,
+    renamed,
+    retexted,
+)
 from codingagent.codemap.ranking import Definition, Ranked, rank
 from codingagent.codemap.tagcache import Stat, Tagged, keep_map, known_map, stamped, tagged
 
@@ -94,11 +102,17 @@ def code_map(
 
 def _graph(made: Tagged, cache: Path | None) -> Graph:
     """The graph of the whole tree's tags: the one kept with its definitions' text replaced
-    when only text changed since (the same files, each with the names it had), else made."""
-    if not made.reshaped and not made.unread:
+    when only text changed since (the same files, each with the names it had), or with
+    definitions added or removed that are no edge (a function nothing calls yet), else made."""
+    if (not made.reshaped or made.renamed) and not made.unread:
         earlier = earlier_graph(cache, made.base)
         if earlier is not None and earlier.nodes == list(made.tags):
-            return retexted(earlier, made.tags)
+            if not made.reshaped:
+                return retexted(earlier, made.tags)
+            assert made.renamed is not None
+            patched = renamed(earlier, made.tags, made.renamed)
+            if patched is not None:
+                return patched
     return build(made.tags)
 
 

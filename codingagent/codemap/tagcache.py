@@ -100,6 +100,9 @@ class Tagged:
     reshaped: bool = True
     base: int = 0  # the cache these tags were read from (its ``written``; 0: none)
     written: int = 0  # the cache as they were left in it (``base`` when it was not written)
+    # When every file parsed now references the names it did and defines them but for these
+    # names (added or removed), those names; None otherwise (a file new, or gone unread).
+    renamed: frozenset[str] | None = None
 
 
 def tagged(
@@ -135,6 +138,7 @@ def tagged(
     loaded: set[str | None] = set()  # the languages met: their grammar's cost counted
     parsed = 0
     reshaped = False
+    renamed: set[str] | None = set()
     for rel in order(todo) if order is not None and budget is not None else todo:
         if budget is not None:
             language = language_of(rel)
@@ -150,6 +154,7 @@ def tagged(
         entry = old_files.get(rel)
         if read is None or entry is None or entry[2][:2] != read[:2]:
             reshaped = True
+            renamed = _renamed(renamed, entry[2] if entry else None, read)
         if read is not None:
             known[rel] = (read[0], read[1], redact(read[2]))
     tags = {rel: known[rel] for rel in files.files if rel in known}
@@ -158,7 +163,19 @@ def tagged(
         kept = {} if whole else {k: v for k, v in old_files.items() if k not in files.files}
         kept.update((rel, (*files.files[rel], plain)) for rel, plain in tags.items())
         written = write_kept(cache, {"files": kept})
-    return Tagged(tags, parsed, len(todo) - parsed, reshaped, base, written)
+    frozen = None if renamed is None else frozenset(renamed)
+    return Tagged(tags, parsed, len(todo) - parsed, reshaped, base, written, frozen)
+
+
+def _renamed(names: set[str] | None, before: Plain | None, now: Plain | None) -> set[str] | None:
+    """``names`` with the names a file defines now and did not before, or the reverse; None
+    when it references other names (or counts) than before, or was not read before or now."""
+    if names is None or before is None or now is None or before[1] != now[1]:
+        return None
+    changed = set(before[0]).symmetric_difference(now[0])
+    if [n for n in before[0] if n not in changed] != [n for n in now[0] if n not in changed]:
+        return None  # the same names in another order or number: the edges' order changes
+    return names | changed
 
 
 def known_map(cache: Path | None, stamp: str, key: str) -> str | None:
