@@ -76,8 +76,13 @@ def syntax_warning(rel: str, turn: Turn) -> str:
     so that the LLM fixes it next turn instead of finding out from a failing run."""
     if rel not in turn.outcome.changed:
         return ""
+    text = turn.texts.get(rel)  # as a file command just wrote it: not read back
     try:
-        data = turn.workspace.read_bytes(rel, limit=SYNTAX_CHECK_CAP + 1)
+        data = (
+            text.encode("utf-8")
+            if text is not None
+            else turn.workspace.read_bytes(rel, limit=SYNTAX_CHECK_CAP + 1)
+        )
     except (OSError, PathRejected):
         return ""  # deleted again: nothing to check
     if len(data) > SYNTAX_CHECK_CAP:  # compiling 1 MB of Python takes ~0.4 s here: not per edit

@@ -142,7 +142,7 @@ def apply_admitted(
             record.write_outcome(
                 [c.model_dump() for c in commands],
                 [r.model_dump(by_alias=True) for r in outcome.results],
-                {path: digest_of(ws, path) for path in journal.paths},
+                {path: _postimage(ws, outcome, path) for path in journal.paths},
             )
             crash_point("history")
             waiting = state.is_complete or state.question is not None
@@ -266,6 +266,12 @@ def _execute(
     finally:
         ws.before_change = ws.before_changes = None
         ws.watch = None
+
+
+def _postimage(ws: Workspace, outcome: TurnOutcome, path: str) -> str | None:
+    """sha256 of the file at ``path`` as the turn left it: as a file command wrote it, else
+    read (None: absent)."""
+    return outcome.written.get(path) or digest_of(ws, path)
 
 
 def _advance(state: SessionState, outcome: TurnOutcome) -> None:
