@@ -16,7 +16,7 @@ from codingagent.workspace.tree import Tree
 
 UNSIZED = -1  # the size of a file listed without a stat (see ``list_files``' ``sizes``)
 
-# Folders the listing never enters: they are large, generated, and useless to the LLM.
+# Folders the listing never shows: they are large, generated, and useless to the LLM.
 SKIPPED_DIRS = frozenset(
     {
         "node_modules",
