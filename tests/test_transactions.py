@@ -141,6 +141,25 @@ def test_torn_appends_never_swallow_a_record(tmp_path_factory, appends):
     assert records.entries == landed and records.damaged == []
 
 
+def test_the_files_a_reply_names_are_saved_at_once_and_undo_restores_only_what_changed(store, sid):
+    """The pre-images of a reply's files are saved together, before its first command; a file
+    a command named but did not change (a REPLACE that found nothing) is not "restored"."""
+    (store.workspace / "keep.txt").write_text("keep\n")
+    report = step(
+        store,
+        sid,
+        '[REPLACE path="keep.txt"]\n<<<<<<< SEARCH\nabsent\n=======\nx\n>>>>>>> REPLACE\n'
+        '[/REPLACE]\n[CREATE_FILE path="new/n.txt"]\nn\n[/CREATE_FILE]\n',
+    )
+    assert [r.success for r in report.outcome.results] == [False, True]
+    records = TurnRecord(store.turn_dir(sid, 1)).preimages()
+    assert [entry["path"] for entry in records.entries] == ["keep.txt", "new/n.txt"]
+    done = undo(store, sid)
+    assert done.restored == ["new/n.txt"]
+    assert sorted(p.name for p in store.workspace.iterdir()) == ["keep.txt"]
+    assert (store.workspace / "keep.txt").read_text() == "keep\n"
+
+
 def damage_line(record: TurnRecord, number: int) -> None:
     path = record.folder / TurnRecord.PREIMAGES
     lines = path.read_bytes().split(b"\n")

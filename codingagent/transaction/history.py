@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -226,6 +227,8 @@ class TurnRecord:
 
     def _restore_entry(self, ws: Workspace, entry: dict[str, Any], done: Restored) -> None:
         dirs = tuple(entry["createdDirs"])
+        if "inline" in entry and not dirs and _holds(ws, entry):
+            return  # as it was (a file the reply named but did not change): nothing to put back
         try:
             with self.saved_content(entry) as stream:
                 ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
@@ -246,6 +249,18 @@ class TurnRecord:
         if entry["blob"]:
             return open(self.folder / entry["blob"], "rb")
         return contextlib.nullcontext()
+
+
+def _holds(ws: Workspace, entry: dict[str, Any]) -> bool:
+    """Whether the workspace file of a pre-image entry saved inline holds that content and
+    mode now."""
+    try:
+        with ws.open_bytes(entry["path"]) as f:
+            mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+            data = f.read(INLINE_PREIMAGE + 1)
+    except (OSError, PathRejected):
+        return False
+    return mode == entry["mode"] and data == base64.b64decode(entry["inline"])
 
 
 def _json(value: Any) -> bytes:
