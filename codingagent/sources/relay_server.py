@@ -36,11 +36,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from codingagent.settings import SettingsError
+from codingagent.sources import loopback
 from codingagent.sources.inbox import InboxSource
+from codingagent.sources.loopback import HOST
 from codingagent.sources.relay import Exchange, Pairing, Refused, RelaySource
 
-HOST = "127.0.0.1"
 PREFIX = "/relay/v1"
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 JSON_ROOM = 64 * 1024  # JSON may double a reply's size (\n, \"): room beyond twice the cap
@@ -212,19 +212,9 @@ async def _body(request: Request, cap: int) -> dict[str, Any]:
 
 
 def listen(port: int) -> socket.socket:
-    """A socket listening on 127.0.0.1:``port`` (0: any free port)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, port))
-        sock.listen(16)
-    except OSError as e:
-        sock.close()
-        raise SettingsError(
-            f"The relay cannot listen on {HOST}:{port}: {e.strerror or e} (another agent's "
-            "relay? choose another --relay-port, or 0 for any free one)"
-        ) from None
-    return sock
+    """The relay's socket on 127.0.0.1:``port`` (0: any free port)."""
+    advice = "another agent's relay? choose another --relay-port, or 0 for any free one"
+    return loopback.listen(port, 16, "The relay cannot listen", advice)
 
 
 class RelayServer:

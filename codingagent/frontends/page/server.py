@@ -55,12 +55,13 @@ from codingagent.frontends.relaying import relay_beside_page
 from codingagent.prompt.render import PromptOptions
 from codingagent.queue.tasks import QueueStore
 from codingagent.settings import Settings, SettingsError, load_settings
+from codingagent.sources import loopback
+from codingagent.sources.loopback import HOST
 from codingagent.state import SessionError
 from codingagent.transaction.changeset import changes, unified
 from codingagent.transaction.store import SessionStore
 
 STATIC = Path(__file__).parent / "static"
-HOST = "127.0.0.1"
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -277,19 +278,9 @@ def _text(body: dict[str, Any], key: str) -> str:
 
 
 def listen(port: int) -> socket.socket:
-    """A socket listening on 127.0.0.1:``port`` (0: any free port)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, port))
-        sock.listen(64)
-    except OSError as e:
-        sock.close()
-        raise SettingsError(
-            f"Cannot listen on {HOST}:{port}: {e.strerror or e} (choose another --port, or "
-            "--port 0 for any free one)"
-        ) from None
-    return sock
+    """The page's socket on 127.0.0.1:``port`` (0: any free port)."""
+    advice = "choose another --port, or --port 0 for any free one"
+    return loopback.listen(port, 64, "Cannot listen", advice)
 
 
 class PageServer(uvicorn.Server):
