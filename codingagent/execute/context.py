@@ -34,8 +34,8 @@ class TurnOutcome:
     # updated with what it wrote in the turn (a file it deleted is dropped).
     shown: dict[str, str] = field(default_factory=dict)
     question: str | None = None  # an ASK: the turn ended there, the user must answer
-    # sha256 of what a file command last wrote to each file, while nothing else changed it
-    # in the turn (the turn's post-images need not read those files back)
+    # What a file command last wrote to each file, while nothing else changed it in the turn
+    # (the syntax check and the turn's post-images need not read those files back)
     written: dict[str, str] = field(default_factory=dict)
     # The workspace's secret files as the turn's first RUN_COMMAND found them (docs/secrets.md)
     secret_files: SecretFiles | None = None
@@ -86,12 +86,6 @@ class Turn:
     runs: dict[str, EditRun] = field(default_factory=dict)
     reads: set[ReadKey] = field(default_factory=set)  # READ_FILE requests, by real path
     search_seconds: float = 0.0  # time the reply's SEARCH commands have taken so far
-    texts: dict[str, str] = field(default_factory=dict)  # what ``written`` has the digests of
-
-    def forget_written(self, rel: str) -> None:
-        """The file at ``rel`` holds no longer what a file command wrote (or may not)."""
-        self.outcome.written.pop(rel, None)
-        self.texts.pop(rel, None)
 
     def mark_changed(self, path: str) -> str:
         rel = self.workspace.relpath(path)
@@ -165,8 +159,8 @@ def write(path: str, text: str, turn: Turn) -> bool:
     text = unmasked(path, text, turn)
     created = turn.workspace.write_text(path, text)
     rel = turn.mark_changed(path)
-    turn.outcome.shown[rel] = turn.outcome.written[rel] = digest(text.encode("utf-8"))
-    turn.texts[rel] = text
+    turn.outcome.shown[rel] = digest(text.encode("utf-8"))
+    turn.outcome.written[rel] = text
     return created
 
 
@@ -179,7 +173,7 @@ def remove(path: str, turn: Turn) -> None:
     except IsADirectoryError:
         raise is_a_directory(path) from None
     rel = turn.mark_changed(path)
-    turn.forget_written(rel)
+    turn.outcome.written.pop(rel, None)
     turn.outcome.shown.pop(rel, None)
 
 

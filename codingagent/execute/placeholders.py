@@ -76,7 +76,7 @@ def syntax_warning(rel: str, turn: Turn) -> str:
     so that the LLM fixes it next turn instead of finding out from a failing run."""
     if rel not in turn.outcome.changed:
         return ""
-    text = turn.texts.get(rel)  # as a file command just wrote it: not read back
+    text = turn.outcome.written.get(rel)  # as a file command just wrote it: not read back
     try:
         data = (
             text.encode("utf-8")

@@ -36,8 +36,8 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     changes = watch.after() if watch is not None else CommandChanges()
     if layer is None:
         tree.drop()  # it wrote to the workspace: only a new walk knows what
-    for path in list(turn.texts):  # a command may change any file: what a file command
-        turn.forget_written(path)  # wrote before it is read back
+    turn.outcome.written.clear()  # a command may change any file: what file commands wrote
+    # before it is read back
     known = set(turn.outcome.changed)  # real relative paths already: no lookup that could fail
     turn.outcome.changed += [path for path in changes.paths if path not in known]
     for path in changes.paths:

@@ -6,9 +6,10 @@
 The journal (:mod:`codingagent.transaction.journal`) exists exactly while a turn is in flight.
 Before any
 workspace file is written or deleted, its pre-image is appended to the turn's history and
-fsynced.  The reply, the state before the turn and the journal are durable before the first
-command runs; every other file the turn writes has its data fsynced as it is written and each
-folder it wrote in fsynced once, before the commit point.  If the agent dies mid-turn,
+fsynced (those a reply's file commands name, in one append before the first runs).  The
+reply, the state before the turn and the journal are durable before the first command runs;
+every other file the turn writes, and each folder it wrote in, is fsynced when the turn's
+grouped block ends (all at once), before the commit point.  If the agent dies mid-turn,
 :func:`recover` finds the journal: if the state was already saved the turn is complete and only
 the journal goes; otherwise every file is put back from its pre-image (what cannot be, such as a
 path now leading out of the workspace, is reported, never fatal), the journal is marked rolled
@@ -271,7 +272,12 @@ def _execute(
 def _postimage(ws: Workspace, outcome: TurnOutcome, path: str) -> str | None:
     """sha256 of the file at ``path`` as the turn left it: as a file command wrote it, else
     read (None: absent)."""
-    return outcome.written.get(path) or digest_of(ws, path)
+    text = outcome.written.get(path)
+    return (
+        hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if text is not None
+        else digest_of(ws, path)
+    )
 
 
 def _advance(state: SessionState, outcome: TurnOutcome) -> None:
