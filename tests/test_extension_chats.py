@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from relaying import Forwarder, relay_agent
+from test_ui import QUIET_CHROMIUM
 
 FIXTURES = Path(__file__).parent / "chat_fixtures"
 EXTENSION = Path(__file__).parent.parent / "codingagent" / "frontends" / "extension"
@@ -189,12 +190,7 @@ def chromium_args(extension: Path, https_port: int) -> list[str]:
         f"--load-extension={extension}",
         f"--host-resolver-rules={rules}",
         "--ignore-certificate-errors",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
+        *QUIET_CHROMIUM,
     ]
 
 

@@ -29,8 +29,8 @@ from codingagent.transaction.history import turn_log
 from codingagent.transaction.store import SessionStore
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
+# A quiet browser for tests: no sandbox of its own (root in CI), no GPU, nothing fetched.
+QUIET_CHROMIUM = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
@@ -38,6 +38,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+CHROMIUM_ARGS = ["--headless", *QUIET_CHROMIUM]
 WAIT_MS = 20_000  # how long the browser waits for something to appear before the test fails
 
 

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from codingagent.fsio import atomic_write
 from codingagent.secrecy import prefilter, rules
@@ -71,7 +71,7 @@ _cache: dict[str, tuple[int, int, Findings]] = {}  # path -> size, modification 
 # size, modification time; and the time before which a file's time can be trusted); whether
 # a file was read since it was written, and when it was (time.monotonic()).
 _record: list[Path] = []
-_clean: list[Any] = [{}, 0]
+_clean: list[tuple[dict[str, tuple[int, int]], int]] = [({}, 0)]
 _added: list[bool] = [False]
 _written_at: list[float] = [-math.inf]
 # A scan writes the record at most this often (a watched session's turns follow each other
@@ -92,9 +92,10 @@ def keep_clean_in(record: Path) -> None:
     _record[:] = [record]
     with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
         kept = marshal.loads(record.read_bytes())
-        if isinstance(kept, dict) and kept.get("version") == _RECORD_VERSION:
+        files = kept.get("files") if isinstance(kept, dict) else None
+        if isinstance(files, dict) and kept.get("version") == _RECORD_VERSION:
             # taken as it is (a scan looks a file up in it), not copied file by file
-            _clean[:] = [dict(kept["files"]), int(kept["written"]) - RACY_NS]
+            _clean[0] = (files, int(kept["written"]) - RACY_NS)
 
 
 def source(rel: str) -> bool:
@@ -109,7 +110,7 @@ def scan(files: Iterable[FileStat]) -> Iterator[tuple[FileStat, Findings]]:
     """Each file with what it holds; files bigger than :data:`MAX_BYTES` hold nothing looked
     for. Files not changed since the last scan (same size and modification time) are not
     read again."""
-    recorded, racy = _clean
+    recorded, racy = _clean[0]
     for each in files:
         path, rel, stat = each
         size = stat.st_size
@@ -140,7 +141,7 @@ def keep_record() -> None:
         return
     _added[0] = False
     _written_at[0] = time.monotonic()
-    recorded, racy = _clean
+    recorded, racy = _clean[0]
     clean = (
         {}
         if len(recorded) > 2 * MAX_FILES
@@ -161,7 +162,7 @@ def forget() -> None:
     """Empty the cache and stop keeping a record (the next scan reads every file again)."""
     _cache.clear()
     _record.clear()
-    _clean[:] = [{}, 0]
+    _clean[0] = ({}, 0)
     _written_at[0] = -math.inf
 
 
