@@ -251,7 +251,7 @@ def bench_turn_latency(scale: Scale) -> list[Row]:
             ms(inotify),
             ms(bare),
             f"{inotify / bare:.0f}x",
-            "p50 < 40 ms",  # (issue 38; no ratio: the watcher's own 10 ms wait is 30x)
+            "p50 < 40 ms",  # (issue 38; no ratio: a turn writing 15 files is no bare handler)
             verdict(inotify < 0.04),
         ),
         Row("turn latency, polling", ms(polling), ms(bare), f"{polling / bare:.0f}x", "(report)"),

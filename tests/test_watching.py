@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from clocks import ManualClock
-from watchdog.events import FileClosedEvent, FileModifiedEvent, FileMovedEvent
+from watchdog.events import FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
 
 from codingagent.sources.watching import InboxWatcher, is_reply_name
 
@@ -210,6 +210,75 @@ def test_a_close_hint_counts_once_confirmed_and_only_while_nothing_was_written(
     events.dispatch(FileModifiedEvent(str(reply)))  # reopened and written after the close
     clock.advance(0.05)
     assert watcher.pending() == []
+
+
+def test_a_barrier_made_after_a_close_hint_vouches_for_it_and_a_write_before_it_withdraws_it(
+    inbox: Path,
+) -> None:
+    """Events fed by hand, in the order inotify would queue them; the clock never moves, so only
+    a barrier can make a hint count."""
+    reply = inbox / "reply.txt"
+    reply.write_text("head\n", encoding="utf-8")
+    watcher = InboxWatcher(inbox, settle=30, clock=ManualClock())
+    events = watcher._hints
+
+    def barrier() -> FileCreatedEvent:
+        events.make_barrier()  # creates and removes a real file; no observer sees it here
+        return FileCreatedEvent(str(inbox / f"{events._barrier}{events._made}"))
+
+    events.dispatch(FileClosedEvent(str(reply)))
+    earlier_barrier = barrier()
+    assert watcher.pending() == []
+    events.dispatch(earlier_barrier)
+    assert watcher.pending() == [reply]
+    assert sorted(os.listdir(inbox)) == ["reply.txt"]  # the barrier file is gone at once
+
+    events.dispatch(FileClosedEvent(str(reply)))  # a second close: a new hint
+    events.dispatch(earlier_barrier)  # a barrier made before the hint says nothing of it
+    assert watcher.pending() == []
+    queued = barrier()
+    events.dispatch(FileModifiedEvent(str(reply)))  # reopened and written: queued before it
+    events.dispatch(queued)
+    assert watcher.pending() == []
+
+
+def test_a_hint_whose_barrier_is_lost_or_cannot_be_made_counts_after_a_wait(inbox: Path) -> None:
+    reply = inbox / "reply.txt"
+    reply.write_text("head\n", encoding="utf-8")
+    clock = ManualClock()
+    lost = InboxWatcher(inbox, settle=30, clock=clock)
+    lost._hints.dispatch(FileClosedEvent(str(reply)))
+    lost._hints.make_barrier()  # its event never comes (an overflowed queue)
+    clock.advance(0.5)
+    assert lost.pending() == []
+    clock.advance(0.6)
+    assert lost.pending() == [reply]
+
+    refused = InboxWatcher(inbox, settle=30, clock=clock)
+    events = refused._hints
+    (inbox / f"{events._barrier}1").write_text("", encoding="utf-8")  # O_EXCL fails on it
+    events.dispatch(FileClosedEvent(str(reply)))
+    events.make_barrier()
+    clock.advance(0.05)  # past _CONFIRM: the time rule, as where no barrier is made
+    assert refused.pending() == [reply]
+
+
+@pytest.mark.slow
+def test_with_inotify_a_closed_reply_is_handed_over_by_the_barrier_with_the_clock_stopped(
+    inbox: Path,
+) -> None:
+    """No time passes on the watcher's clock, so the ``_CONFIRM`` wait can never end: the reply is
+    handed over only because the barrier's event came through the real observer."""
+    recorder = Recorder(inbox)
+    watcher = make_watcher(inbox, recorder, settle=30.0, rescan_interval=30.0, clock=ManualClock())
+    if watcher.watcher.backend != "inotify":
+        pytest.skip("barriers need inotify")
+    with running(watcher):
+        (inbox / "fast.txt").write_text("quick\n", encoding="utf-8")
+        assert recorder.wait_for(1, timeout=5.0)
+
+    assert recorder.handed == [("fast.txt", "quick\n")]
+    assert not [name for name in os.listdir(inbox) if name.startswith(".")]
 
 
 def test_a_move_hint_counts_for_the_destination_in_the_inbox_only(

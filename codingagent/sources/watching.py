@@ -20,8 +20,14 @@ A reply is read only when it is complete (docs/guarantees.md §4). Two kinds of 
   write event has come since. This is the fast path. The event is handled a moment after the
   close, so a writer that reopens the file at once (``echo a > r.txt; slow-tool >> r.txt``) may
   have written again before the signature is taken; its write event is then already queued behind
-  the close. The hint is therefore trusted only after ``_CONFIRM`` seconds without a write event,
-  which lets those queued events arrive and costs a human-paced workflow nothing noticeable.
+  the close. The hint is therefore trusted only once every event queued before it has been
+  handled. With inotify that is known, not guessed: one inotify queue hands out its events in the
+  order they happened, and watchdog keeps that order, so the watcher makes an event of its own
+  (it creates and at once removes a hidden *barrier* file, ``.codingagent-barrier-*``, in the
+  inbox) and trusts the hint when that event comes through, a fraction of a millisecond later.
+  Other backends, and inotify when the barrier cannot be made, trust the hint after
+  ``_CONFIRM`` seconds without a write event instead; a barrier whose event is lost (an
+  overflowed queue) is given up after ``_BARRIER_LOST`` seconds, and the hint trusted then.
 * the fallback, for platforms or mounts without such events and for files that were there before
   the start: ``(size, mtime_ns)`` unchanged for ``settle`` seconds across successive scans. Any
   write moves ``mtime``, so an unchanged signature after ``settle`` means nothing was written in
@@ -73,6 +79,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -102,6 +109,15 @@ logging.getLogger("watchdog.observers.inotify").addHandler(logging.NullHandler()
 _Signature = tuple[int, int]
 """``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
 
+
+class _Hint(NamedTuple):
+    """A close-write or move-in of a reply, as the event handler saw it."""
+
+    signature: _Signature  # the file's, when the event was handled
+    when: float  # then, on the watcher's clock
+    barriers: int  # how many barriers had been made by then
+
+
 Clock = Callable[[], float]
 """Seconds on a clock that never goes back (:func:`time.monotonic`)."""
 
@@ -119,8 +135,15 @@ _EVENTS: list[type[FileSystemEvent]] = [
     FileModifiedEvent,
 ]
 
-# Seconds a completion hint must stand without a write event before the loop trusts it.
+# Seconds a completion hint must stand without a write event before the loop trusts it, where
+# no barrier tells when the events queued behind it have come (see the module docstring).
 _CONFIRM = 0.010
+
+# Seconds after which a hint whose barrier event never came is trusted all the same.
+_BARRIER_LOST = 1.0
+
+# The name of a barrier file starts so; a leading dot keeps it from ever being taken as a reply.
+_BARRIER = ".codingagent-barrier-"
 
 # Seconds a file written while watched, whose close-write never came (an overflowed event
 # queue), must stay unchanged before the settle rule takes it anyway.
@@ -181,7 +204,8 @@ class _HintRecorder(FileSystemEventHandler):
     """Runs on the observer thread: records completion hints and wakes the loop, decides nothing.
 
     A hint is the file's signature when its close-write or move-in event was handled, and the
-    monotonic time of that; a later write event for the file withdraws it.
+    monotonic time of that; a later write event for the file withdraws it. It also notes how
+    many barriers had been made by then: only a barrier made after it vouches for it.
     """
 
     def __init__(
@@ -194,11 +218,44 @@ class _HintRecorder(FileSystemEventHandler):
         self._wake = wake
         self._closes = closes
         self._lock = threading.Lock()
-        self._hints: dict[str, tuple[_Signature, float]] = {}
+        self._hints: dict[str, _Hint] = {}
         self._unclosed: set[str] = set()  # written (created, modified) and not closed since
+        self._barrier = f"{_BARRIER}{os.getpid()}-{id(self):x}-"  # this recorder's barriers
+        self._made = 0  # barriers made so far (numbered from 1)
+        self._passed = 0  # the highest-numbered barrier whose event has come
+        self._failed = False  # a barrier could not be made: the time rule applies from then on
 
-    def hint(self, name: str) -> tuple[_Signature, float] | None:
-        """``(signature, when)`` of the last close-write or move-in of ``name`` not yet undone."""
+    def make_barrier(self) -> None:
+        """Make a barrier if a hint waits for one: create and remove a hidden file in the inbox,
+        whose creation event comes after every event queued before it.
+
+        Call it only while an inotify observer watches the inbox (no other kind keeps order).
+        """
+        with self._lock:
+            if self._failed or all(hint.barriers < self._made for hint in self._hints.values()):
+                return
+            self._made += 1
+            path = os.path.join(self._inbox, f"{self._barrier}{self._made}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            os.unlink(path)
+        except OSError:
+            with self._lock:
+                self._failed = True
+
+    def trusted_at(self, hint: _Hint) -> float:
+        """When ``hint`` counts, on the clock: once a barrier made after it has come through;
+        ``_CONFIRM`` after it where no barrier is made; ``_BARRIER_LOST`` after it when the
+        barrier's event does not come."""
+        with self._lock:
+            if self._passed > hint.barriers:
+                return hint.when
+            if self._made > hint.barriers and not self._failed:
+                return hint.when + _BARRIER_LOST
+            return hint.when + _CONFIRM
+
+    def hint(self, name: str) -> _Hint | None:
+        """The last close-write or move-in of ``name`` not yet undone."""
         with self._lock:
             return self._hints.get(name)
 
@@ -227,6 +284,12 @@ class _HintRecorder(FileSystemEventHandler):
         self._forget(event.src_path)
 
     def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
+        name = self._name(event.src_path)
+        number = name.removeprefix(self._barrier) if name is not None else ""
+        if number != name and number.isdigit():
+            with self._lock:
+                self._passed = max(self._passed, int(number))
+            return
         self._forget(event.src_path, written=True)
 
     def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
@@ -249,7 +312,7 @@ class _HintRecorder(FileSystemEventHandler):
             if signature is None:
                 self._hints.pop(name, None)
             else:
-                self._hints[name] = (signature, self._clock())
+                self._hints[name] = _Hint(signature, self._clock(), self._made)
 
     def _forget(self, raw: bytes | str, written: bool = False) -> None:
         name = self._name(raw)
@@ -404,6 +467,8 @@ class InboxWatcher:
     def _ready(self) -> list[tuple[str, _Signature]]:
         now = self._clock()
         present = self._scan(now)
+        if self._observer is not None and self.backend == "inotify":
+            self._hints.make_barrier()
         ready = [(n, sig) for n, sig in present.items() if self._ready_in(n, sig, now) <= 0]
         return sorted(ready, key=lambda item: (item[1][1], item[0]))
 
@@ -437,11 +502,11 @@ class InboxWatcher:
             settled = self._first_seen[name][1] + max(self._settle, _UNCLOSED_SETTLE)
         waits = [settled - now]
         hint = self._hints.hint(name)
-        if hint is not None and hint[0] == signature:
-            waits.append(hint[1] + _CONFIRM - now)
+        if hint is not None and hint.signature == signature:
+            waits.append(self._hints.trusted_at(hint) - now)
         ready_in = min(waits)
         busy = self._busy.get(name)
-        if busy is not None and (hint is None or hint[1] <= busy[1]):
+        if busy is not None and (hint is None or hint.when <= busy[1]):
             ready_in = max(ready_in, busy[1] + self._rescan_interval - now)
         return ready_in
 
