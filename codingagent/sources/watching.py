@@ -79,47 +79,27 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirModifiedEvent,
-    DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
     FileModifiedEvent,
     FileMovedEvent,
     FileSystemEvent,
-    FileSystemEventHandler,
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from codingagent.faults import Fault
+from codingagent.sources.hints import Clock, HintRecorder, Signature, file_signature
 from codingagent.sources.writers import open_for_writing
 
 # watchdog logs an error when its inotify thread is stopped while events are still queued,
 # which happens whenever a session ends; it is harmless and must not reach the console.
 logging.getLogger("watchdog.observers.inotify_buffer").addHandler(logging.NullHandler())
 logging.getLogger("watchdog.observers.inotify").addHandler(logging.NullHandler())
-
-_Signature = tuple[int, int]
-"""``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
-
-
-class _Hint(NamedTuple):
-    """A close-write or move-in of a reply, as the event handler saw it."""
-
-    signature: _Signature  # the file's, when the event was handled
-    when: float  # then, on the watcher's clock
-    barriers: int  # how many barriers had been made by then
-
-
-Clock = Callable[[], float]
-"""Seconds on a clock that never goes back (:func:`time.monotonic`)."""
 
 # Editors and downloaders mark their temporary files with these leading characters:
 # vim ``.x.swp``, emacs ``.#x`` and ``#x#``, Office ``~$x``; hidden files are never replies either.
@@ -134,16 +114,6 @@ _EVENTS: list[type[FileSystemEvent]] = [
     FileDeletedEvent,
     FileModifiedEvent,
 ]
-
-# Seconds a completion hint must stand without a write event before the loop trusts it, where
-# no barrier tells when the events queued behind it have come (see the module docstring).
-_CONFIRM = 0.010
-
-# Seconds after which a hint whose barrier event never came is trusted all the same.
-_BARRIER_LOST = 1.0
-
-# The name of a barrier file starts so; a leading dot keeps it from ever being taken as a reply.
-_BARRIER = ".codingagent-barrier-"
 
 # Seconds a file written while watched, whose close-write never came (an overflowed event
 # queue), must stay unchanged before the settle rule takes it anyway.
@@ -167,18 +137,6 @@ def is_reply_name(name: str) -> bool:
     return name.lower().endswith(".txt") and not name.startswith(_TEMP_PREFIXES)
 
 
-def _signature(path: str | Path) -> _Signature | None:
-    """The signature of a regular file at ``path``; None when it is gone or not a regular file.
-
-    Symlinks are not followed: a link's target could change without the inbox seeing it.
-    """
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
-
-
 def backend_name(poll: bool = False) -> str:
     """The file-event backend a watcher would use here ("inotify", "polling", ...)."""
     return _backend_name(PollingObserver if poll else Observer)
@@ -198,131 +156,6 @@ def _observer_factory(poll: bool) -> Callable[[], BaseObserver]:
         # inbox/``) as a move, a completion hint, instead of as a bare creation.
         return functools.partial(Observer, generate_full_events=True)  # type: ignore[call-arg]
     return Observer
-
-
-class _HintRecorder(FileSystemEventHandler):
-    """Runs on the observer thread: records completion hints and wakes the loop, decides nothing.
-
-    A hint is the file's signature when its close-write or move-in event was handled, and the
-    monotonic time of that; a later write event for the file withdraws it. It also notes how
-    many barriers had been made by then: only a barrier made after it vouches for it.
-    """
-
-    def __init__(
-        self, inbox: str, wake: threading.Event, clock: Clock, closes: bool = False
-    ) -> None:
-        """``closes``: the backend reports close-writes (inotify), so a write not yet followed
-        by one means the file may still be open."""
-        self._inbox = inbox
-        self._clock = clock
-        self._wake = wake
-        self._closes = closes
-        self._lock = threading.Lock()
-        self._hints: dict[str, _Hint] = {}
-        self._unclosed: set[str] = set()  # written (created, modified) and not closed since
-        self._barrier = f"{_BARRIER}{os.getpid()}-{id(self):x}-"  # this recorder's barriers
-        self._made = 0  # barriers made so far (numbered from 1)
-        self._passed = 0  # the highest-numbered barrier whose event has come
-        self._failed = False  # a barrier could not be made: the time rule applies from then on
-
-    def make_barrier(self) -> None:
-        """Make a barrier if a hint waits for one: create and remove a hidden file in the inbox,
-        whose creation event comes after every event queued before it.
-
-        Call it only while an inotify observer watches the inbox (no other kind keeps order).
-        """
-        with self._lock:
-            if self._failed or all(hint.barriers < self._made for hint in self._hints.values()):
-                return
-            self._made += 1
-            path = os.path.join(self._inbox, f"{self._barrier}{self._made}")
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-            os.unlink(path)
-        except OSError:
-            with self._lock:
-                self._failed = True
-
-    def trusted_at(self, hint: _Hint) -> float:
-        """When ``hint`` counts, on the clock: once a barrier made after it has come through;
-        ``_CONFIRM`` after it where no barrier is made; ``_BARRIER_LOST`` after it when the
-        barrier's event does not come."""
-        with self._lock:
-            if self._passed > hint.barriers:
-                return hint.when
-            if self._made > hint.barriers and not self._failed:
-                return hint.when + _BARRIER_LOST
-            return hint.when + _CONFIRM
-
-    def hint(self, name: str) -> _Hint | None:
-        """The last close-write or move-in of ``name`` not yet undone."""
-        with self._lock:
-            return self._hints.get(name)
-
-    def unclosed(self, name: str) -> bool:
-        """Whether ``name`` was written since its last close-write or move-in."""
-        with self._lock:
-            return name in self._unclosed
-
-    def dispatch(self, event: FileSystemEvent) -> None:
-        # Wake the loop only after the hint is stored, or it could scan without it and sleep.
-        # Writes only withdraw hints and cannot make a reply ready: no need to wake for them.
-        try:
-            super().dispatch(event)
-        finally:
-            if not isinstance(event, FileModifiedEvent):
-                self._wake.set()
-
-    def on_closed(self, event: FileClosedEvent) -> None:
-        self._mark(event.src_path)
-
-    def on_moved(self, event: DirMovedEvent | FileMovedEvent) -> None:
-        self._forget(event.src_path)
-        self._mark(event.dest_path)
-
-    def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
-        self._forget(event.src_path)
-
-    def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
-        name = self._name(event.src_path)
-        number = name.removeprefix(self._barrier) if name is not None else ""
-        if number != name and number.isdigit():
-            with self._lock:
-                self._passed = max(self._passed, int(number))
-            return
-        self._forget(event.src_path, written=True)
-
-    def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
-        self._forget(event.src_path, written=True)
-
-    def _name(self, raw: bytes | str) -> str | None:
-        """The file name of an event path that lies directly in the inbox, else None."""
-        path = os.fsdecode(raw)
-        if not path or os.path.dirname(os.path.abspath(path)) != self._inbox:
-            return None
-        return os.path.basename(path)
-
-    def _mark(self, raw: bytes | str) -> None:
-        name = self._name(raw)
-        if name is None:
-            return
-        signature = _signature(os.path.join(self._inbox, name))
-        with self._lock:
-            self._unclosed.discard(name)
-            if signature is None:
-                self._hints.pop(name, None)
-            else:
-                self._hints[name] = _Hint(signature, self._clock(), self._made)
-
-    def _forget(self, raw: bytes | str, written: bool = False) -> None:
-        name = self._name(raw)
-        if name is not None:
-            with self._lock:
-                self._hints.pop(name, None)
-                if written and self._closes:
-                    self._unclosed.add(name)
-                else:
-                    self._unclosed.discard(name)
 
 
 class InboxWatcher:
@@ -355,12 +188,12 @@ class InboxWatcher:
         self._folder: tuple[int, int] | None = None  # the folder the observer watches
         self._entered = False
         self._wake = threading.Event()
-        self._hints = _HintRecorder(str(self.inbox), self._wake, clock, self.backend == "inotify")
-        self._first_seen: dict[str, tuple[_Signature, float]] = {}
-        self._handed: dict[str, _Signature] = {}
+        self._hints = HintRecorder(str(self.inbox), self._wake, clock, self.backend == "inotify")
+        self._first_seen: dict[str, tuple[Signature, float]] = {}
+        self._handed: dict[str, Signature] = {}
         # Versions found open for writing, and when: looked at again on the writer's next
         # close (a new hint) or after ``rescan_interval``.
-        self._busy: dict[str, tuple[_Signature, float]] = {}
+        self._busy: dict[str, tuple[Signature, float]] = {}
 
     def __enter__(self) -> InboxWatcher:
         self._watch()
@@ -435,7 +268,7 @@ class InboxWatcher:
                 self._sleep(stop)
                 continue
             name, signature = ready[0]
-            if _signature(self.inbox / name) != signature:  # changed since the scan
+            if file_signature(self.inbox / name) != signature:  # changed since the scan
                 continue
             if open_for_writing(self.inbox / name):  # a writer that paused: not complete
                 self._busy[name] = (signature, self._clock())
@@ -464,7 +297,7 @@ class InboxWatcher:
             if left <= 0 or self._wake.wait(min(left, _STOP_CHECK)):
                 return
 
-    def _ready(self) -> list[tuple[str, _Signature]]:
+    def _ready(self) -> list[tuple[str, Signature]]:
         now = self._clock()
         present = self._scan(now)
         if self._observer is not None and self.backend == "inotify":
@@ -472,13 +305,13 @@ class InboxWatcher:
         ready = [(n, sig) for n, sig in present.items() if self._ready_in(n, sig, now) <= 0]
         return sorted(ready, key=lambda item: (item[1][1], item[0]))
 
-    def _scan(self, now: float) -> dict[str, _Signature]:
+    def _scan(self, now: float) -> dict[str, Signature]:
         """List the candidate replies and their signatures; note when each signature appeared."""
-        present: dict[str, _Signature] = {}
+        present: dict[str, Signature] = {}
         with os.scandir(self.inbox) as entries:
             for entry in entries:
                 if is_reply_name(entry.name):
-                    signature = _signature(entry.path)
+                    signature = file_signature(entry.path)
                     if signature is not None:
                         present[entry.name] = signature
         for name, signature in present.items():
@@ -492,7 +325,7 @@ class InboxWatcher:
         self._busy = {n: b for n, b in self._busy.items() if present.get(n) == b[0]}
         return present
 
-    def _ready_in(self, name: str, signature: _Signature, now: float) -> float:
+    def _ready_in(self, name: str, signature: Signature, now: float) -> float:
         """Seconds until this version of ``name`` counts as complete if nothing changes (<= 0:
         it is complete now); infinite for a version already handed over."""
         if self._handed.get(name) == signature:

@@ -1,0 +1,194 @@
+"""Completion hints: what the inbox watcher's file events say of each reply, and barriers.
+
+The event handler, :class:`HintRecorder`, runs on watchdog's observer thread: it records, for
+each reply name, the last close-write or move-in not undone since (a :class:`Hint`), and which
+names were written and not closed since; it decides nothing. The watcher
+(:mod:`codingagent.sources.watching`, whose docstring says when a reply is complete) asks it when
+a hint may be trusted: once a barrier made after the hint has come through the same event queue,
+or after a wait where there is no barrier.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+
+Signature = tuple[int, int]
+"""``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
+
+
+class Hint(NamedTuple):
+    """A close-write or move-in of a reply, as the event handler saw it."""
+
+    signature: Signature  # the file's, when the event was handled
+    when: float  # then, on the watcher's clock
+    barriers: int  # how many barriers had been made by then
+
+
+Clock = Callable[[], float]
+"""Seconds on a clock that never goes back (:func:`time.monotonic`)."""
+
+# Seconds a completion hint must stand without a write event before the loop trusts it, where
+# no barrier tells when the events queued behind it have come (codingagent.sources.watching).
+_CONFIRM = 0.010
+
+# Seconds after which a hint whose barrier event never came is trusted all the same.
+_BARRIER_LOST = 1.0
+
+# The name of a barrier file starts so; a leading dot keeps it from ever being taken as a reply.
+_BARRIER = ".codingagent-barrier-"
+
+
+def file_signature(path: str | Path) -> Signature | None:
+    """The signature of a regular file at ``path``; None when it is gone or not a regular file.
+
+    Symlinks are not followed: a link's target could change without the inbox seeing it.
+    """
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+class HintRecorder(FileSystemEventHandler):
+    """Runs on the observer thread: records completion hints and wakes the loop, decides nothing.
+
+    A hint is the file's signature when its close-write or move-in event was handled, and the
+    monotonic time of that; a later write event for the file withdraws it. It also notes how
+    many barriers had been made by then: only a barrier made after it vouches for it.
+    """
+
+    def __init__(
+        self, inbox: str, wake: threading.Event, clock: Clock, closes: bool = False
+    ) -> None:
+        """``closes``: the backend reports close-writes (inotify), so a write not yet followed
+        by one means the file may still be open."""
+        self._inbox = inbox
+        self._clock = clock
+        self._wake = wake
+        self._closes = closes
+        self._lock = threading.Lock()
+        self._hints: dict[str, Hint] = {}
+        self._unclosed: set[str] = set()  # written (created, modified) and not closed since
+        self._barrier = f"{_BARRIER}{os.getpid()}-{id(self):x}-"  # this recorder's barriers
+        self._made = 0  # barriers made so far (numbered from 1)
+        self._passed = 0  # the highest-numbered barrier whose event has come
+        self._failed = False  # a barrier could not be made: the time rule applies from then on
+
+    def make_barrier(self) -> None:
+        """Make a barrier if a hint waits for one: create and remove a hidden file in the inbox,
+        whose creation event comes after every event queued before it.
+
+        Call it only while an inotify observer watches the inbox (no other kind keeps order).
+        """
+        with self._lock:
+            if self._failed or all(hint.barriers < self._made for hint in self._hints.values()):
+                return
+            self._made += 1
+            path = os.path.join(self._inbox, f"{self._barrier}{self._made}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            os.unlink(path)
+        except OSError:
+            with self._lock:
+                self._failed = True
+
+    def trusted_at(self, hint: Hint) -> float:
+        """When ``hint`` counts, on the clock: once a barrier made after it has come through;
+        ``_CONFIRM`` after it where no barrier is made; ``_BARRIER_LOST`` after it when the
+        barrier's event does not come."""
+        with self._lock:
+            if self._passed > hint.barriers:
+                return hint.when
+            if self._made > hint.barriers and not self._failed:
+                return hint.when + _BARRIER_LOST
+            return hint.when + _CONFIRM
+
+    def hint(self, name: str) -> Hint | None:
+        """The last close-write or move-in of ``name`` not yet undone."""
+        with self._lock:
+            return self._hints.get(name)
+
+    def unclosed(self, name: str) -> bool:
+        """Whether ``name`` was written since its last close-write or move-in."""
+        with self._lock:
+            return name in self._unclosed
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        # Wake the loop only after the hint is stored, or it could scan without it and sleep.
+        # Writes only withdraw hints and cannot make a reply ready: no need to wake for them.
+        try:
+            super().dispatch(event)
+        finally:
+            if not isinstance(event, FileModifiedEvent):
+                self._wake.set()
+
+    def on_closed(self, event: FileClosedEvent) -> None:
+        self._mark(event.src_path)
+
+    def on_moved(self, event: DirMovedEvent | FileMovedEvent) -> None:
+        self._forget(event.src_path)
+        self._mark(event.dest_path)
+
+    def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
+        self._forget(event.src_path)
+
+    def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
+        name = self._name(event.src_path)
+        number = name.removeprefix(self._barrier) if name is not None else ""
+        if number != name and number.isdigit():
+            with self._lock:
+                self._passed = max(self._passed, int(number))
+            return
+        self._forget(event.src_path, written=True)
+
+    def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
+        self._forget(event.src_path, written=True)
+
+    def _name(self, raw: bytes | str) -> str | None:
+        """The file name of an event path that lies directly in the inbox, else None."""
+        path = os.fsdecode(raw)
+        if not path or os.path.dirname(os.path.abspath(path)) != self._inbox:
+            return None
+        return os.path.basename(path)
+
+    def _mark(self, raw: bytes | str) -> None:
+        name = self._name(raw)
+        if name is None:
+            return
+        found = file_signature(os.path.join(self._inbox, name))
+        with self._lock:
+            self._unclosed.discard(name)
+            if found is None:
+                self._hints.pop(name, None)
+            else:
+                self._hints[name] = Hint(found, self._clock(), self._made)
+
+    def _forget(self, raw: bytes | str, written: bool = False) -> None:
+        name = self._name(raw)
+        if name is not None:
+            with self._lock:
+                self._hints.pop(name, None)
+                if written and self._closes:
+                    self._unclosed.add(name)
+                else:
+                    self._unclosed.discard(name)
