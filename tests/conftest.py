@@ -19,6 +19,14 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that drives a real browser (any test taking the ``browser`` fixture) is slow: a
+    Chromium per module and a page load per test are most of the fast tier's time otherwise."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     """A workspace with an agent folder (``outbox/``) inside it, fenced off."""

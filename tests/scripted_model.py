@@ -13,6 +13,7 @@ stream closed in the middle), :class:`Stall` (a stream that stops until the test
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,7 +93,9 @@ class ScriptedModel:
     def __enter__(self) -> ScriptedModel:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _bridge(self))
         self.root = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll: shutdown() waits for it, and every test with a model pays that wait.
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.01)
+        threading.Thread(target=serve, daemon=True).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -125,6 +128,9 @@ def _bridge(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
     class Bridge(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Each chunk is its own small write: with Nagle's algorithm on, one waits for the
+        # client's delayed ACK (about 40 ms here), which every test with a model would pay.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: object) -> None:
             pass

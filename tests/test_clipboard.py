@@ -422,6 +422,7 @@ def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return agent.wait(), received.decode(errors="replace")
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.skipif(sys.platform != "linux", reason="a display-less Linux is what this test makes")
 def test_over_ssh_without_a_clipboard_prompts_are_copied_with_osc_52(tmp_path, no_display):
     assert run(tmp_path, "start", "t", "--no-watch").exit_code == 0

@@ -62,6 +62,7 @@ def test_a_candidate_is_claimed_by_one_session_only(tmp_path):
     assert claim(CREATE + "more\n", "bbbbbbbb", tmp_path) is None
 
 
+@pytest.mark.slow  # a real X clipboard, read on its poll
 @needs_x
 @pytest.mark.usefixtures("x_display")
 def test_a_copied_run_command_naming_no_session_never_runs_without_a_terminal(tmp_path):
@@ -86,6 +87,7 @@ def test_a_copied_run_command_naming_no_session_never_runs_without_a_terminal(tm
     assert err.count(f"Reply {SOURCE} received") == 1
 
 
+@pytest.mark.slow  # a real X clipboard, read on its poll
 @needs_x
 @pytest.mark.usefixtures("x_display")
 def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
@@ -190,6 +192,7 @@ def test_two_sessions_watching_one_clipboard_never_both_apply_a_candidate(tmp_pa
     assert notes == [f"Copied text that names no session was taken by session {taker}"]
 
 
+@pytest.mark.slow  # a real X clipboard, read on its poll
 @needs_x
 @pytest.mark.usefixtures("x_display")
 def test_resume_takes_a_reply_copied_while_no_session_watched(tmp_path):

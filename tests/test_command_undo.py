@@ -294,6 +294,7 @@ def test_the_page_shows_a_commands_changes_marked_as_made_by_it(store, sid):
     assert "+x = 3" in by_path["a.py"].diff.splitlines()
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 def test_ctrl_c_during_a_command_puts_its_changes_back(store, sid):
     before = snapshot(store.workspace)
     reply = store.root / "r.txt"

@@ -260,6 +260,7 @@ def test_shell_completion_lists_session_ids(tmp_path, monkeypatch):
     assert first in narrowed and all(value.startswith(prefix) for value in narrowed)
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_no_color_is_respected(tmp_path):
     """NO_COLOR (no-color.org) removes colour; bold and dim may stay."""
     colour = re.compile(rb"\x1b\[[0-9;]*(?:3[0-7]|9[0-7]|38;)[0-9;]*m")

@@ -403,6 +403,7 @@ def test_a_base_url_without_a_scheme_is_one_clear_line(tmp_path):
     assert "'http://' or 'https://'" in line
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_terminal_shows_a_live_line_while_the_model_answers(tmp_path):
     import pty
 

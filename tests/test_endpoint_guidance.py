@@ -40,6 +40,7 @@ def test_clipboard_and_model_together_are_a_usage_error(tmp_path):
     assert not (tmp_path / "sessions").exists()
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @pytest.mark.parametrize("by_flags", [True, False])
 def test_the_timeout_hint_names_what_the_user_gave(tmp_path, by_flags):
     with ScriptedModel(Stall(DONE)) as model:

@@ -133,7 +133,10 @@ def fixture_server(folder: Path) -> Iterator[FixtureServer]:
     tls = _certificate(folder)
     secure.socket = tls.wrap_socket(secure.socket, server_side=True)
     state.http_port, state.https_port = plain.server_address[1], secure.server_address[1]
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (plain, secure)]
+    # A short poll: shutdown() waits for it.
+    threads = [
+        threading.Thread(target=s.serve_forever, args=(0.01,), daemon=True) for s in (plain, secure)
+    ]
     for thread in threads:
         thread.start()
     try:

@@ -211,6 +211,7 @@ def turns_on_a_full_disk(disk: Path, applied: dict, levels: Iterable[int]) -> li
     return named
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_full_disk_at_sampled_points_of_a_turn(disk: Path, applied: dict) -> None:
     """The fast tier's sample of the sweep below (each level costs four runs of the CLI): no
     room at all, room for half of what the turn leaves, and room for all of it but two pages.
@@ -256,6 +257,7 @@ def test_a_full_disk_under_a_watcher_stops_it_and_resume_applies_the_reply(disk:
     assert sequence(root, sid) == 2 and not (root / "inbox" / "r.txt").exists()
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_doctor_warns_when_free_space_is_low(disk: Path) -> None:
     result = cli(disk, "doctor")
     assert result.returncode == 0, result.stderr
@@ -265,6 +267,7 @@ def test_doctor_warns_when_free_space_is_low(disk: Path) -> None:
 # --- a read-only filesystem ------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_read_only_run_folder_is_one_line_and_changes_nothing(disk: Path) -> None:
     sid = new_session(disk)
     reply = disk / "inbox" / "r.txt"
@@ -280,6 +283,7 @@ def test_a_read_only_run_folder_is_one_line_and_changes_nothing(disk: Path) -> N
     assert sequence(disk, sid) == 2
 
 
+@pytest.mark.slow  # a whole agent process per case
 @needs_root
 def test_a_read_only_workspace_stops_the_turn_and_rolls_it_back(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
@@ -317,6 +321,7 @@ def unprivileged_ok(tmp_path: Path) -> None:
         pytest.skip("permission bits do not bind here")
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.usefixtures("unprivileged_ok")
 def test_a_workspace_without_write_permission(tmp_path: Path, applied: dict) -> None:
     sid = new_session(tmp_path)
@@ -336,6 +341,7 @@ def test_a_workspace_without_write_permission(tmp_path: Path, applied: dict) -> 
     applied_once(tmp_path, sid, reply, applied)
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.usefixtures("unprivileged_ok")
 def test_a_file_without_write_permission_rolls_back_the_files_before_it(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
@@ -360,6 +366,7 @@ def test_a_file_without_write_permission_rolls_back_the_files_before_it(tmp_path
     assert sequence(tmp_path, sid) == 1
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.usefixtures("unprivileged_ok")
 def test_agent_folders_without_write_permission(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
@@ -379,6 +386,7 @@ def test_agent_folders_without_write_permission(tmp_path: Path) -> None:
             folder.chmod(0o755)
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.usefixtures("unprivileged_ok")
 def test_an_inbox_without_write_permission_warns_after_the_turn(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
@@ -395,6 +403,7 @@ def test_an_inbox_without_write_permission_warns_after_the_turn(tmp_path: Path) 
     assert sequence(tmp_path, sid) == 2 and reply.exists()
 
 
+@pytest.mark.slow  # a whole agent process per case
 @pytest.mark.usefixtures("unprivileged_ok")
 def test_where_even_the_rollback_cannot_write_resume_finishes_it(tmp_path: Path) -> None:
     """A command takes the write permission away mid-turn: the next write fails, and putting
@@ -531,6 +540,7 @@ def test_an_inbox_replaced_under_a_running_watcher_is_watched_afresh(tmp_path: P
 # --- damaged session files -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_truncated_session_file_is_named_and_nothing_changes(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
     state = tmp_path / "sessions" / f"{sid}.json"
@@ -545,6 +555,7 @@ def test_a_truncated_session_file_is_named_and_nothing_changes(tmp_path: Path) -
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_damaged_history_file_is_named_and_doctor_checks_a_session(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
     assert cli(tmp_path, "step", sid, str(tmp_path / "inbox" / "r.txt")).returncode == 0
@@ -561,6 +572,7 @@ def test_a_damaged_history_file_is_named_and_doctor_checks_a_session(tmp_path: P
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_damaged_journal_is_named(tmp_path: Path) -> None:
     sid = new_session(tmp_path)
     journal = tmp_path / "sessions" / sid / "journal.json"

@@ -676,6 +676,7 @@ def test_a_command_killed_by_a_signal_fails(agent):
     ]
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 def test_a_command_that_hangs_times_out(agent):
     started = time.monotonic()
     results = agent.results("[RUN_COMMAND]\nsleep 30\n[/RUN_COMMAND]\n", shell=Shell(timeout=1))

@@ -76,6 +76,7 @@ def store(tmp_path) -> SessionStore:
     return store
 
 
+@pytest.mark.slow  # a big tree
 def test_a_big_trees_changes_are_committed_named_and_undone(store, tmp_path):
     sid = start_session(store, "task")[0].session_id
     before = snapshot(store.workspace)
@@ -105,6 +106,7 @@ def test_a_big_trees_changes_are_committed_named_and_undone(store, tmp_path):
     assert (store.workspace / "build" / "out" / "x.o").exists()  # by rule: not put back
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 def test_a_command_stopped_by_its_time_limit_keeps_what_it_did(store):
     """A timeout is not a Ctrl-C: what the command changed is committed and named."""
     sid = start_session(store, "task")[0].session_id
@@ -191,6 +193,7 @@ def test_doctor_says_how_a_commands_changes_are_kept(tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.slow  # a big tree
 def test_folders_nested_a_thousand_deep_are_read_committed_and_undone(store):
     """The layer is read without recursion: a command may nest folders thousands deep."""
     try:

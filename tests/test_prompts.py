@@ -376,6 +376,7 @@ def test_an_unknown_environment_still_reads_well():
 # --- the listing --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a big tree
 def test_a_folder_of_20000_files_does_not_hide_the_code(tmp_path):
     store = SessionStore(tmp_path / "run")
     store.ensure_dirs()

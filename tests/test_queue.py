@@ -220,6 +220,7 @@ def test_a_settings_file_in_the_workspace_cannot_set_the_tasks(tmp_path):
 # --- durable: kill -9 in task 3, then resume -----------------------------------------------
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_queue_killed_in_task_3_resumes_there_and_runs_4_and_5(tmp_path):
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([f"task {n}" for n in range(1, 6)]))
@@ -334,6 +335,7 @@ def test_a_skip_with_no_task_running_is_refused(tmp_path):
         queues.request_skip(queue.queue_id)
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_ctrl_c_on_a_terminal_offers_to_skip_the_task_and_the_queue_goes_on(tmp_path):
     import pty
 
@@ -386,6 +388,7 @@ def test_ctrl_c_on_a_terminal_offers_to_skip_the_task_and_the_queue_goes_on(tmp_
 # --- the clipboard: the next task's first prompt is copied ------------------------------------
 
 
+@pytest.mark.slow  # a real X clipboard, read on its poll
 @needs_x
 def test_with_the_clipboard_the_next_tasks_prompt_is_copied_when_one_completes(
     tmp_path,

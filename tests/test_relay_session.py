@@ -69,6 +69,7 @@ def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
     assert "was not applied: it was given for prompt 1" in agent.output, "the user is told"
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_a_three_turn_session_through_the_relay(tmp_path: Path) -> None:
     with relay_agent(tmp_path, *ARGS) as agent:
         client = RelayClient(agent.port, chromium=True)
@@ -81,6 +82,7 @@ def test_a_three_turn_session_through_the_relay(tmp_path: Path) -> None:
     assert "<relay: chat.test>" in log.output, "the history names the relay and the chat"
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_through_a_forwarded_port_the_same_session_and_the_same_refusals(tmp_path: Path) -> None:
     with relay_agent(tmp_path, *ARGS) as agent, Forwarder(agent.port) as forwarded:
         for stranger in (None, "https://chat.example.com"):
@@ -153,6 +155,7 @@ def test_ctrl_c_ends_a_waiting_long_poll_with_stopped_at_once(tmp_path: Path) ->
     assert "Continue later with: codingagent resume" in agent.output
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_resume_relay_serves_the_session_again(tmp_path: Path) -> None:
     started = run(tmp_path, "start", "t", "--no-watch", *ARGS)
     assert started.exit_code == 0, started.output
@@ -169,6 +172,7 @@ def test_resume_relay_serves_the_session_again(tmp_path: Path) -> None:
         assert agent.process.wait(10) == 0
 
 
+@pytest.mark.slow  # a whole agent process per case
 def test_ui_relay_serves_the_relay_beside_the_page_and_takes_the_pages_replies_too(
     tmp_path: Path,
 ) -> None:

@@ -91,6 +91,7 @@ def test_a_writer_pausing_with_the_file_open_is_waited_for(store, sid, poll):
     assert reply.data == b"[MESSAGE]\nfirst half\nsecond half\n[/MESSAGE]\n"
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 def test_a_reply_open_for_writing_is_never_removed(store, sid):
     path = store.inbox / "r.txt"
@@ -130,6 +131,7 @@ def test_a_reply_written_in_two_closes_is_applied_once_and_its_tail_never_comple
     assert not path.exists()
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 def test_a_reply_that_vanishes_between_scan_and_read_is_passed_over(store, sid):
     """The file the watcher found is gone when the source reads it: the next one is taken."""
     (store.inbox / "gone.txt").write_text("[MESSAGE]\ngone\n[/MESSAGE]\n")

@@ -351,6 +351,7 @@ def test_no_path_lets_an_operation_touch_the_outside(
 # --- commands: nothing outlives the command ----------------------------------------------------
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 def test_a_setsid_grandchild_does_not_survive_the_timeout(tmp_path: Path) -> None:
     command = "setsid sh -c 'sleep 100 & echo $! > pid; wait' & sleep 100"
@@ -370,6 +371,7 @@ def test_a_double_forked_daemon_does_not_survive_the_command(tmp_path: Path) -> 
     assert gone(tmp_path / "pid")
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 def test_killing_the_runner_does_not_free_its_children(tmp_path: Path) -> None:
     # The command kills the process watching it: its setsid child is found by its tag.
@@ -381,6 +383,7 @@ def test_killing_the_runner_does_not_free_its_children(tmp_path: Path) -> None:
     assert gone(tmp_path / "pid")
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 def test_an_interrupted_agent_stops_the_command(tmp_path: Path) -> None:
     def interrupt(signum: int, frame: object) -> None:
@@ -479,6 +482,7 @@ def test_a_200_mb_write_stops_at_the_file_size_limit(tmp_path: Path, layer: str)
     assert (tmp_path / "big").stat().st_size == limit
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 def test_limits_are_set_for_the_command(tmp_path: Path) -> None:
     shell = Shell(timeout=5, limits=Limits(cpu_s=7, file_bytes=12345, nproc=None))
     limits = shell.run("cat /proc/self/limits", tmp_path).output
@@ -610,6 +614,7 @@ def test_bwrap_agent_folders_in_the_workspace_stay_read_only(tmp_path: Path) -> 
     assert (tmp_path / "mine.txt").read_text() == "ok\n", result.output
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_bwrap
 def test_bwrap_kill_minus_one_leaves_the_agent_alive(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "60"])  # same user, outside the sandbox

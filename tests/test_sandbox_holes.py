@@ -304,6 +304,7 @@ def test_the_sandbox_tmp_is_size_limited(tmp_path: Path) -> None:
     assert shell.run("head -c 4000000 /dev/zero > /tmp/ok && echo ok", tmp_path).output == "ok\n"
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_process_that_clears_its_environment_and_kills_the_runner_is_still_killed(

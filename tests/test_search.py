@@ -133,6 +133,7 @@ def test_search_caps_hits_and_clips_long_lines(ws):
     )
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @can_fork
 def test_a_catastrophic_regex_is_stopped_and_the_turn_goes_on(ws, monkeypatch):
     monkeypatch.setattr(searching, "SEARCH_REGEX_SECONDS", 1.0)

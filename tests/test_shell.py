@@ -129,6 +129,7 @@ def test_timeout_kills_the_command(tmp_path: Path) -> None:
     assert time.monotonic() - started < 2.5
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 @pytest.mark.parametrize(
     "command",
@@ -146,6 +147,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path, command: str) -> 
     assert gone(tmp_path / "pid")
 
 
+@pytest.mark.slow  # real time: a time limit, a kill or a poll
 @needs_proc
 @pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid(1)")
 def test_timeout_kills_a_child_that_left_the_group(tmp_path: Path) -> None:

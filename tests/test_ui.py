@@ -465,7 +465,7 @@ def other_site() -> Iterator[str]:
             pass
 
     site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Empty)
-    thread = threading.Thread(target=site.serve_forever)
+    thread = threading.Thread(target=site.serve_forever, args=(0.01,))  # shutdown() waits a poll
     thread.start()
     yield f"http://127.0.0.1:{site.server_address[1]}/"
     site.shutdown()
