@@ -233,6 +233,14 @@ def test_a_barrier_made_after_a_close_hint_vouches_for_it_and_a_write_before_it_
     assert watcher.pending() == [reply]
     assert sorted(os.listdir(inbox)) == ["reply.txt"]  # the barrier file is gone at once
 
+    own = inbox / f"{events._barrier}99"
+    own.write_text("", encoding="utf-8")  # a barrier's close, handled before its removal:
+    events.dispatch(FileClosedEvent(str(own)))  # no hint, so no call for another barrier
+    made = events._made
+    events.make_barrier()
+    assert events._made == made
+    own.unlink()
+
     events.dispatch(FileClosedEvent(str(reply)))  # a second close: a new hint
     events.dispatch(earlier_barrier)  # a barrier made before the hint says nothing of it
     assert watcher.pending() == []

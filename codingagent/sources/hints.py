@@ -153,23 +153,25 @@ class HintRecorder(FileSystemEventHandler):
         self._forget(event.src_path)
 
     def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
-        name = self._name(event.src_path)
-        number = name.removeprefix(self._barrier) if name is not None else ""
-        if number != name and number.isdigit():
+        path = os.fsdecode(event.src_path)
+        number = os.path.basename(path).removeprefix(self._barrier)
+        if self._in_inbox(path) and number.isdigit():  # one of ours has come through
             with self._lock:
                 self._passed = max(self._passed, int(number))
-            return
         self._forget(event.src_path, written=True)
 
     def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
         self._forget(event.src_path, written=True)
 
+    def _in_inbox(self, path: str) -> bool:
+        return bool(path) and os.path.dirname(os.path.abspath(path)) == self._inbox
+
     def _name(self, raw: bytes | str) -> str | None:
-        """The file name of an event path that lies directly in the inbox, else None."""
+        """The file name of an event path that lies directly in the inbox, else None; None too
+        for a barrier file (any watcher's): its events are no hints of anything."""
         path = os.fsdecode(raw)
-        if not path or os.path.dirname(os.path.abspath(path)) != self._inbox:
-            return None
-        return os.path.basename(path)
+        name = os.path.basename(path)
+        return name if self._in_inbox(path) and not name.startswith(_BARRIER) else None
 
     def _mark(self, raw: bytes | str) -> None:
         name = self._name(raw)
