@@ -400,6 +400,37 @@ def test_git_settings_that_run_programs_are_named(tmp_path: Path) -> None:
     assert autorun.scan(ws, time.time_ns() + 10**9) == []  # nothing changed since then
 
 
+def test_where_the_turn_knows_what_it_changed_only_those_paths_are_looked_at(
+    tmp_path: Path,
+) -> None:
+    """What a command's overlay layer placed (a folder standing for all below it) and what
+    file commands wrote: an autorun file elsewhere, changed as recently, is not the turn's."""
+    ws = tmp_path / "ws"
+    (ws / "old" / ".git" / "hooks").mkdir(parents=True)
+    (ws / "old" / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nmake\n")
+    (ws / "new" / "deep" / ".vscode").mkdir(parents=True)
+    (ws / "new" / "deep" / ".vscode" / "tasks.json").write_text(
+        '{"tasks": [{"command": "sh", "runOptions": {"runOn": "folderOpen"}}]}'
+    )
+    (ws / "new" / "deep" / ".git").write_text("gitdir: /elsewhere\n")
+    (ws / ".envrc").write_text("export A=1\n")
+    (ws / "elsewhere").mkdir()
+    (ws / "elsewhere" / ".envrc").write_text("not the turn's\n")
+    since = time.time_ns() - 10**9
+
+    placed = ["old/.git/hooks/pre-commit", "old/.git/config", "new", ".envrc", "src/a.py"]
+    assert sorted(autorun.scan(ws, since, placed)) == [
+        ".envrc: direnv runs it on entering the folder: export A=1",
+        "new/deep/.git: points git at gitdir: /elsewhere",
+        "new/deep/.vscode/tasks.json: VS Code runs on opening the folder: sh",
+        "old/.git/hooks/pre-commit: git runs it on 'pre-commit': make",
+    ]
+    assert autorun.scan(ws, since, []) == []
+    assert "elsewhere/.envrc: direnv runs it on entering the folder: not the turn's" in (
+        autorun.scan(ws, since)  # not known: the walk finds it
+    )
+
+
 def test_a_sessions_workspace_is_fenced_whoever_loads_the_settings(project: Run) -> None:
     """A front end that does not name the workspace still gets the fence (web page, ...)."""
     (project.root / "codingagent.toml").write_text('commands = "allow"\n')

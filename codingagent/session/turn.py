@@ -134,8 +134,9 @@ def apply_admitted(
                 for each in problems:
                     options.on_result(each)
             began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
-            outcome = _execute(commands, ws, options, journal, state, problems)
-            auto_run = _auto_run(ws, commands, outcome, began_ns)
+            watch = Watch(ws, journal, options.shell)
+            outcome = _execute(commands, ws, options, journal, state, problems, watch)
+            auto_run = _auto_run(ws, commands, outcome, began_ns, watch.placed)
             _advance(state, outcome)
             state.parse_failed = unreadable(commands)
             if options.environment is not None:
@@ -191,13 +192,20 @@ def apply_admitted(
 
 
 def _auto_run(
-    ws: Workspace, commands: list[Command], outcome: TurnOutcome, began_ns: int
+    ws: Workspace,
+    commands: list[Command],
+    outcome: TurnOutcome,
+    began_ns: int,
+    placed: list[str] | None,
 ) -> list[str]:
-    """What the turn left that would run code for the user (docs/security.md §5): the workspace is
-    walked after a turn that ran a command or wrote such a file itself."""
+    """What the turn left that would run code for the user (docs/security.md §5), looked for
+    after a turn that ran a command or wrote such a file itself: among the paths the turn
+    changed where the commands' overlay layers (``placed``) say which, else in a walk."""
     ran = any(isinstance(command, RunCommand) for command in commands)
     wrote = any(PurePosixPath(path).name in autorun.WATCHED for path in outcome.changed)
-    return autorun.scan(ws.root, began_ns) if ran or wrote else []
+    if not (ran or wrote):
+        return []
+    return autorun.scan(ws.root, began_ns, None if placed is None else outcome.changed + placed)
 
 
 def _skipped(
@@ -248,12 +256,14 @@ def _execute(
     journal: Journal,
     state: SessionState,
     problems: list[CommandResult],
+    watch: Watch,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
-    what each RUN_COMMAND changed recorded around it (:mod:`codingagent.transaction.capture`)."""
+    what each RUN_COMMAND changed recorded around it by ``watch``
+    (:mod:`codingagent.transaction.capture`)."""
     ws.before_change = journal.record
     ws.before_changes = journal.record_all
-    ws.watch = Watch(ws, journal, options.shell)
+    ws.watch = watch
     try:
         return execute(
             commands,

@@ -76,6 +76,10 @@ class Watch:
         self._before = Index()
         self._digest = ""
         self._label = ""
+        # What the commands' layers put into the workspace (a folder stands for all below it),
+        # for the turn's look for files that run code (workspace/autorun.py); None once a
+        # command was captured by scans, which do not enter ignored folders: then a walk must.
+        self.placed: list[str] | None = []
 
     def before(self, label: str) -> Path | None:
         self._label = label
@@ -100,6 +104,8 @@ class Watch:
         upper = self.layer / "upper"
         layer = self.ws.read_layer(upper)
         changes = layer.changes
+        if self.placed is not None:
+            self.placed += [path for step, path in layer.steps if step == "move"]
         with self.journal.turn.held():  # one append: the open mark covers the changes till then
             for path in changes.changed + changes.deleted:
                 self._keep_current(path, changes)
@@ -137,6 +143,7 @@ class Watch:
             self._record(pre, changes)
 
     def _scan_before(self) -> None:
+        self.placed = None
         old = self.shadow.load()
         now = self.ws.scan()
         found = moved(old.scan, now, old.racy_since())

@@ -5,9 +5,12 @@ Git runs programs named in a repository's config (``core.fsmonitor`` on every ``
 ``.envrc`` on entering a folder; VS Code runs ``tasks.json`` tasks marked ``runOn:
 folderOpen``. File commands may not write ``.git`` and the workspace's ``.git/`` is read-only
 in the sandbox, but a command can still ``git init`` a nested repository, or run without a
-sandbox. So after a turn that ran a command, :func:`scan` walks the workspace (ignored folders
-included) for such files changed since the turn began (by ``ctime``, which no command can set
-back) and says what each would run; the console shows it and the turn's ``log`` keeps it.
+sandbox. So after a turn that ran a command, :func:`scan` looks for such files changed since the
+turn began (by ``ctime``, which no command can set back) and says what each would run; the
+console shows it and the turn's ``log`` keeps it. Where the turn knows every path it changed
+(its file commands, and commands run on an overlay, whose layer lists what they made: see
+``codingagent.transaction.capture``), only those paths are looked at, at a cost that follows
+what changed; otherwise it walks the workspace, ignored folders (``node_modules``) included.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 # Git settings that name a program git runs (or more config to read), by their last part or
@@ -35,12 +38,17 @@ _CLIP = 120
 WATCHED = frozenset({".envrc", "tasks.json"})  # names a file command may write, of these
 
 
-def scan(root: Path, since_ns: int) -> list[str]:
+def scan(root: Path, since_ns: int, placed: Iterable[str] | None = None) -> list[str]:
     """One line for each file under ``root`` changed since ``since_ns`` that would run code
     for the user: ``path: what it runs``. File times come from the kernel's coarse clock, a
-    tick behind ``time.time_ns()``: take ``since_ns`` from a file written at the moment."""
+    tick behind ``time.time_ns()``: take ``since_ns`` from a file written at the moment.
+
+    ``placed``: every path (posix, from ``root``) the turn can have changed, a folder standing
+    for all below it, where that is known; None: the whole tree is walked."""
+    root = Path(root)
+    candidates = _candidates(root) if placed is None else _placed(root, placed)
     found = []
-    for path, is_git_dir in _candidates(Path(root)):
+    for path, is_git_dir in candidates:
         if is_git_dir:
             found += _git_dir(root, path, since_ns)
         elif _changed(path, since_ns):
@@ -60,10 +68,37 @@ def _candidates(root: Path) -> Iterator[tuple[Path, bool]]:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if name == ".git":
                     yield Path(entry.path), is_dir
-                elif name == ".envrc" or (name == "tasks.json" and folder.name == ".vscode"):
+                elif not is_dir and _watched(name, folder.name):
                     yield Path(entry.path), False
                 elif is_dir:
                     stack.append(Path(entry.path))
+
+
+def _placed(root: Path, placed: Iterable[str]) -> Iterator[tuple[Path, bool]]:
+    """:func:`_candidates` among the ``placed`` paths: a ``.git`` on a path's way (once), a
+    watched file, and the candidates below a placed folder."""
+    seen: set[Path] = set()
+    for rel in placed:
+        parts = rel.strip("/").split("/")
+        git = next((i for i, part in enumerate(parts) if part.casefold() == ".git"), None)
+        path = root.joinpath(*parts[: None if git is None else git + 1])
+        if path in seen:
+            continue
+        seen.add(path)
+        with contextlib.suppress(OSError):
+            is_dir = stat.S_ISDIR(os.lstat(path).st_mode)
+            if git is not None:
+                yield path, is_dir
+            elif is_dir:
+                yield from (each for each in _candidates(path) if each[0] not in seen)
+            elif _watched(path.name.casefold(), path.parent.name):
+                yield path, False
+
+
+def _watched(name: str, folder: str) -> bool:
+    """Whether a file called ``name`` (case-folded) in ``folder`` (the folder's name) runs code
+    when the folder is opened."""
+    return name == ".envrc" or (name == "tasks.json" and folder == ".vscode")
 
 
 def _changed(path: Path, since_ns: int) -> bool:
