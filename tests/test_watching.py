@@ -271,6 +271,46 @@ def test_a_hint_whose_barrier_is_lost_or_cannot_be_made_counts_after_a_wait(inbo
     assert refused.pending() == [reply]
 
 
+@pytest.mark.parametrize("name", ["4913", "\u00b2", ".codingagent-barrier-1", "x-7"])
+def test_only_this_watchers_own_barriers_vouch_and_no_name_breaks_the_handler(
+    inbox: Path, name: str
+) -> None:
+    """Vim's '4913' test file, a digit int() refuses, another watcher's barrier: none counts."""
+    reply = inbox / "reply.txt"
+    reply.write_text("head\n", encoding="utf-8")
+    watcher = InboxWatcher(inbox, settle=30, clock=ManualClock())
+    events = watcher._hints
+    events.dispatch(FileClosedEvent(str(reply)))
+    events.make_barrier()
+    other = InboxWatcher(inbox, settle=30)._hints._barrier + "1"
+    for each in (name, other):
+        events.dispatch(FileCreatedEvent(str(inbox / each)))  # raises nothing
+    assert watcher.pending() == []
+    events.dispatch(FileCreatedEvent(str(inbox / f"{events._barrier}1")))
+    assert watcher.pending() == [reply]
+
+
+def test_a_barrier_that_could_not_be_made_leaves_the_next_hints_their_own(inbox: Path) -> None:
+    reply = inbox / "reply.txt"
+    reply.write_text("head\n", encoding="utf-8")
+    clock = ManualClock()
+    watcher = InboxWatcher(inbox, settle=30, clock=clock)
+    events = watcher._hints
+    (inbox / f"{events._barrier}1").write_text("", encoding="utf-8")  # barrier 1 fails
+    events.dispatch(FileClosedEvent(str(reply)))
+    events.make_barrier()
+    clock.advance(0.05)  # the time rule, for the hint whose barrier failed
+    assert watcher.pending() == [reply]
+
+    reply.write_text("head\nmore\n", encoding="utf-8")
+    events.dispatch(FileClosedEvent(str(reply)))  # a new hint: barriers are made again
+    events.make_barrier()
+    clock.advance(0.05)
+    assert watcher.pending() == []  # barrier 2 was made: its event, not the time, decides
+    events.dispatch(FileCreatedEvent(str(inbox / f"{events._barrier}2")))
+    assert watcher.pending() == [reply]
+
+
 @pytest.mark.slow
 def test_with_inotify_a_closed_reply_is_handed_over_by_the_barrier_with_the_clock_stopped(
     inbox: Path,

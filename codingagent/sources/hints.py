@@ -11,6 +11,8 @@ or after a wait where there is no barrier.
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import stat
 import threading
 from collections.abc import Callable
@@ -78,21 +80,31 @@ class HintRecorder(FileSystemEventHandler):
     """
 
     def __init__(
-        self, inbox: str, wake: threading.Event, clock: Clock, closes: bool = False
+        self,
+        inbox: str,
+        wake: threading.Event,
+        clock: Clock,
+        closes: bool = False,
+        wanted: Callable[[str], bool] = lambda name: True,
     ) -> None:
         """``closes``: the backend reports close-writes (inotify), so a write not yet followed
-        by one means the file may still be open."""
+        by one means the file may still be open. ``wanted``: the names hints are kept for."""
         self._inbox = inbox
+        self._wanted = wanted
         self._clock = clock
         self._wake = wake
         self._closes = closes
         self._lock = threading.Lock()
         self._hints: dict[str, Hint] = {}
         self._unclosed: set[str] = set()  # written (created, modified) and not closed since
-        self._barrier = f"{_BARRIER}{os.getpid()}-{id(self):x}-"  # this recorder's barriers
+        # This recorder's barriers: the prefix, random (another watcher's never count), and
+        # a number; nothing else is one of them.
+        prefix = f"{_BARRIER}{secrets.token_hex(8)}-"
+        self._barrier = prefix
+        self._ours = re.compile(re.escape(prefix) + r"([0-9]{1,18})")
         self._made = 0  # barriers made so far (numbered from 1)
         self._passed = 0  # the highest-numbered barrier whose event has come
-        self._failed = False  # a barrier could not be made: the time rule applies from then on
+        self._failed = 0  # the number of the last barrier that could not be made (0: none)
 
     def make_barrier(self) -> None:
         """Make a barrier if a hint waits for one: create and remove a hidden file in the inbox,
@@ -101,32 +113,33 @@ class HintRecorder(FileSystemEventHandler):
         Call it only while an inotify observer watches the inbox (no other kind keeps order).
         """
         with self._lock:
-            if self._failed or all(hint.barriers < self._made for hint in self._hints.values()):
+            if all(hint.barriers < self._made for hint in self._hints.values()):
                 return
             self._made += 1
-            path = os.path.join(self._inbox, f"{self._barrier}{self._made}")
+            number = self._made
+        path = os.path.join(self._inbox, f"{self._barrier}{number}")
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
             os.unlink(path)
-        except OSError:
+        except OSError:  # the hints waiting on it fall back to the time rule; later ones retry
             with self._lock:
-                self._failed = True
+                self._failed = max(self._failed, number)
 
-    def trusted_at(self, hint: Hint) -> float:
-        """When ``hint`` counts, on the clock: once a barrier made after it has come through;
-        ``_CONFIRM`` after it where no barrier is made; ``_BARRIER_LOST`` after it when the
-        barrier's event does not come."""
+    def hint(self, name: str) -> tuple[Hint, float] | None:
+        """The last close-write or move-in of ``name`` not yet undone, and when it counts, on
+        the clock (both read at once: an event handled meanwhile cannot come between them):
+        once a barrier made after it has come through; ``_BARRIER_LOST`` after it when that
+        barrier's event does not come; ``_CONFIRM`` after it where no barrier was made, or the
+        last one made could not be."""
         with self._lock:
+            hint = self._hints.get(name)
+            if hint is None:
+                return None
             if self._passed > hint.barriers:
-                return hint.when
-            if self._made > hint.barriers and not self._failed:
-                return hint.when + _BARRIER_LOST
-            return hint.when + _CONFIRM
-
-    def hint(self, name: str) -> Hint | None:
-        """The last close-write or move-in of ``name`` not yet undone."""
-        with self._lock:
-            return self._hints.get(name)
+                return hint, hint.when
+            if self._made > hint.barriers and self._failed != self._made:
+                return hint, hint.when + _BARRIER_LOST
+            return hint, hint.when + _CONFIRM
 
     def unclosed(self, name: str) -> bool:
         """Whether ``name`` was written since its last close-write or move-in."""
@@ -154,10 +167,10 @@ class HintRecorder(FileSystemEventHandler):
 
     def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
         path = os.fsdecode(event.src_path)
-        number = os.path.basename(path).removeprefix(self._barrier)
-        if self._in_inbox(path) and number.isdigit():  # one of ours has come through
+        ours = self._ours.fullmatch(os.path.basename(path))
+        if ours is not None and self._in_inbox(path):  # one of ours has come through
             with self._lock:
-                self._passed = max(self._passed, int(number))
+                self._passed = max(self._passed, int(ours.group(1)))
         self._forget(event.src_path, written=True)
 
     def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
@@ -175,7 +188,7 @@ class HintRecorder(FileSystemEventHandler):
 
     def _mark(self, raw: bytes | str) -> None:
         name = self._name(raw)
-        if name is None:
+        if name is None or not self._wanted(name):
             return
         found = file_signature(os.path.join(self._inbox, name))
         with self._lock:

@@ -28,6 +28,9 @@ A reply is read only when it is complete (docs/guarantees.md §4). Two kinds of 
   Other backends, and inotify when the barrier cannot be made, trust the hint after
   ``_CONFIRM`` seconds without a write event instead; a barrier whose event is lost (an
   overflowed queue) is given up after ``_BARRIER_LOST`` seconds, and the hint trusted then.
+  An overflow can also drop write events and let a later barrier through: then, as under the
+  time rule, only the checks at the hand-over below (the signature again, and no writer left)
+  stand between a reopened file and the loop.
 * the fallback, for platforms or mounts without such events and for files that were there before
   the start: ``(size, mtime_ns)`` unchanged for ``settle`` seconds across successive scans. Any
   write moves ``mtime``, so an unchanged signature after ``settle`` means nothing was written in
@@ -188,7 +191,8 @@ class InboxWatcher:
         self._folder: tuple[int, int] | None = None  # the folder the observer watches
         self._entered = False
         self._wake = threading.Event()
-        self._hints = HintRecorder(str(self.inbox), self._wake, clock, self.backend == "inotify")
+        inotify = self.backend == "inotify"
+        self._hints = HintRecorder(str(self.inbox), self._wake, clock, inotify, is_reply_name)
         self._first_seen: dict[str, tuple[Signature, float]] = {}
         self._handed: dict[str, Signature] = {}
         # Versions found open for writing, and when: looked at again on the writer's next
@@ -334,12 +338,12 @@ class InboxWatcher:
         if self._hints.unclosed(name):  # written while watched: its close is the evidence
             settled = self._first_seen[name][1] + max(self._settle, _UNCLOSED_SETTLE)
         waits = [settled - now]
-        hint = self._hints.hint(name)
-        if hint is not None and hint.signature == signature:
-            waits.append(self._hints.trusted_at(hint) - now)
+        found = self._hints.hint(name)
+        if found is not None and found[0].signature == signature:
+            waits.append(found[1] - now)
         ready_in = min(waits)
         busy = self._busy.get(name)
-        if busy is not None and (hint is None or hint.when <= busy[1]):
+        if busy is not None and (found is None or found[0].when <= busy[1]):
             ready_in = max(ready_in, busy[1] + self._rescan_interval - now)
         return ready_in
 
