@@ -419,6 +419,7 @@ def test_where_the_turn_knows_what_it_changed_only_those_paths_are_looked_at(
     since = time.time_ns() - 10**9
 
     placed = ["old/.git/hooks/pre-commit", "old/.git/config", "new", ".envrc", "src/a.py"]
+    placed += ["new/deep/.vscode/tasks.json", ".envrc"]  # a file command's, in a placed folder
     assert sorted(autorun.scan(ws, since, placed)) == [
         ".envrc: direnv runs it on entering the folder: export A=1",
         "new/deep/.git: points git at gitdir: /elsewhere",

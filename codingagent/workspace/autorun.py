@@ -75,24 +75,25 @@ def _candidates(root: Path) -> Iterator[tuple[Path, bool]]:
 
 
 def _placed(root: Path, placed: Iterable[str]) -> Iterator[tuple[Path, bool]]:
-    """:func:`_candidates` among the ``placed`` paths: a ``.git`` on a path's way (once), a
+    """:func:`_candidates` among the ``placed`` paths, each once: a ``.git`` on a path's way, a
     watched file, and the candidates below a placed folder."""
-    seen: set[Path] = set()
+    found: dict[Path, bool] = {}
     for rel in placed:
         parts = rel.strip("/").split("/")
         git = next((i for i, part in enumerate(parts) if part.casefold() == ".git"), None)
         path = root.joinpath(*parts[: None if git is None else git + 1])
-        if path in seen:
-            continue
-        seen.add(path)
-        with contextlib.suppress(OSError):
+        try:
             is_dir = stat.S_ISDIR(os.lstat(path).st_mode)
-            if git is not None:
-                yield path, is_dir
-            elif is_dir:
-                yield from (each for each in _candidates(path) if each[0] not in seen)
-            elif _watched(path.name.casefold(), path.parent.name):
-                yield path, False
+        except OSError:
+            continue  # gone since
+        if git is not None:
+            found.setdefault(path, is_dir)
+        elif is_dir:
+            for each, is_git_dir in _candidates(path):
+                found.setdefault(each, is_git_dir)
+        elif _watched(path.name.casefold(), path.parent.name):
+            found.setdefault(path, False)
+    return iter(found.items())
 
 
 def _watched(name: str, folder: str) -> bool:
