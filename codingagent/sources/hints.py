@@ -84,8 +84,8 @@ class HintRecorder(FileSystemEventHandler):
         inbox: str,
         wake: threading.Event,
         clock: Clock,
-        closes: bool = False,
-        wanted: Callable[[str], bool] = lambda name: True,
+        closes: bool,
+        wanted: Callable[[str], bool],
     ) -> None:
         """``closes``: the backend reports close-writes (inotify), so a write not yet followed
         by one means the file may still be open. ``wanted``: the names hints are kept for."""
@@ -99,9 +99,8 @@ class HintRecorder(FileSystemEventHandler):
         self._unclosed: set[str] = set()  # written (created, modified) and not closed since
         # This recorder's barriers: the prefix, random (another watcher's never count), and
         # a number; nothing else is one of them.
-        prefix = f"{_BARRIER}{secrets.token_hex(8)}-"
-        self._barrier = prefix
-        self._ours = re.compile(re.escape(prefix) + r"([0-9]{1,18})")
+        self._barrier = f"{_BARRIER}{secrets.token_hex(8)}-"
+        self._ours = re.compile(re.escape(self._barrier) + r"([0-9]{1,18})")
         self._made = 0  # barriers made so far (numbered from 1)
         self._passed = 0  # the highest-numbered barrier whose event has come
         self._failed = 0  # the number of the last barrier that could not be made (0: none)
