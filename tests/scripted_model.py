@@ -13,7 +13,6 @@ stream closed in the middle), :class:`Stall` (a stream that stops until the test
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,8 +93,7 @@ class ScriptedModel:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _bridge(self))
         self.root = f"http://127.0.0.1:{self._server.server_address[1]}"
         # A short poll: shutdown() waits for it, and every test with a model pays that wait.
-        serve = functools.partial(self._server.serve_forever, poll_interval=0.01)
-        threading.Thread(target=serve, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
