@@ -18,6 +18,7 @@ from codingagent.prompt.instructions import (
     working_paths,
 )
 from codingagent.prompt.mapview import folder_map, map_section, map_tokens
+from codingagent.prompt.pointed import pointed_section, pointed_tokens
 from codingagent.prompt.render import (
     VIEW_LINES,
     FileView,
@@ -215,7 +216,7 @@ def compose(
         size_of=functools.partial(_size_of, ws),
         listing=_listing_lines(state, prompt, listing.entries, views),
         instructions=_instructions(ws, state, prompt, listing.entries),
-        code_map=_code_map(ws, state, prompt, listing),
+        code_map=_code_map(ws, state, prompt, listing, shown),
     )
     _note_secret_files(ws, state, prompt)
     environment = environment_section(state, prompt)
@@ -276,10 +277,23 @@ def _instructions(
 
 
 def _code_map(
-    ws: Workspace, state: SessionState, prompt: PromptOptions, listing: Listing
+    ws: Workspace,
+    state: SessionState,
+    prompt: PromptOptions,
+    listing: Listing,
+    shown: dict[str, str],
 ) -> str | None:
-    """The Code Map section of a first prompt (and of ``show --full``)."""
+    """The Code Map section of a first prompt (and of ``show --full``), and after it the
+    Code the Task Points At section (:mod:`codingagent.prompt.pointed`), whose files'
+    digests go into ``shown``."""
     if state.sequence_number != 1 and not prompt.full_protocol:
         return None
-    tokens = map_tokens(prompt.map_tokens, prompt.model_window or prompt.context_tokens)
-    return map_section(ws.root, listing, state, tokens, prompt.cache_dir)
+    window = prompt.model_window or prompt.context_tokens
+    tokens = map_tokens(prompt.map_tokens, window)
+    made = map_section(ws.root, listing, state, tokens, prompt.cache_dir)
+    named = state.named_files if state.named_sequence == state.sequence_number else []
+    pointed = pointed_section(
+        ws, listing, state, pointed_tokens(window), prompt.cache_dir, skip=named
+    )
+    shown.update(pointed.shown)
+    return "\n\n".join(part for part in (made, pointed.text) if part) or None

@@ -1,0 +1,453 @@
+"""The code the task points at (docs/prompts.md): the ``## Code the Task Points At`` section
+of a first prompt (and of ``show --full``), the whole text of the definitions the task most
+likely touches, within a budget that follows the chat's window (:func:`pointed_tokens`).
+
+Which definitions, most likely first (each shown whole, numbered as READ_FILE numbers lines,
+as READ_FILE ``symbol=`` shows it; a small file whole):
+
+1. the frames of a traceback or test run in the task and in the check's failing output
+   (``state.check_failure``; :mod:`.frames`): the definition around each frame's line, the
+   code's frames before the tests', the deepest first;
+2. the definitions the task names as code (```parse_header```, ``Parser.parse``,
+   ``load()``, ``camelCase``, ``snake_case``), and the files it names by path;
+3. what those call (a name the definition calls that the same file defines, or one or two
+   other files do), after them;
+4. the definitions the task's words point at (:mod:`codingagent.codemap.lexical`), with
+   what the first of them call.
+
+What does not fit is named after the code, each with the READ_FILE that shows it. The
+definitions come from the code map's kept graph or tags (:mod:`codingagent.codemap`); the
+files they are in are read whole (at most ``READ_BYTES`` in all) to score their bodies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codingagent.codemap.grammars import language_of
+from codingagent.codemap.graph import known_graph
+from codingagent.codemap.lexical import Doc, is_test, query, scores, words
+from codingagent.codemap.tagcache import cache_file, read_kept, stamped
+from codingagent.codemap.tags import definitions_of, file_tags
+from codingagent.prompt.frames import Frame, frames
+from codingagent.protocol.commands import file_lines, numbered
+from codingagent.state import SessionState
+from codingagent.workspace import Listing, PathRejected, Workspace
+
+HEADING = "## Code the Task Points At"
+LEAD = (
+    "(the code this task most likely touches, each definition whole and numbered as READ_FILE "
+    "numbers lines: what the task names, a traceback's frames and what they call, then the "
+    "definitions the task's words point at)"
+)
+PASTED_TOKENS = 4096  # a pasted chat's window is not known: what a big chat takes at once
+SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
+WINDOW_SHARE = 8  # else an eighth of the window ...
+MOST_TOKENS = 8192  # ... at most this many tokens
+CHARS_PER_TOKEN = 4
+READ_BYTES = 1_500_000  # bytes of source read to score the definitions' bodies
+READ_FILES = 400
+FILE_BYTES = 1024 * 1024
+SMALL_FILE_LINES = 40  # a file this short is shown whole
+CALLEES = 8  # calls of one definition followed at most
+CALLEE_SHARE = 0.6  # a callee's priority, of its caller's
+LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
+LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
+LEFT_OUT_NAMED = 8  # definitions not shown that the section names
+NAMED = 2000.0  # the priority of a definition the task names (a frame's: FRAME)
+FRAME = 3000.0
+
+Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
+_NAMED = re.compile(
+    r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
+    r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
+)
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
+
+
+def pointed_tokens(window: int | None) -> int:
+    """The section's budget in tokens: ``PASTED_TOKENS`` while the window is unknown (a
+    pasted chat); none under ``SMALL_WINDOW``; else an eighth of the window, at most
+    ``MOST_TOKENS``."""
+    if window is None:
+        return PASTED_TOKENS
+    if window < SMALL_WINDOW:
+        return 0
+    return min(MOST_TOKENS, window // WINDOW_SHARE)
+
+
+@dataclass(frozen=True)
+class Pointed:
+    text: str | None  # the section, None: nothing to show
+    shown: dict[str, str] = field(default_factory=dict)  # sha256 of each file shown from
+
+
+def pointed_section(
+    ws: Workspace,
+    listing: Listing,
+    state: SessionState,
+    tokens: int,
+    cache_dir: Path | None,
+    skip: Iterable[str] = (),
+) -> Pointed:
+    """The section for ``state``'s task within ``tokens`` (0: none); ``skip``: files the
+    prompt already shows whole (named with ``--file``)."""
+    if tokens <= 0:
+        return Pointed(None)
+    task = " ".join([state.task, *state.follow_ups])
+    failure = getattr(state, "check_failure", None)  # the check command's, when it failed
+    tree = _Tree(ws, listing, cache_dir)
+    if not tree.defs:
+        return Pointed(None)
+    picked = _Picker(tree, tokens * CHARS_PER_TOKEN, set(skip))
+    for n, (path, definition) in enumerate(_framed(tree, frames(task) + frames(failure))):
+        picked.push(FRAME - n, path, definition, named=True)
+    named_files, named_defs = _named(tree, task)
+    for n, (path, definition) in enumerate(named_defs):
+        picked.push(NAMED - n, path, definition, named=True)
+    for n, path in enumerate(named_files):
+        for definition in tree.defs.get(path, [])[:1]:
+            picked.push(NAMED - len(named_defs) - n, path, definition, named=True, whole=True)
+    for score, path, definition in _lexical(tree, task, failure, named_files):
+        picked.push(score, path, definition)
+    return picked.render()
+
+
+class _Tree:
+    """The workspace's source files and their definitions, and the files read so far."""
+
+    def __init__(self, ws: Workspace, listing: Listing, cache_dir: Path | None) -> None:
+        self.ws = ws
+        paths = [path for path, _ in listing.entries if language_of(path) is not None]
+        times = listing.times
+        stats = {p: (s, times[p]) for p, s in listing.entries if p in times}
+        files = stamped(ws.root, paths, stats)
+        self.files = list(files.files)
+        self.texts: dict[str, str] = {}
+        self.digests: dict[str, str] = {}
+        self.defs: dict[str, list[Definition]] = {}
+        cache = cache_file(cache_dir, ws.root) if cache_dir is not None else None
+        graph = known_graph(cache, files.stamp)
+        if graph is not None:
+            kept = dict(zip(graph.nodes, graph.texts, strict=True))
+        else:
+            old = read_kept(cache).get("files", {})
+            kept = {
+                rel: entry[2][2]
+                for rel, entry in old.items()
+                if files.files.get(rel) == (entry[0], entry[1])
+            }
+        for rel in self.files:
+            text = kept.get(rel)
+            if text:
+                self.defs[rel] = definitions_of(text)
+        self.unread = [rel for rel in self.files if rel not in kept]
+        self.by_name: dict[str, list[tuple[str, Definition]]] = {}
+        self._index(self.defs)
+        by_base: dict[str, list[str]] = {}
+        for rel in self.files:
+            by_base.setdefault(rel.rpartition("/")[2], []).append(rel)
+        self.by_base = by_base
+
+    def _index(self, defs: dict[str, list[Definition]]) -> None:
+        for rel, found in defs.items():
+            for definition in found:
+                self.by_name.setdefault(definition[0], []).append((rel, definition))
+                if definition[1] != definition[0]:
+                    self.by_name.setdefault(definition[1], []).append((rel, definition))
+
+    def text(self, rel: str) -> str | None:
+        """The file's text (read once), its definitions parsed when the cache had none."""
+        if rel in self.texts:
+            return self.texts[rel]
+        try:
+            data = self.ws.read_bytes(rel, limit=FILE_BYTES + 1)
+        except (OSError, PathRejected):
+            return None
+        if len(data) > FILE_BYTES or b"\0" in data[:8192]:
+            return None
+        self.digests[rel] = hashlib.sha256(data).hexdigest()
+        text = self.texts[rel] = data.decode("utf-8", errors="replace")
+        if rel not in self.defs:
+            tags = file_tags(rel, data)
+            if tags is not None:
+                self.defs[rel] = [d.as_tuple() for d in tags.definitions]
+                self._index({rel: self.defs[rel]})
+        return text
+
+    def resolve(self, path: str) -> str | None:
+        """The workspace file a path names (as a traceback wrote it: absolute, relative, in
+        an installed copy), by the longest tail of folders it shares with one."""
+        path = path.replace("\\", "/").removeprefix("file://")
+        root = self.ws.root.as_posix().rstrip("/") + "/"
+        if path.startswith(root):
+            path = path[len(root) :]
+        path = path.lstrip("./") if path.startswith("./") else path
+        if path in self.defs or path in self.by_base.get(path.rpartition("/")[2], []):
+            return path
+        parts = path.split("/")
+        best, length = None, 0
+        for rel in self.by_base.get(parts[-1], []):
+            mine = rel.split("/")
+            shared = 0
+            while shared < min(len(mine), len(parts)) and mine[-1 - shared] == parts[-1 - shared]:
+                shared += 1
+            if shared > length:
+                best, length = rel, shared
+        return best
+
+
+def _framed(tree: _Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
+    """The definitions around the frames: the code's before the tests', deepest first."""
+    ordered = [f for f in found if f.innermost_first] + [
+        f for f in reversed(found) if not f.innermost_first
+    ]
+    ordered.sort(key=lambda f: is_test(f.path))
+    picked = []
+    for frame in ordered:
+        rel = tree.resolve(frame.path)
+        if rel is None or tree.text(rel) is None:
+            continue
+        defs = tree.defs.get(rel, [])
+        if frame.line is not None:
+            around = [d for d in defs if d[3] <= frame.line <= d[4]]
+            if around:
+                picked.append((rel, min(around, key=lambda d: d[4] - d[3])))
+        elif frame.name:
+            last = frame.name.rpartition(".")[2]
+            exact = [d for d in defs if d[1] == frame.name] or [d for d in defs if d[0] == last]
+            picked += [(rel, d) for d in exact[:1]]
+    return picked
+
+
+def _named(tree: _Tree, task: str) -> tuple[list[str], list[tuple[str, Definition]]]:
+    """The files the task names by path, and the definitions it names as code."""
+    files = []
+    for match in _PATH.finditer(task):
+        if language_of(match[1]) is not None:
+            rel = tree.resolve(match[1])
+            if rel is not None and tree.text(rel) is not None:
+                files.append(rel)
+    names: list[str] = []
+    for match in _NAMED.finditer(task):
+        text = match[1] or match[2] or match[3] or match[4]
+        names += [m for m in _DOTTED.findall(text) if not language_of(m)]
+    found: list[tuple[str, Definition]] = []
+    for name in dict.fromkeys(names):
+        parts = name.split(".")
+        for start in range(len(parts)):  # ``pkg.mod.Class.method``: the longest tail known
+            defined = tree.by_name.get(".".join(parts[start:]), [])
+            if defined:
+                break
+        mine = [pair for pair in defined if pair[0] in files] or defined
+        if 0 < len({rel for rel, _ in mine}) <= 3:
+            found += mine[:3]
+    return list(dict.fromkeys(files)), found
+
+
+def _lexical(
+    tree: _Tree, task: str, failure: str | None, named: list[str]
+) -> list[tuple[float, str, Definition]]:
+    """The definitions the task's words point at, best first, with their scores."""
+    wanted = query(task)
+    if failure:
+        for word in words(failure):
+            wanted.setdefault(word, 1)
+    if not wanted:
+        return []
+    names = [(rel, d) for rel, defs in tree.defs.items() for d in defs if not _dunder(d[0])]
+    first = scores(wanted, [Doc(rel, d[0], None) for rel, d in names])
+    best_file: dict[str, float] = {}
+    for (rel, _), score in zip(names, first, strict=True):
+        best_file[rel] = max(best_file.get(rel, 0.0), score)
+    order = sorted(
+        tree.files, key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0))
+    )
+    spent = 0
+    for rel in order[:READ_FILES]:
+        text = tree.text(rel)
+        spent += len(text or "")
+        if spent > READ_BYTES:
+            break
+    docs = []
+    pairs = []
+    for rel, defs in tree.defs.items():
+        text = tree.texts.get(rel)
+        lines = file_lines(text) if text is not None else None
+        for d in defs:
+            if _dunder(d[0]):
+                continue
+            docs.append(Doc(rel, d[0], _body(lines, d, defs) if lines is not None else None))
+            pairs.append((rel, d))
+    scored = sorted(
+        ((score, rel, d) for score, (rel, d) in zip(scores(wanted, docs), pairs, strict=True)),
+        key=lambda item: -item[0],
+    )
+    if not scored or scored[0][0] <= 0:
+        return []
+    floor = scored[0][0] * LEXICAL_FLOOR
+    top = scored[0][0]
+    return [(100.0 * s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
+
+
+def _dunder(name: str) -> bool:
+    """``__all__``, ``__init__``: named by the language, not by what the code does."""
+    return name.startswith("__") and name.endswith("__")
+
+
+def _body(lines: list[str], definition: Definition, defs: list[Definition]) -> Counter[str]:
+    """The words of a definition's lines; a class's own lines only (not its methods')."""
+    first, last = definition[3], definition[4]
+    own = range(first, last + 1)
+    if definition[2] == "class":
+        inner = {n for d in defs if first < d[3] and d[4] <= last for n in range(d[3], d[4] + 1)}
+        own = [n for n in own if n not in inner]  # type: ignore[assignment]
+    return Counter(words("\n".join(lines[n - 1] for n in own if n <= len(lines))))
+
+
+@dataclass(order=True)
+class _Candidate:
+    priority: float
+    order: int
+    path: str = field(compare=False)
+    definition: Definition = field(compare=False)
+    named: bool = field(compare=False, default=False)
+    whole: bool = field(compare=False, default=False)
+
+
+class _Picker:
+    """The definitions taken, most likely first, within ``chars``; what did not fit."""
+
+    def __init__(self, tree: _Tree, chars: int, skip: set[str]) -> None:
+        self.tree, self.room, self.skip = tree, chars - len(HEADING) - len(LEAD) - 2, skip
+        self.heap: list[tuple[float, int, _Candidate]] = []
+        self.count = 0
+        self.taken: dict[str, list[tuple[int, int]]] = {}  # file -> line ranges, in order
+        self.seen: set[tuple[str, int, int]] = set()
+        self.left: list[tuple[str, Definition]] = []
+
+    def push(
+        self,
+        priority: float,
+        path: str,
+        definition: Definition,
+        named: bool = False,
+        whole: bool = False,
+    ) -> None:
+        self.count += 1
+        candidate = _Candidate(priority, self.count, path, definition, named, whole)
+        heapq.heappush(self.heap, (-priority, self.count, candidate))
+
+    def render(self) -> Pointed:
+        while self.heap:
+            _, _, candidate = heapq.heappop(self.heap)
+            self._take(candidate)
+        views = []
+        for rel, ranges in self.taken.items():
+            lines = file_lines(self.tree.texts[rel])
+            for start, end in _merged(ranges):
+                views += [f"--- {rel} ---", *numbered(lines[start - 1 : end], start)]
+                views.append(f"--- end {rel} ---")
+        if not views:
+            return Pointed(None)
+        text = "\n".join([HEADING, LEAD, *views, *self._left_out()])
+        shown = {rel: self.tree.digests[rel] for rel in self.taken}
+        return Pointed(text, shown)
+
+    def _take(self, candidate: _Candidate) -> None:
+        rel, definition = candidate.path, candidate.definition
+        key = (rel, definition[3], definition[4])
+        if key in self.seen or rel in self.skip:
+            return
+        self.seen.add(key)
+        text = self.tree.text(rel)
+        if text is None:
+            return
+        lines = file_lines(text)
+        start, end = _span(rel, lines, definition)
+        if len(lines) <= SMALL_FILE_LINES or candidate.whole:
+            start, end = 1, len(lines)
+        ranges = self.taken.get(rel, [])
+        if any(a <= start and end <= b for a, b in ranges):
+            return  # shown already, inside another
+        if candidate.whole and self._cost(rel, lines, 1, len(lines)) > self.room:
+            start, end = _span(rel, lines, definition)
+        cost = self._cost(rel, lines, start, end)
+        if cost > self.room:
+            self.left.append((rel, definition))
+            return
+        self.room -= cost
+        self.taken.setdefault(rel, []).append((start, end))
+        share = CALLEE_SHARE * candidate.priority
+        for path, callee in self._callees(rel, lines[start - 1 : end], definition):
+            self.push(share, path, callee)
+
+    def _cost(self, rel: str, lines: list[str], start: int, end: int) -> int:
+        shown = lines[start - 1 : end]
+        header = 2 * len(rel) + 16
+        return header + sum(len(line) + 8 for line in shown)
+
+    def _callees(
+        self, rel: str, body: list[str], definition: Definition
+    ) -> list[tuple[str, Definition]]:
+        """The definitions ``body`` calls: in its own file, else in one or two others."""
+        found: list[tuple[str, Definition]] = []
+        for name in dict.fromkeys(_CALL.findall("\n".join(body))):
+            defined = self.tree.by_name.get(name, [])
+            here = [pair for pair in defined if pair[0] == rel and pair[1] != definition]
+            others = {path for path, _ in defined}
+            pairs = here or (defined if 0 < len(others) <= 2 else [])
+            found += [pair for pair in pairs if pair[1][2] != "class" or pair[0] == rel][:2]
+            if len(found) >= CALLEES:
+                break
+        return found[:CALLEES]
+
+    def _left_out(self) -> list[str]:
+        rest = [(c.path, c.definition) for _, _, c in sorted(self.heap)]
+        left = [
+            (rel, d)
+            for rel, d in dict.fromkeys([*self.left, *rest])
+            if not any(a <= d[3] and d[4] <= b for a, b in self.taken.get(rel, []))
+        ][:LEFT_OUT_NAMED]
+        if not left:
+            return []
+        lines = [
+            "(left out to keep this prompt short, most likely first; each READ_FILE shows one:"
+        ]
+        lines += [
+            f'  READ_FILE path="{rel}" symbol="{d[1]}"  (lines {d[3]}-{d[4]})' for rel, d in left
+        ]
+        return [*lines, ")"]
+
+
+def _span(rel: str, lines: list[str], definition: Definition) -> tuple[int, int]:
+    """A definition's lines as READ_FILE ``symbol=`` shows them: a Python one from its first
+    decorator."""
+    start, end = definition[3], min(definition[4], len(lines))
+    if rel.endswith((".py", ".pyi")):
+        indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+        while start > 1 and lines[start - 2].strip().startswith("@"):
+            above = lines[start - 2]
+            if len(above) - len(above.lstrip()) != indent:
+                break
+            start -= 1
+    return start, max(start, end)
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Line ranges in order, those that overlap or touch (a blank line or two apart) as one."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1] + 3:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
