@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
-from codingagent.protocol.reasoning import UNCLOSED_NOTE, split_reasoning
+from codingagent.protocol.reasoning import split_reasoning
 from codingagent.protocol.scan import commands_and_slips, unwrapped_diff
 from codingagent.state import CommandResult
 
@@ -30,7 +30,7 @@ def read_reply(
         reasoned = split_reasoning(text)
         text = reasoned.answer
         if reasoned.unclosed is not None:
-            problems.append(_problem(UNCLOSED_NOTE.format(name=reasoned.unclosed)))
+            problems.append(_problem(reasoned.unclosed))
     commands, slips = commands_and_slips(text) if text is not None else ([], [])
     problems += [note_result(slip.note) for slip in slips]
     if len(commands) > MAX_COMMANDS:
