@@ -185,6 +185,13 @@ class Settings(BaseModel):
         "model's window, 2,048 when unknown); 0: no map",
     )
 
+    check: str | None = Field(
+        None,
+        description="a command run in the sandbox before the first prompt and after each turn "
+        "that changed files; its result is in the prompt, DONE refused while it fails "
+        '(docs/prompts.md, "The check"); "" for none',
+    )
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
 
@@ -262,7 +269,7 @@ def _looser(key: str, old: Any, new: Any) -> bool:
         return bool(old and not new)
     if key == "sandbox_hide":
         return not set(new) >= set(old)
-    if key == "tasks":  # work for the LLM, chosen by a file it can write: never taken
+    if key in ("tasks", "check"):  # chosen by a file the LLM can write: never taken
         return bool(new != old)
     if key == "secret_files_allow":
         return not set(new) <= set(old)
@@ -272,7 +279,7 @@ def _looser(key: str, old: Any, new: Any) -> bool:
 # The keys a settings file the LLM can write may only tighten.
 LOOSER = frozenset(
     {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
-    | {"max_reply_bytes", "max_turns", "tasks", "secret_files_allow"}
+    | {"max_reply_bytes", "max_turns", "tasks", "secret_files_allow", "check"}
 )
 
 

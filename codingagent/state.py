@@ -140,6 +140,10 @@ class SessionState(BaseModel):
     named_sequence: int | None = None
     instructions_digest: str | None = None
     instructions_sequence: int | None = None
+    # The user's check command (docs/prompts.md, "The check"): its last run, and that run's
+    # output (the failing part first) while it fails; None when there is no check or it passed.
+    check: CheckRun | None = None
+    check_failure: str | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
@@ -208,6 +212,17 @@ class CommandResult(BaseModel):
             lines.append("  Output:")
             lines.extend(f"    {line}" if line else "" for line in out)
         return lines
+
+
+class CheckRun(BaseModel):
+    """The check command's last run, as the prompts show it (docs/prompts.md, "The check")."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    command: str
+    result: CommandResult  # ``[FAILED] CHECK: 'pytest -q' failed (exit code 1)`` and its output
+    ran: int  # the message it was run for: 1 before the first prompt, n + 1 after reply n
+    shown: int  # the message whose prompt shows its output (a DONE refused shows it again)
 
 
 class Environment(BaseModel):

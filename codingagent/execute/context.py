@@ -7,6 +7,7 @@ into the command's result.  The file helpers here say "not found" and "is a dire
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -86,6 +87,9 @@ class Turn:
     runs: dict[str, EditRun] = field(default_factory=dict)
     reads: set[ReadKey] = field(default_factory=set)  # READ_FILE requests, by real path
     search_seconds: float = 0.0  # time the reply's SEARCH commands have taken so far
+    # The user's check command: its result after what the turn did so far (run when the turn
+    # changed files); DONE is refused while it fails. None without a check.
+    check: Callable[[TurnOutcome], CommandResult] | None = None
 
     def mark_changed(self, path: str) -> str:
         rel = self.workspace.relpath(path)

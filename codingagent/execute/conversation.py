@@ -34,6 +34,12 @@ def done(cmd: Done, turn: Turn) -> Success:
         raise CommandFailed(
             f"Not accepted: {failed} command(s) above failed; fix them, then send [DONE] again",
         )
+    check = turn.check(turn.outcome) if turn.check is not None else None
+    if check is not None and not check.success:  # the user's check command
+        raise CommandFailed(
+            f"Not accepted: the check fails ({check.summary}; its output is under Check "
+            "below); fix what it reports, then send [DONE] again",
+        )
     turn.outcome.done = cmd.summary
     return Success("Task marked complete")
 

@@ -60,6 +60,7 @@ def execute(
     preceding: Sequence[CommandResult] = (),
     shown: Mapping[str, str] | None = None,
     session_id: str = "",
+    check: Callable[[TurnOutcome], CommandResult] | None = None,
 ) -> TurnOutcome:
     """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
 
@@ -67,7 +68,8 @@ def execute(
     come first and count as failures for DONE. ``shown`` maps a workspace path to the sha256
     of the content the LLM last saw; with it, an EDIT_FILE run on a file that changed since
     warns that its line numbers may be stale. ``session_id`` names whose secrets are kept
-    from commands and put back into masked text (:mod:`codingagent.secrecy`).
+    from commands and put back into masked text (:mod:`codingagent.secrecy`). ``check``: the
+    user's check command's result after the commands so far; DONE is refused while it fails.
     """
     targets = [_target(command, workspace) for command in commands]
     # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
@@ -82,6 +84,7 @@ def execute(
         targets=targets,
         last_writes={path: i for i, path in enumerate(targets) if path is not None},
         session_id=session_id,
+        check=check,
     )
     for index, command in enumerate(commands):
         turn.index = index

@@ -44,3 +44,18 @@ def confirm_on_terminal(what: str) -> bool:
         key = ""
     console.print(safe_text(key if key.isprintable() else ""))
     return key.lower() == "y"
+
+
+def confirm_check(path: str, command: str) -> bool:
+    """Whether the check command the workspace's ``path`` names is to be run in the sandbox
+    before the first prompt and after each turn that changes files (asked once, at start)."""
+    console.print(safe_text(f"{path} names a check command:", style="bold yellow"))
+    console.print(safe_text(command))
+    try:
+        return click.confirm(
+            "Run it before the first prompt and after each turn that changes files?",
+            default=False,
+            err=True,
+        )
+    except click.Abort:
+        return False

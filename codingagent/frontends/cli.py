@@ -21,6 +21,7 @@ from codingagent.frontends.options import (
     clipboard_option,
     complete_session,
     file_option,
+    instructed_check,
     model_client,
     model_options,
     named_files,
@@ -166,6 +167,7 @@ def start(
     store = SessionStore(root)
     folder = workspace.resolve() if workspace is not None else store.workspace
     named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
+    settings = instructed_check(root, workspace, folder, flags, options)  # AGENTS.md
     window = None  # the model's window, asked of its server: the code map's budget follows it
     if model is not None and not no_watch:
         model.check()  # an endpoint that is down, or without the model: no session is made
@@ -186,6 +188,8 @@ def start(
         + safe_text(state.session_id, "bold")
         + safe_text(f" started on {state.workspace}")
     )
+    if state.check is not None:
+        say(f"Check: {state.check.result.headline}")
     _watch(
         session_loop(root, state.session_id, flags, model is not None, relay),
         watch=not no_watch,

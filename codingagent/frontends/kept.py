@@ -9,6 +9,7 @@ about the workspace's files as they are now. ``--no-model`` drops a kept model.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,8 @@ def described(state: SessionState) -> str:
         if isinstance(value, bool):
             words.append(f"--{flag}" if value else f"--no-{flag}")
         else:
-            words.append(f"--{flag} {value:g}" if isinstance(value, float) else f"--{flag} {value}")
+            shown = f"{value:g}" if isinstance(value, float) else shlex.quote(str(value))
+            words.append(f"--{flag} {shown}")
     return " ".join(words) or "none"
 
 

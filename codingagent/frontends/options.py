@@ -86,6 +86,12 @@ def tuning_options(command: Callable) -> Callable:
             help="The full PROTOCOL in the first prompt only (default), or in every one.",
         ),
         click.option(
+            "--check",
+            metavar="CMD",
+            help="Run CMD (e.g. 'pytest -q') before the first prompt and after each turn that "
+            "changed files; its result is in the prompt, DONE refused while it fails ('': none).",
+        ),
+        click.option(
             "--context-tokens",
             type=int,
             metavar="N",
@@ -178,6 +184,38 @@ clipboard_option = click.option(
     default=None,
     help="Also take the LLM's reply from the clipboard: copy it in the chat, nothing else.",
 )
+
+
+def _terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def instructed_check(
+    root: Path, workspace: Path | None, folder: Path, flags: dict[str, Any], kept: dict[str, Any]
+) -> Settings:
+    """The settings of a new session, with the check command the workspace's AGENTS.md (or
+    kin) names when none is set and the user confirms it on a terminal: then it is in
+    ``flags`` and ``kept`` (the session keeps it). Without a terminal it is not used, and the
+    console says how to use it (docs/prompts.md, "The check")."""
+    from codingagent.frontends.approval import confirm_check
+    from codingagent.prompt.instructions import named_check
+
+    settings = run_settings(root, flags, workspace)
+    found = None if settings.check is not None else named_check(folder, settings.instructions)
+    if found is None:
+        return settings
+    path, command = found
+    if not _terminal():
+        say(
+            f"{path} names a check command, '{command}'; it is not run without a terminal to "
+            f'confirm it: start with --check "{command}" to use it',
+            "yellow",
+        )
+        return settings
+    if not confirm_check(path, command):
+        return settings
+    flags["check"] = kept["check"] = command
+    return run_settings(root, flags, workspace)
 
 
 def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:

@@ -11,13 +11,15 @@ order, each step only when the one before was not enough:
    for it (READ_FILE ``map="true"``);
 3. the listing (``## Workspace Files``) is cut down to its top folders, then to one line;
 4. file contents (``## Requested File Contents``), command output (the indented lines under a
-   result) and search results keep their first and last lines, fewer at each step (160, 80,
-   40, 20, 10, 4, then none), with a line saying what was left out and how to read it
-   (READ_FILE with start_line and end_line, the command again with a filter, a narrower SEARCH).
+   result, and under the check's status line in ``## Check``) and search results keep their
+   first and last lines, fewer at each step (160, 80, 40, 20, 10, 4, then none), with a line
+   saying what was left out and how to read it (READ_FILE with start_line and end_line, the
+   command again with a filter, a narrower SEARCH).
 
 Never touched: the system text, the HEADER, the PROTOCOL (full or short), the Environment,
-the user's answers, the task (the PROMPT section) and the results' status lines. When even the
-smallest form does not fit, :class:`NoFit` says how many tokens it needs; nothing is sent.
+the user's answers, the task (the PROMPT section) and the results' status lines (the check's
+too). When even the smallest form does not fit, :class:`NoFit` says how many tokens it needs;
+nothing is sent.
 
 Tokens are counted by the ``count`` given (a server's tokenizer), else by :func:`estimate`:
 one token per three bytes of UTF-8, which errs high for English and code in the tokenizers of
@@ -198,7 +200,7 @@ class _Prompt:
                 out += body
             elif heading == "## Requested File Contents":
                 out += _cut_views(body, keep)
-            elif heading == "## Previous Command Results":
+            elif heading in ("## Previous Command Results", "## Check"):
                 out += _cut_outputs(body, keep)
             elif heading == "## Search Results":
                 out += _cut_block(body, keep, _SEARCH_NOTE)

@@ -15,7 +15,9 @@ command or the user: its digest is kept in the session state); never repeated ot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from posixpath import dirname
 
 from codingagent.state import SessionState
@@ -87,3 +89,34 @@ def working_paths(state: SessionState) -> list[str]:
     files and folders it asked for."""
     asked = [r if isinstance(r, str) else r.path for r in state.read_file_requests]
     return [*state.named_files, *state.shown_files, *asked]
+
+
+_CHECK_LINE = re.compile(
+    r"^\s*(?:[-*]\s+)?(?:\*\*)?(?:check|Check|CHECK)(?: command)?:(?:\*\*)?\s*(.+?)\s*$"
+)
+
+
+def named_check(root: Path, names: Sequence[str] | None = None) -> tuple[str, str] | None:
+    """The check command the workspace's instruction files name, and the file naming it
+    (docs/prompts.md, "The check"): the first line ``check: COMMAND`` (lower case; ``- `` or
+    ``**`` around the key allowed, ``Check command:`` too), or ``Check: `COMMAND``` in any
+    case with the command in backticks, in the ``instructions`` setting's files (``names``),
+    else the root's AGENTS.md, else the first of its kin the root holds."""
+    candidates = [n.strip("/") for n in names] if names is not None else [AGENTS, *FALLBACKS]
+    for name in candidates:
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            match = _CHECK_LINE.match(line)
+            if match is None:
+                continue
+            key, command = line.strip(" -*").split(":", 1)[0], match.group(1).strip("* ")
+            if command.startswith("`") and command.endswith("`") and len(command) > 2:
+                return name, command.strip("`").strip()
+            if key.startswith("check") and "`" not in command:
+                return name, command
+        if names is None:
+            return None  # the first file present is the one read, as for the instructions
+    return None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from codingagent.prompt.checkview import check_section
 from codingagent.prompt.fitting import prompt_budget
 from codingagent.prompt.overview import overview
 from codingagent.protocol.commands import file_lines, numbered
@@ -315,6 +316,9 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
             results.append(NO_COMMANDS_NOTE)
         results += _omitted(context.results_omitted, "result")
         parts.append("## Previous Command Results\n" + "\n".join(results))
+    check = check_section(state, options.full_protocol)  # the user's check command, if any
+    if check:
+        parts.append(check)
     if state.answers:
         answers = (f"You asked: {a.question}\nThe user answered: {a.answer}" for a in state.answers)
         parts.append("## Answers\n" + "\n\n".join(answers))

@@ -13,10 +13,11 @@ from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.sandbox.backends import SandboxUnavailable
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell
+from codingagent.session.checking import Check, first_check, session_check
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import next_outbox
+from codingagent.transaction.outbox import next_outbox, open_workspace
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
@@ -31,13 +32,15 @@ def start_session(
     allow_broad: bool = False,
     override: str | None = None,
     files: Sequence[str] = (),
+    check: Check | None = None,
 ) -> tuple[SessionState, Path]:
     """Create a session and write its first outbox; ``environment`` probes the workspace
     folder for the prompt's Environment section. A workspace too broad to hand to the LLM
     (``/``, a home folder, a system folder) is refused unless ``allow_broad``; ``override``
     names the front end's way to insist (:func:`~codingagent.workspace.choice.check_workspace`).
     ``files``: the workspace paths the user named (``--file``, ``@path``), shown whole in the
-    first prompt (docs/prompts.md).
+    first prompt (docs/prompts.md). ``check``: the user's check command, run before the first
+    prompt is written, which shows its result (:mod:`codingagent.session.checking`).
     """
     if not task.strip():
         raise SessionError("The task is empty; say what the LLM should do")
@@ -57,6 +60,8 @@ def start_session(
     )
     store.save(state)  # first: a missing outbox is rewritten by `show` and `resume`
     try:
+        if check is not None:
+            first_check(state, check, open_workspace(store, state))
         outbox = next_outbox(store, state, prompt).path  # the files it shows whole: kept
         store.save(state)  # what the outbox showed
     except OSError as e:
@@ -176,5 +181,6 @@ def new_session(
         allow_broad=allow_broad,
         override=override,
         files=files,
+        check=session_check(settings.check, shell),
     )
     return state

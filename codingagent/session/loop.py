@@ -49,6 +49,7 @@ from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell, ShellResult
 from codingagent.secrecy import file_scan
 from codingagent.secrecy.secret_files import notes as secret_file_notes
+from codingagent.session.checking import check_anew, session_check
 from codingagent.session.lifecycle import (
     answer_question,
     follow_up_session,
@@ -196,6 +197,8 @@ class SessionLoop:
                 'follow-up with: codingagent resume --task "...")'
             )
         self._refuse_over_limit(state)
+        check = session_check(self.settings.check, self._shell_once(), self._listener.running)
+        check_anew(self.store, state, check, self.prompt_options)  # a new --check, or none
         outbox = ensure_outbox(self.store, state, self.prompt_options)
         return self._offer(outbox, state.sequence_number)
 
@@ -431,6 +434,7 @@ class SessionLoop:
             prompt=self.prompt_options,
             preimage_cap=self.settings.max_preimage_bytes,
             environment=self._environment(),
+            check=session_check(self.settings.check, self._shell_once(), self._listener.running),
         )
 
 

@@ -39,6 +39,7 @@ from codingagent.protocol.commands import Command, RunCommand
 from codingagent.sandbox.shell import Shell
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
+from codingagent.session.checking import Check, Checking, turn_checking
 from codingagent.session.replies import REPLY_SIZE_CAP, note_result, read_reply, unreadable
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
@@ -68,6 +69,7 @@ class TurnOptions:
     # What commands run in as probed now, kept in the state with the turn (the next prompt
     # shows it when it changed); None keeps the state's.
     environment: Environment | None = None
+    check: Check | None = None  # the user's check command (session/checking.py), if any
 
 
 def apply_reply(
@@ -135,9 +137,14 @@ def apply_admitted(
                     options.on_result(each)
             began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
             watch = Watch(ws, journal, options.shell)
-            outcome = _execute(commands, ws, options, journal, state, problems, watch)
+            checking = turn_checking(options.check, state, ws, watch, options.on_result)
+            outcome = _execute(commands, ws, options, journal, state, problems, watch, checking)
+            if checking is not None:  # after a turn that changed files
+                checking.settle(outcome)
             auto_run = _auto_run(ws, commands, outcome, began_ns, watch.placed)
             _advance(state, outcome)
+            if checking is not None:
+                checking.record(state)
             state.parse_failed = unreadable(commands)
             if options.environment is not None:
                 state.environment = options.environment
@@ -257,6 +264,7 @@ def _execute(
     state: SessionState,
     problems: list[CommandResult],
     watch: Watch,
+    checking: Checking | None = None,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
     what each RUN_COMMAND changed recorded around it by ``watch``
@@ -273,6 +281,7 @@ def _execute(
             problems,
             shown=state.shown_files,
             session_id=state.session_id,
+            check=checking.now if checking is not None else None,
         )
     finally:
         ws.before_change = ws.before_changes = None
