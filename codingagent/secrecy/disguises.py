@@ -11,7 +11,9 @@ For each secret a session knows, :class:`Disguises` looks for it
   base32, escaped, reversed and rot13 forms;
 - broken by white space anywhere (``fold -w 7``, ``base64``'s and ``xxd -p``'s lines, ``sed
   's/./& /g'``), and by ``od -c``'s offset column at the start of its lines;
-- with one to four separator characters between its characters (``['g', 'h', ...]``).
+- with one to four separator characters between its characters (``['g', 'h', ...]``);
+- in a hex dump (``xxd``, ``hexdump -C``, ``od -x``): a piece of it, in its hex across lines
+  in either byte order and in the ASCII column (:mod:`.hexdumps`).
 
 The text is searched with its white space (and ``od``'s offsets) taken out: all forms of all
 secrets as literal strings in one pass (:mod:`.matcher`), base64's in their case, the others
@@ -30,6 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from urllib.parse import quote, quote_plus
 
+from codingagent.secrecy.hexdumps import HexDumps
 from codingagent.secrecy.matcher import Ends, compile_set
 from codingagent.secrecy.rules import Found
 
@@ -110,6 +113,7 @@ class Disguises:
                 self._forms.append((form, True, f"{label}-{how}", ""))
         self._joined_set: Ends | None = None  # compiled on the first search
         self._plain_set: Ends | None = None
+        self._dumps = HexDumps(self._plain)
 
     def __bool__(self) -> bool:
         return bool(self._plain)
@@ -118,7 +122,7 @@ class Disguises:
         """Each disguised secret in ``text``: spans in ``text``, labels ``KIND-HOW``."""
         if not self._plain:
             return []
-        return self._joined_in(text) + self._separated_in(text)
+        return self._joined_in(text) + self._separated_in(text) + self._dumps.find(text)
 
     def _joined_in(self, text: str) -> list[Found]:
         if self._joined_set is None:

@@ -1,0 +1,279 @@
+"""Known secrets in hex dumps: ``xxd``, ``hexdump -C``, ``od -x`` and their kin
+(docs/secrets.md, 'Disguises').
+
+A hex dump shows a file's bytes twice over: as hex, in groups of one to eight bytes a few
+groups a line, written in the file's order (``xxd``, ``hexdump -C``, ``od -tx1``) or each
+group byte-swapped (``od -x``, ``hexdump``, ``xxd -e``: little-endian words), and often again
+as an ASCII column (``xxd``, ``hexdump -C``, ``od -tx1z``) showing 16 characters a line. A
+secret runs across the lines of both. So the lines of a dump are found (one pass of hyperscan
+tells whether a text holds one at all: on a text without, that pass is all it costs), the hex of
+each run of dump lines is decoded across the lines in both byte orders, and each run of
+:data:`PIECE` or more bytes that is a piece of a known secret (a truncated dump shows a part
+of it) is masked: its hex from the first digit to the last (the offsets and ASCII columns
+between included), and its characters in the ASCII column of each line it touches.
+
+A dump line: an optional offset column (hex or octal digits, with ``xxd``'s colon), groups
+of hex digits of one width separated by one or two spaces (the last may be shorter: ``xxd``
+at an odd end), and the rest of the line, which is taken for an ASCII column where it spells
+the line's bytes (``|...|``, ``>...<``, or the line's last characters). A line of hex digits
+alone (``xxd -p``) is a dump line with one group.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from codingagent.secrecy.matcher import Ends, compile_set
+from codingagent.secrecy.rules import Found
+
+PIECE = 10  # a run of this many bytes of a known secret in a dump is masked
+_HEX = rb"[0-9A-Fa-f]"
+# A line that may start a dump (hyperscan's pass; `^` is the start of the text): four groups
+# of one to eight bytes, or an offset and two of four or eight bytes (`od -tx8`), or 20 hex
+# digits in a row (`xxd -p`).
+_GROUP = rb"(?:" + _HEX + rb"{2}){1,8}"
+_DUMP_START = (
+    rb"(?:^|\n)[ \t]*(?:"
+    rb"(?:" + _HEX + rb"{4,16}:?[ \t]+)?" + _GROUP + rb"(?: {1,2}" + _GROUP + rb"){3}"
+    rb"|" + _HEX + rb"{4,16}:?[ \t]+(?:" + _HEX + rb"{8}){1,2} (?:" + _HEX + rb"{8}){1,2}"
+    rb"|" + _HEX + rb"{20})"
+)
+_MAX_STARTS = 100_000  # past this many matches, every line is tried
+_MAX_TAKEN = 8  # groups an ASCII column may be mistaken for, at most
+# A dump line: indent, an offset (taken for one only when it is not a group: below), groups.
+_ROW = re.compile(
+    rb"[ \t]*(?:(" + _HEX + rb"{4,16})(:?)[ \t]+)?"
+    rb"(" + _HEX + rb"{2,}(?= |\n|$)(?: {1,2}" + _HEX + rb"{2,}(?= |\n|$))*)"
+)
+# What the ASCII column shows of each byte.
+_SHOWN = bytes(byte if 0x20 <= byte < 0x7F else 0x2E for byte in range(256))
+
+
+class Row(NamedTuple):
+    """One dump line: where its groups start in the text, and what it holds."""
+
+    groups: list[int]  # where each group of hex digits starts
+    widths: list[int]  # how many bytes each holds
+    written: bytes  # its bytes in the order written
+    swapped: bytes  # each group's bytes reversed
+    ascii: int  # where its ASCII column starts, -1 without one
+
+
+class Run(NamedTuple):
+    start: int  # in the joined bytes of a block
+    end: int
+    label: str
+
+
+class HexDumps:
+    """Where pieces of a set of known secrets stand in the hex dumps of a text."""
+
+    def __init__(self, secrets: Iterable[tuple[str, str]]) -> None:
+        """``secrets``: (secret, label) pairs."""
+        self._secrets = list(secrets)
+        self._pieces: list[tuple[bytes, str]] = []  # made, and compiled, on the first dump
+        self._set: Ends | None = None
+
+    def find(self, text: str) -> list[Found]:
+        """Each piece of a known secret in a hex dump in ``text``: spans in ``text``."""
+        if not self._secrets:
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        starts = _starts()(data)
+        if starts == []:
+            return []
+        lines = _line_starts(data, starts)
+        spans: list[tuple[int, int, str]] = []
+        done = -1  # lines of a block already read are not read again
+        for line in lines:
+            if line <= done:
+                continue
+            rows, done = _block(data, line)
+            spans += self._in_block(rows)
+        return _in_characters(text, data, spans)
+
+    def _in_block(self, rows: list[Row]) -> list[tuple[int, int, str]]:
+        if sum(len(row.written) for row in rows) < min(PIECE, *(len(s) for s, _ in self._secrets)):
+            return []
+        if self._set is None:
+            self._pieces = _pieces(self._secrets)
+            self._set = compile_set([(piece, False) for piece, _ in self._pieces], True)
+        bases = [0]
+        for row in rows:
+            bases.append(bases[-1] + len(row.written))
+        spans = []
+        for swapped in (False, True):
+            joined = b"".join(row.swapped if swapped else row.written for row in rows)
+            if swapped and joined == b"".join(row.written for row in rows):
+                continue  # one byte a group: one order
+            for run in self._runs(joined):
+                spans += _spans(rows, bases, run, swapped)
+        return spans
+
+    def _runs(self, joined: bytes) -> list[Run]:
+        """The runs of ``joined`` made of overlapping pieces of known secrets."""
+        assert self._set is not None
+        hits = sorted(
+            (end - len(self._pieces[index][0]), end, self._pieces[index][1])
+            for index, end in self._set(joined) or ()
+        )
+        runs: list[Run] = []
+        for start, end, label in hits:
+            if runs and start <= runs[-1].end:
+                runs[-1] = runs[-1]._replace(end=max(end, runs[-1].end))
+            else:
+                runs.append(Run(start, end, label))
+        return runs
+
+
+def _pieces(secrets: list[tuple[str, str]]) -> list[tuple[bytes, str]]:
+    """Each piece of :data:`PIECE` bytes of each secret (a shorter secret whole), once."""
+    pieces: dict[bytes, str] = {}
+    for secret, label in secrets:
+        data = secret.encode("utf-8", "surrogatepass")
+        for at in range(max(1, len(data) - PIECE + 1)):
+            pieces.setdefault(data[at : at + PIECE], label)
+    return list(pieces.items())
+
+
+@functools.cache
+def _starts() -> Ends:
+    return compile_set([(_DUMP_START, False)], literal=False, limit=_MAX_STARTS)
+
+
+def _line_starts(data: bytes, ends: list[tuple[int, int]] | None) -> list[int]:
+    """The start of each line a match of :data:`_DUMP_START` ends on (of every line, where
+    there were too many matches to count)."""
+    if ends is None:
+        return [0] + [m.end() for m in re.finditer(rb"\n", data)]
+    return sorted({data.rfind(b"\n", 0, end) + 1 for _, end in ends})
+
+
+def _block(data: bytes, line: int) -> tuple[list[Row], int]:
+    """The dump lines from ``line`` on, and the start of the last one read."""
+    rows: list[Row] = []
+    last = line
+    while line < len(data):
+        stop = data.find(b"\n", line)
+        stop = len(data) if stop < 0 else stop
+        row = _row(data, line, stop)
+        if row is None:
+            break
+        rows.append(row)
+        last, line = line, stop + 1
+    return rows, last
+
+
+def _row(data: bytes, line: int, stop: int) -> Row | None:
+    found = _ROW.match(data, line, stop)
+    if found is None:
+        return None
+    area = found.start(3)
+    tokens = [
+        (m.start(), m.end()) for m in re.finditer(rb"[0-9A-Fa-f]+", data[area : found.end(3)])
+    ]
+    tokens = [(area + start, area + end) for start, end in tokens]
+    offset, colon = found.group(1), found.group(2)
+    if offset is not None and not colon and len(offset) == tokens[0][1] - tokens[0][0]:
+        tokens.insert(0, (found.start(1), found.end(1)))  # a group, not an offset
+    elif offset is None and len(tokens) == 1 and tokens[0][1] - tokens[0][0] < 16:
+        return None  # one short group alone: not a dump
+    width = tokens[0][1] - tokens[0][0]
+    if width % 2:
+        return None
+    kept = 0
+    for start, end in tokens:
+        kept += 1
+        if end - start != width:  # shorter: the last group; another width: the ASCII column
+            if end - start > width or (end - start) % 2:
+                kept -= 1
+            break
+    tokens = tokens[:kept]
+    if not tokens:
+        return None
+    row = _made(data, tokens, stop)
+    if row.ascii < 0 and tokens[-1][1] < stop:
+        # The ASCII column may start with what looks like groups (`xxd`: "  cafe babe"):
+        # the first line with fewer groups whose rest spells its bytes, if any.
+        for kept in range(len(tokens) - 1, max(0, len(tokens) - _MAX_TAKEN), -1):
+            shorter = _made(data, tokens[:kept], stop)
+            if shorter.ascii >= 0:
+                return shorter
+    return row
+
+
+def _made(data: bytes, tokens: list[tuple[int, int]], stop: int) -> Row:
+    groups = [bytes.fromhex(data[start:end].decode()) for start, end in tokens]
+    written = b"".join(groups)
+    # Words of two to eight bytes may be little-endian; a longer group is a run of bytes.
+    swapped = b"".join(group[::-1] if len(group) <= 8 else group for group in groups)
+    after = tokens[-1][1]
+    return Row(
+        [start for start, _ in tokens],
+        [len(group) for group in groups],
+        written,
+        swapped,
+        _ascii(data, after, stop, written, swapped),
+    )
+
+
+def _ascii(data: bytes, after: int, stop: int, written: bytes, swapped: bytes) -> int:
+    """Where the ASCII column of a line's bytes starts after its groups, or -1."""
+    rest = data[after:stop]
+    size = len(written)
+    shown = {written.translate(_SHOWN), swapped.translate(_SHOWN)}
+    inner = rest.strip(b" ")
+    if len(inner) == size + 2 and inner[:1] + inner[-1:] in (b"||", b"><"):
+        at = after + rest.index(inner) + 1
+        return at if data[at : at + size] in shown else -1
+    if len(rest) > size and rest[:1] == b" " and data[stop - size : stop] in shown:
+        return stop - size
+    return -1
+
+
+def _spans(
+    rows: list[Row], bases: list[int], run: Run, swapped: bool
+) -> list[tuple[int, int, str]]:
+    """The spans in the text (byte offsets) of ``run``: its hex and its ASCII columns."""
+    first = bisect.bisect_right(bases, run.start) - 1
+    last = bisect.bisect_right(bases, run.end - 1) - 1
+    places = [
+        _place(rows[line], at - bases[line], swapped)
+        for at in range(run.start, run.end)
+        for line in [bisect.bisect_right(bases, at) - 1]
+    ]
+    spans = [(min(places), max(places) + 2, f"{run.label}-hexdump")]
+    for line in range(first, last + 1):
+        row = rows[line]
+        if row.ascii >= 0:
+            start = max(run.start, bases[line]) - bases[line]
+            end = min(run.end, bases[line + 1]) - bases[line]
+            spans.append((row.ascii + start, row.ascii + end, f"{run.label}-hexdump"))
+    return spans
+
+
+def _place(row: Row, at: int, swapped: bool) -> int:
+    """Where the two hex digits of the line's byte ``at`` start."""
+    group = 0
+    while at >= row.widths[group]:
+        at -= row.widths[group]
+        group += 1
+    if swapped:
+        at = row.widths[group] - 1 - at
+    return row.groups[group] + 2 * at
+
+
+def _in_characters(text: str, data: bytes, spans: list[tuple[int, int, str]]) -> list[Found]:
+    """``spans`` (byte offsets in ``data``, the UTF-8 of ``text``) as :class:`Found`\\ s."""
+    if len(data) == len(text):
+        return [Found(start, end, label, False) for start, end, label in spans]
+    bounds = sorted({at for start, end, _ in spans for at in (start, end)})
+    chars, count, previous = {}, 0, 0
+    for at in bounds:
+        count += len(data[previous:at].decode("utf-8", "surrogatepass"))
+        chars[at], previous = count, at
+    return [Found(chars[start], chars[end], label, False) for start, end, label in spans]
