@@ -200,7 +200,7 @@ def test_every_example_of_the_reminder_parses_to_the_command_it_describes():
     # The rules a model that never saw the first prompt needs: the Session line, the fence
     # rule, the DONE rule, the way back to the full text.
     assert '"Session: <id> Sequence: <n>"' in REMINDER
-    assert "never inside a ``` code fence" in REMINDER
+    assert "Put the commands inside a ``` code block" in REMINDER
     assert "DONE comes last, and is refused if any command before it failed" in REMINDER
     assert "codingagent show --full" in REMINDER
     assert len(REMINDER) < 0.3 * len(protocol_text(30, 4000))

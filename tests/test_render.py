@@ -266,7 +266,7 @@ def test_protocol_section_teaches_1_1():
         "[SEARCH query=",
         'start_line="400" end_line="600"',
         '"  12 | text"',
-        "never\ninside ``` code fences",
+        "Put your commands inside a code block",
         "Prefer REPLACE for small changes and CREATE_FILE for new files",
         f"Long files are shown {VIEW_LINES} lines at a time",
     ):

@@ -25,8 +25,14 @@ results come back to you in the next message. Every message you get is complete 
 Start your reply with the line "Session: <id> Sequence: <n>", with the Session and Sequence
 values of the HEADER above. A reply for another session or an older message is not applied.
 
-COMMANDS. Write each tag at the start of its own line, exactly as shown, as plain text: never
-inside ``` code fences, and never put file content in a code fence.
+COMMANDS. Put your commands inside a code block: a line ``` before them and a line ``` after
+them, one block around all of them (or one block for each command). The chat shows your answer
+as markdown, and only a code block keeps every character as you wrote it (outside one,
+__init__.py becomes init.py); commands that change files or run, read from a chat's page
+outside a code block, are refused. Inside the block, write each tag at the start of its own
+line, exactly as shown, and file content between the tags as it is, with no fence of its own.
+When a file's content holds a ``` line, open and close your block with a longer fence (````).
+Explanations go outside the block.
 
 [REPLACE path="src/app.py"]
 <<<<<<< SEARCH
@@ -124,8 +130,8 @@ RULES
 - Prefer REPLACE for small changes and CREATE_FILE for new files.
 - Paths are relative to the workspace folder and use forward slashes. Absolute paths, paths
   that leave the workspace (..), and .git/ are refused.
-- Lines outside commands are ignored, so think, explain and plan freely around them; but
-  never start a line of prose with a command tag such as [DONE].
+- Lines outside commands are ignored, so think, explain and plan freely before and after the
+  code block; but never start a line of prose with a command tag such as [DONE].
 - Commands run in order before you see any result. Do not guess what a command prints or
   what a file holds: READ_FILE, SEARCH or RUN_COMMAND now, and decide in your next reply.
 - The Environment section (first message, and again when it changes) says which OS, shell,
@@ -140,6 +146,7 @@ RULES
 EXAMPLE REPLY (test_calc.py has 12 lines)
 Session: <id> Sequence: <n>
 divide() fails on zero; I will make it raise ValueError, add a test, and run the tests.
+```
 [REPLACE path="calc.py"]
 <<<<<<< SEARCH
 def divide(a, b):
@@ -163,6 +170,7 @@ python -m pytest -q
 [DONE]
 divide() raises ValueError on zero, with a test; all tests pass.
 [/DONE]
+```
 """
 
 # What a continuation prompt carries instead of the PROTOCOL section with protocol = "first":
@@ -171,9 +179,12 @@ divide() raises ValueError on zero, with a test; all tests pass.
 REMINDER = """\
 Short form (the full PROTOCOL was in the first message and still holds; if you do not have
 it, ask the user to paste "codingagent show --full"). Start your reply with the line
-"Session: <id> Sequence: <n>" (the HEADER's values). Each tag starts its own line, as plain
-text, never inside a ``` code fence; file content goes between the tags as it is. Close every
-tag that has a closing tag. Lines outside commands are ignored. Paths are relative.
+"Session: <id> Sequence: <n>" (the HEADER's values). Put the commands inside a ``` code block
+(```` when a file holds ``` lines): outside one, the chat's page changes text, and commands that
+change files or run are refused. Each tag starts its own line; file content goes between the
+tags as it is, with no fence of its own. Close every tag that has a closing tag. Lines outside
+commands are ignored. Paths are relative.
+```
 [REPLACE path="app.py"]
 <<<<<<< SEARCH
 exact old lines, enough to be unique
@@ -212,6 +223,7 @@ a question only the user can answer
 [DONE]
 a short summary
 [/DONE]
+```
 DONE comes last, and is refused if any command before it failed (a non-zero exit included).
 """
 

@@ -16,6 +16,7 @@ from contextlib import suppress
 from typing import NamedTuple
 
 from codingagent.protocol.bodies import clip, fence
+from codingagent.protocol.codeblocks import refuse_unfenced
 from codingagent.protocol.commands import Command, ParseError
 from codingagent.protocol.parser import (
     TAGS,
@@ -51,9 +52,13 @@ class Slip(NamedTuple):
     note: str
 
 
-def commands_and_slips(text: str) -> tuple[list[Command], list[Slip]]:
+def commands_and_slips(text: str, rendered: bool = False) -> tuple[list[Command], list[Slip]]:
     """The reply's commands (as :func:`~codingagent.protocol.parser.parse` reads them) and
-    its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest)."""
+    its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest).
+
+    ``rendered``: the text was read from a chat's rendered page, so a command that changes
+    the workspace or runs something is refused unless it stood inside a code block
+    (:mod:`codingagent.protocol.codeblocks`)."""
     lines = split_lines(text)
     spans = parse_spans(lines)
     found = slips(lines, spans)
@@ -63,7 +68,8 @@ def commands_and_slips(text: str) -> tuple[list[Command], list[Slip]]:
             *found[:MAX_SLIPS],
             Slip(found[MAX_SLIPS].line, f"and {rest} more lines like these were not run either"),
         ]
-    return [span.command for span in spans], found
+    commands = refuse_unfenced(lines, spans) if rendered else [span.command for span in spans]
+    return commands, found
 
 
 def slips(lines: list[str], spans: list[Span]) -> list[Slip]:

@@ -65,7 +65,8 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
         atomic_write(journal_path, json.dumps(marked))
         crash_point("rolled-back")
     data = reply.read_bytes()
-    report = apply_admitted(store, state, Reply(data, source), options)
+    rendered = bool(journal.get("rendered"))  # read from a rendered page: refused as then
+    report = apply_admitted(store, state, Reply(data, source, rendered=rendered), options)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
         f"{len(restored.paths)} file(s) and applied {source} again"

@@ -18,12 +18,14 @@ MAX_COMMANDS = 10_000  # commands of one reply that are run; a flood of them wou
 
 
 def read_reply(
-    data: bytes, max_reply_bytes: int, size: int | None
+    data: bytes, max_reply_bytes: int, size: int | None, rendered: bool = False
 ) -> tuple[list[Command], list[CommandResult]]:
     """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
     itself, which the LLM sees first: then a note for each line that holds a tag but was not
     taken as a command (:mod:`codingagent.protocol.scan`). A leading thinking block is not
-    parsed (:mod:`codingagent.protocol.reasoning`)."""
+    parsed (:mod:`codingagent.protocol.reasoning`). ``rendered``: the reply was read from a
+    chat's rendered page; its commands that change files or run outside a code block are
+    refused (:mod:`codingagent.protocol.codeblocks`)."""
     text, problem = decode_reply(data, max_reply_bytes, size)
     problems = [problem] if problem else []
     if text is not None:  # a reasoning model's thinking is never parsed
@@ -31,7 +33,7 @@ def read_reply(
         text = reasoned.answer
         if reasoned.unclosed is not None:
             problems.append(_problem(reasoned.unclosed))
-    commands, slips = commands_and_slips(text) if text is not None else ([], [])
+    commands, slips = commands_and_slips(text, rendered) if text is not None else ([], [])
     problems += [note_result(slip.note) for slip in slips]
     if len(commands) > MAX_COMMANDS:
         problems.append(

@@ -58,6 +58,10 @@ class Reply:
     # The prompt the source knows this reply answers (an endpoint sent it, the page showed
     # it); None when only the reply's own echo can say (docs/admission.md).
     answers: int | None = None
+    # Read from a chat's rendered page (a selection copy, the page's text), where markdown
+    # changed the text outside code blocks: commands there that change files or run are
+    # refused (docs/protocol.md, "Answers read from a rendered page").
+    rendered: bool = False
 
 
 class SourceError(Exception):

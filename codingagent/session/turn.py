@@ -125,12 +125,14 @@ def apply_admitted(
     ws = open_workspace(store, state)
     answered = state.sequence_number
     try:
-        record, journal = _open_turn(store, state, data, source, options.preimage_cap)
+        record, journal = _open_turn(store, state, reply, options.preimage_cap)
     except OSError as error:  # no journal yet: nothing was changed
         raise TurnNotApplied(session_id, answered, source, error) from error
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
-            commands, problems = read_reply(data, options.max_reply_bytes, reply.size)
+            commands, problems = read_reply(
+                data, options.max_reply_bytes, reply.size, reply.rendered
+            )
             problems[:0] = [note_result(note) for note in told]
             if options.on_result is not None:
                 for each in problems:
@@ -172,6 +174,7 @@ def apply_admitted(
                     "masked": masked,
                     "maskedKinds": masked_kinds,
                     "autoRun": auto_run,
+                    **({"rendered": True} if reply.rendered else {}),
                     **reply.meta,
                 }
             )
@@ -233,7 +236,7 @@ def _skipped(
 
 
 def _open_turn(
-    store: SessionStore, state: SessionState, data: bytes, source: str, preimage_cap: int
+    store: SessionStore, state: SessionState, reply: Reply, preimage_cap: int
 ) -> tuple[TurnRecord, Journal]:
     """The turn's history folder with the reply and the state before, then the journal: both
     durable before anything in the workspace changes.
@@ -250,8 +253,10 @@ def _open_turn(
         record.clear_outcome()
     elif record.folder.exists():
         store.set_aside(state.session_id, record.folder, "aborted")
-    record.write_opening(data, state)
-    journal = Journal(journal_path, record, state.sequence_number, source, preimage_cap)
+    record.write_opening(reply.data, state)
+    journal = Journal(
+        journal_path, record, state.sequence_number, reply.source, preimage_cap, reply.rendered
+    )
     crash_point("journal")
     return record, journal
 

@@ -47,6 +47,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from codingagent.prompt.render import is_prompt
 from codingagent.protocol.commands import RunCommand
@@ -57,10 +58,18 @@ from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes
 from codingagent.sources.inbox import FileReply, InboxSource
+from codingagent.sources.pagetext import read_copy
 
 CLAIM_SECONDS = 600  # how long a candidate claimed by one session is kept from the others
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history
 _PROMPTS_KEPT = 4  # recent prompts a copied piece of text is compared with
+
+
+class Copied(NamedTuple):
+    """A text copied to the clipboard, and the HTML copied with it (None: none)."""
+
+    text: str
+    html: str | None
 
 
 def is_reply(text: str, prompt: Prompt, prompts: Iterable[str] = ()) -> bool:
@@ -156,6 +165,7 @@ class ClipboardSource:
         *,
         interval: float = POLL_INTERVAL,
         read: Callable[[], tuple[str | None, str | None]] = clipboard.paste,
+        read_html: Callable[[], str | None] = clipboard.paste_html,
         changes: Callable[[str, float], Polling] = open_changes,
         confirm: Callable[[str], bool] | None = None,
         note: Callable[[str], None] = lambda text: None,
@@ -163,7 +173,8 @@ class ClipboardSource:
     ) -> None:
         """``confirm`` asks the user on a terminal whether to apply a candidate (shown to
         them), None without one; ``note`` tells them why one was not applied; ``claims`` is
-        the folder of claimed candidates (see :func:`claim`)."""
+        the folder of claimed candidates (see :func:`claim`); ``read_html`` reads the HTML a
+        browser copies beside a selection's text (None: there is none)."""
         tool = require_clipboard()
         self._confirm = confirm
         self._note = note
@@ -171,12 +182,13 @@ class ClipboardSource:
         self._inbox = inbox
         self._interval = interval
         self._read = read
+        self._read_html = read_html
         self._changes = changes(tool, interval)
         self._last: str | None = None  # the clipboard's text when last read
         self._handed: set[str] = set()  # digests of the replies handed over
         self._prompts: deque[str] = deque(maxlen=_PROMPTS_KEPT)
-        self._waiting: str | None = None  # a copied reply that came with an inbox reply
-        self._at_start: str | None = None  # on the clipboard when the watch began
+        self._waiting: Copied | None = None  # a copied reply that came with an inbox reply
+        self._at_start: Copied | None = None  # on the clipboard when the watch began
         also = inbox.description[:1].lower() + inbox.description[1:]
         self.description = (
             f"Watching the clipboard ({tool}: {self._changes.description}) for the LLM's "
@@ -187,7 +199,8 @@ class ClipboardSource:
         """Start watching; what is on the clipboard now is kept, to be judged against the
         first prompt before that prompt is copied over it."""
         self._inbox.__enter__()
-        self._last = self._at_start = self._read()[0]
+        self._last = self._read()[0]
+        self._at_start = None if self._last is None else self._copied(self._last)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -205,28 +218,33 @@ class ClipboardSource:
         # A reply copied while no session watched counts if it names this session.
         if (
             at_start is not None
-            and names_session(at_start, prompt)
-            and self._takes(at_start, prompt)
+            and names_session(at_start.text, prompt)
+            and self._takes(at_start.text, prompt)
         ):
-            return self._handing(Reply(at_start.encode("utf-8"), SOURCE))
+            return self._handing(at_start)
         waiting, self._waiting = self._waiting, None
-        if waiting is not None and self._takes(waiting, prompt) and self._admits(waiting, prompt):
-            return self._handing(Reply(waiting.encode("utf-8"), SOURCE))
+        if (
+            waiting is not None
+            and self._takes(waiting.text, prompt)
+            and self._admits(waiting.text, prompt)
+        ):
+            return self._handing(waiting)
         while True:
             reply, copied = self._first(prompt, stop)
             if reply is not None:
-                return self._handing(reply)
+                self._handed.add(reply_digest(reply.data))
+                return reply
             if copied is None:
                 return None
-            if self._admits(copied, prompt):
-                return self._handing(Reply(copied.encode("utf-8"), SOURCE))
+            if self._admits(copied.text, prompt):
+                return self._handing(copied)
 
-    def _first(self, prompt: Prompt, stop: threading.Event) -> tuple[Reply | None, str | None]:
+    def _first(self, prompt: Prompt, stop: threading.Event) -> tuple[Reply | None, Copied | None]:
         """The inbox waits in this thread; the clipboard is read in another, which ends the
         inbox's wait (``found``) when a reply is copied or ``stop`` is set. The inbox's reply
         or the copied text, whichever came (a text copied with an inbox reply waits)."""
         found = threading.Event()
-        copied: list[str] = []
+        copied: list[Copied] = []
         errors: list[BaseException] = []
         watch = threading.Thread(
             target=self._watch, args=(prompt, stop, found, copied, errors), daemon=True
@@ -274,7 +292,7 @@ class ClipboardSource:
         prompt: Prompt,
         stop: threading.Event,
         found: threading.Event,
-        copied: list[str],
+        copied: list[Copied],
         errors: list[BaseException],
     ) -> None:
         """Read the clipboard when it changes, until a reply is copied, ``stop`` is set or
@@ -287,7 +305,7 @@ class ClipboardSource:
                     if text is not None and text != self._last:
                         self._last = text
                         if self._takes(text, prompt):
-                            copied.append(text)
+                            copied.append(self._copied(text))
                             return
                 changed = self._changes.wait()
         except BaseException as e:  # raised again in the loop's thread
@@ -300,6 +318,14 @@ class ClipboardSource:
             text, prompt, self._prompts
         )
 
-    def _handing(self, reply: Reply) -> Reply:
-        self._handed.add(reply_digest(reply.data))
-        return reply
+    def _copied(self, text: str) -> Copied:
+        """A copied text, with the HTML the clipboard holds beside it, read at once."""
+        return Copied(text, self._read_html())
+
+    def _handing(self, copied: Copied) -> Reply:
+        """The reply a copy stands for: the text as copied, or, for a selection of a chat's
+        rendered page, the answer read from its HTML (:mod:`.pagetext`)."""
+        self._handed.add(reply_digest(copied.text.encode("utf-8")))
+        text, rendered = read_copy(copied.text, copied.html)
+        meta = {"copied": "rendered page (read from its HTML)"} if rendered else {}
+        return Reply(text.encode("utf-8"), SOURCE, meta=meta, rendered=rendered)

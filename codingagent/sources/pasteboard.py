@@ -33,6 +33,7 @@ import base64
 import os
 import platform
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -170,6 +171,45 @@ def copy(text: str) -> str | None:
 def paste() -> tuple[str | None, str | None]:
     """The clipboard's text and None, or None and why it could not be read."""
     return _use(lambda pyperclip: pyperclip.paste())
+
+
+# How a tool reads the clipboard's kinds of content, and one of them: xclip and wl-paste can,
+# xsel and pyperclip's other tools read text only.
+_HTML_READERS = {
+    "xclip": (
+        ("xclip", "-selection", "clipboard", "-t", "TARGETS", "-o"),
+        ("xclip", "-selection", "clipboard", "-t", "text/html", "-o"),
+    ),
+    "wl-clipboard": (("wl-paste", "--list-types"), ("wl-paste", "--no-newline", "-t", "text/html")),
+}
+HTML_TIMEOUT = 2.0  # seconds a read of the clipboard's kinds or its HTML may take
+
+
+def paste_html() -> str | None:
+    """The clipboard's ``text/html`` (what a browser copies beside the text of a selection),
+    or None where there is none or the tool cannot read it (xsel, macOS, Windows)."""
+    readers = _HTML_READERS.get(backend() or "")
+    if readers is None:
+        return None
+    kinds, html = readers
+    try:
+        listed = subprocess.run(kinds, capture_output=True, timeout=HTML_TIMEOUT, check=False)
+        if b"text/html" not in listed.stdout.split():
+            return None
+        read = subprocess.run(html, capture_output=True, timeout=HTML_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return decode_html(read.stdout) if read.returncode == 0 else None
+
+
+def decode_html(data: bytes) -> str:
+    """HTML as a browser puts it on the clipboard: UTF-8, or UTF-16 (with a byte order mark,
+    or without one, as some browsers write it)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if len(data) >= 4 and data[1:4:2] == b"\0\0":
+        return data.decode("utf-16-le", errors="replace")
+    return data.decode("utf-8", errors="replace")
 
 
 def problem() -> str | None:

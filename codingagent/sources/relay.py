@@ -235,8 +235,9 @@ class Exchange:
                     return None
                 self._cond.wait(left)
 
-    def post(self, given_id: object, text: str, source_url: str) -> Outcome:
-        """Hand a reply to the loop and wait for its turn; its outcome."""
+    def post(self, given_id: object, text: str, source_url: str, rendered: bool = False) -> Outcome:
+        """Hand a reply to the loop and wait for its turn; its outcome. ``rendered``: the
+        extension read it from the page's rendered text, not through the chat's Copy."""
         parsed = parse_prompt_id(given_id)
         if parsed is None:
             raise Refused(400, "'prompt_id' must be the prompt_id the relay sent (<session>:<n>)")
@@ -254,6 +255,7 @@ class Exchange:
             source=f"<relay{': ' + host if host else ''}>",
             answers=sequence,
             meta={"relay": True, "promptId": prompt_id(session, sequence), "sourceUrl": source_url},
+            rendered=rendered,
         )
         with self._cond:
             if self.status in ("done", "stopped"):

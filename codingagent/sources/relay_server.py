@@ -5,15 +5,16 @@ why they are so is docs/relay.md.
     POST /relay/v1/pair     {"code"} -> {"token", "session", "task"}   (no token needed)
     GET  /relay/v1/state    the session, its prompt_id and status
     GET  /relay/v1/prompt   ?after=<prompt_id>&wait=<s>: long-poll for a newer prompt
-    POST /relay/v1/reply    {"prompt_id", "text", "source_url"} -> the turn's outcome
+    POST /relay/v1/reply    {"prompt_id", "text", "source_url", "rendered"} -> the turn's outcome
     POST /relay/v1/unpair   forget the token
 
 :class:`RelayGuard` decides before any route runs: the ``Origin`` must be an extension's
 (``chrome-extension://`` or ``moz-extension://``), and once paired that one extension's
 (403 otherwise); every request but ``/pair`` carries ``Authorization: Bearer <token>`` (401
-otherwise). One exception, measured in Chromium: an extension's service worker sends no
-``Origin`` on a GET to a host it has permission for, but ``Sec-Fetch-Site: none``, which a web
-page cannot send; such a GET is admitted on its token alone. Refusals are JSON
+otherwise). One exception, measured in Chromium and Firefox: an extension's background sends
+no ``Origin`` on a GET to a host it has permission for, but ``Sec-Fetch-Site: none``
+(Chromium) or ``same-origin`` (Firefox), which a web page cannot send to the relay (it serves
+no page of its own); such a GET is admitted on its token alone. Refusals are JSON
 ``{"error": reason}`` and change nothing. CORS answers echo the accepted origin, never ``*``.
 The ``Host`` must be a loopback name (any port: a forwarded port, ``ssh -L
 9000:127.0.0.1:8766``, arrives with its own).
@@ -103,12 +104,14 @@ class RelayGuard:
         if (
             "origin" not in headers
             and scope["method"] == "GET"
-            and headers.get("sec-fetch-site") == "none"
+            and headers.get("sec-fetch-site") in ("none", "same-origin")
             and not pairing
         ):
             # Chromium sends no Origin on a GET from an extension's service worker that holds a
-            # host permission, but Sec-Fetch-Site: none, which no web page can send; the token
-            # alone then says it is the paired extension (docs/relay.md).
+            # host permission, but Sec-Fetch-Site: none, which no web page can send; Firefox
+            # sends Sec-Fetch-Site: same-origin, which a page sends only to its own origin, and
+            # the relay serves no page. The token alone then says it is the paired extension
+            # (docs/relay.md).
             self.pairing.check_token(headers.get("authorization"))
             return None
         origin = self.pairing.check_origin(headers.get("origin"))
@@ -158,9 +161,12 @@ def create_app(exchange: Exchange, pairing: Pairing, max_reply_bytes: int) -> AS
     async def reply(request: Request) -> Response:
         body = await _body(request, cap)
         text, url = body.get("text"), body.get("source_url", "")
+        rendered = body.get("rendered", False)
         if not isinstance(text, str) or not isinstance(url, str):
             raise Refused(400, "'text' and 'source_url' must be text")
-        outcome = await run_in_threadpool(exchange.post, body.get("prompt_id"), text, url)
+        if not isinstance(rendered, bool):
+            raise Refused(400, "'rendered' must be true or false")
+        outcome = await run_in_threadpool(exchange.post, body.get("prompt_id"), text, url, rendered)
         return JSONResponse(outcome.as_json())
 
     async def unpair(request: Request) -> Response:

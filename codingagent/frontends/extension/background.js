@@ -18,6 +18,7 @@ const CONTENT_FILES = [
   "adapters/mistral.js",
   "adapters/openwebui.js",
   "adapters/generic.js",
+  "pagetext.js",
   "content.js",
 ];
 
@@ -227,14 +228,14 @@ async function deliver(tabId, prompt) {
 }
 
 // ---- answers: Apply -----------------------------------------------------------------------
-async function apply({ prompt_id, text, url }) {
+async function apply({ prompt_id, text, url, rendered }) {
   const stored = await load();
   let promptId = prompt_id || stored.delivered;
   try {
     if (!promptId) promptId = (await relay("/state")).prompt_id;
     const outcome = await relay("/reply", {
       method: "POST",
-      body: { prompt_id: promptId, text, source_url: url },
+      body: { prompt_id: promptId, text, source_url: url, rendered: Boolean(rendered) },
     });
     if (outcome.done) await save({ done: true });
     poll();

@@ -2,8 +2,9 @@
 // chats"): it puts each prompt the service worker hands it into the chat's composer and sends
 // it, shows a status pill with Pause, and adds an Apply button under each finished answer.
 // It reads an answer's text only when the user clicks that answer's Apply (through the chat's
-// own Copy where it has one, else the answer's rendered text), and sends it nowhere but to the
-// extension's service worker, which posts it to the relay on 127.0.0.1.
+// own Copy where it has one, else the answer's rendered text, read as pagetext.js reads a
+// page), and sends it nowhere but to the extension's service worker, which posts it to the relay
+// on 127.0.0.1.
 "use strict";
 
 (() => {
@@ -12,6 +13,7 @@
     return;
   }
   const A = globalThis.codingagentAdapters;
+  const P = globalThis.codingagentPageText;
   const adapter = A.choose(location);
   const QUIET_MS = 1000; // an answer that has not changed for this long, with no Stop shown, is finished
   const answers = new Map(); // answer element -> {bound prompt id, last change, Apply host}
@@ -65,12 +67,12 @@
   });
 
   selectionButton.addEventListener("click", () => {
-    const text = String(getSelection() || "");
-    if (!text.trim()) {
+    const selection = getSelection();
+    if (!selection || !String(selection).trim()) {
       show("Select the answer's text first, then click Apply selection", "error");
       return;
     }
-    apply(text, null, "selection", null);
+    apply({ text: P.fromSelection(selection), via: "the selection", rendered: true }, null, null);
   });
 
   async function send(message) {
@@ -167,8 +169,7 @@
     button.addEventListener("click", async () => {
       button.disabled = true;
       button.textContent = "Applying…";
-      const { text, via } = await readAnswer(element);
-      const outcome = await apply(text, info.bound, via, note);
+      const outcome = await apply(await readAnswer(element), info.bound, note);
       info.done = Boolean(outcome && outcome.applied);
       button.textContent = info.done ? "Applied" : "Apply";
       button.disabled = info.done;
@@ -178,24 +179,28 @@
     if (info.bound === sentPromptId && sentPromptId) show("answer finished — click Apply to send it", "ok");
   }
 
-  async function apply(text, promptId, via, note) {
+  // `answer`: {text, via, rendered}: read from the page's rendered text (rendered), or through
+  // the chat's Copy.
+  async function apply(answer, promptId, note) {
+    const { text, via, rendered } = answer;
     if (!text.trim()) {
       show(`${adapter.name}: the answer is empty — nothing applied`, "error");
       return null;
     }
     show(`applying the answer (${text.length.toLocaleString()} characters, ${via})…`, "busy");
-    const outcome = await send({ type: "apply", prompt_id: promptId, text, url: location.href });
+    const outcome = await send({ type: "apply", prompt_id: promptId, text, rendered, url: location.href });
     if (!outcome) return null;
     if (outcome.error) show(outcome.error, "error");
     else if (outcome.refused) show(`refused: ${outcome.refused}`, "error");
     else if (outcome.applied) {
       const results = outcome.results || [];
-      const failed = results.filter((r) => !r.startsWith("[OK]")).length;
+      const failed = results.filter((r) => !r.startsWith("[OK]"));
+      const first = failed.length ? ` — ${failed[0]}` : "";
       show(
         outcome.done
-          ? "applied — the session is done"
-          : `applied: ${results.length} commands, ${failed} not OK — the next prompt comes`,
-        failed ? "error" : "ok",
+          ? `applied (${via}) — the session is done`
+          : `applied (${via}): ${results.length} commands, ${failed.length} not OK${first}`,
+        failed.length ? "error" : "ok",
       );
     }
     if (note) note.textContent = outcome.applied ? `${(outcome.results || []).length} results` : "";
@@ -204,15 +209,16 @@
 
   // The chat's own Copy gives the answer as its author wrote it (markdown, code fences); the
   // page's copy is captured by page/copyhook.js only while armed here. Without a Copy, or when
-  // it does not answer in time, the answer's rendered text is read instead.
+  // it does not answer in time, the answer's rendered text is read (pagetext.js): exact inside
+  // its code blocks only, so it goes with rendered: true.
   async function readAnswer(element) {
     const scope = (adapter.turn.length && element.closest(adapter.turn.join(","))) || element.parentElement;
     const copy = adapter.copy.length ? scope.querySelector(adapter.copy.join(",")) : null;
     if (copy) {
-      const text = await viaCopy(copy);
-      if (text && text.trim()) return { text, via: "the chat's Copy" };
+      const copied = await viaCopy(copy);
+      if (copied && copied.text.trim()) return copied;
     }
-    return { text: renderedText(element), via: "the answer's text" };
+    return { text: P.fromElement(element), via: "the answer's text", rendered: true };
   }
 
   function viaCopy(button) {
@@ -225,12 +231,19 @@
         clearTimeout(timer);
         resolve(text);
       };
+      const raw = (text) => ({ text, via: "the chat's Copy", rendered: false });
       const onHook = (event) => {
         const { nonce: seen, text } = JSON.parse(event.detail);
-        if (seen === nonce) finish(text);
+        if (seen === nonce) finish(raw(text));
       };
+      // A Copy that copies by selecting the rendered answer sets no text of its own: read the
+      // selection as the page shows it.
       const onCopy = (event) => {
-        setTimeout(() => finish(event.clipboardData.getData("text/plain") || String(getSelection())), 0);
+        setTimeout(() => {
+          const text = event.clipboardData.getData("text/plain");
+          if (text) return finish(raw(text));
+          finish({ text: P.fromSelection(getSelection()), via: "the chat's Copy (its selection)", rendered: true });
+        }, 0);
       };
       const timer = setTimeout(() => finish(null), 2000);
       document.addEventListener("codingagent-copied", onHook);
@@ -238,43 +251,6 @@
       document.documentElement.setAttribute("data-codingagent-copy", nonce);
       button.click();
     });
-  }
-
-  // The answer as text, close to the markdown it was rendered from: code blocks fenced,
-  // paragraphs and list items on their own lines.
-  function renderedText(element) {
-    const out = [];
-    const block = /^(P|DIV|LI|H[1-6]|BLOCKQUOTE|TR|UL|OL|TABLE|SECTION|ARTICLE|HR)$/;
-    const walk = (node) => {
-      if (node.nodeType === Node.TEXT_NODE) {
-        out.push(node.nodeValue.replace(/\s+/g, " "));
-        return;
-      }
-      if (node.nodeType !== Node.ELEMENT_NODE) return;
-      const tag = node.tagName;
-      if (/^(BUTTON|SVG|STYLE|SCRIPT|CODINGAGENT-APPLY)$/i.test(tag)) return;
-      if (tag === "BR") return void out.push("\n");
-      if (tag === "PRE") {
-        const code = node.querySelector("code") || node;
-        const lang = ((code.className || "").match(/language-([\w+-]+)/) || [])[1] || "";
-        return void out.push(`\n\`\`\`${lang}\n${code.textContent.replace(/\n$/, "")}\n\`\`\`\n`);
-      }
-      if (tag === "CODE") return void out.push(`\`${node.textContent}\``);
-      const isBlock = block.test(tag);
-      if (isBlock) out.push("\n");
-      if (/^H([1-6])$/.test(tag)) out.push(`${"#".repeat(Number(tag[1]))} `);
-      if (tag === "LI") out.push(node.parentElement && node.parentElement.tagName === "OL" ? "1. " : "- ");
-      for (const child of node.childNodes) walk(child);
-      if (isBlock) out.push("\n");
-    };
-    walk(element);
-    return out
-      .join("")
-      .split("\n")
-      .map((l) => l.replace(/^ +| +$/g, ""))
-      .join("\n")
-      .replace(/\n{3,}/g, "\n\n")
-      .trim();
   }
 
   // ---- wiring ----------------------------------------------------------------------------
