@@ -78,7 +78,7 @@ def last_line(output: str) -> str | None:
 def _pytest_parts(lines: list[str]) -> list[int]:
     """The indices of pytest's failure sections, the summary first."""
     rules = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _RULE.match(line))]
-    ends = [i for i, _ in rules[1:]] + [len(lines)]
+    ends = [i for i, _ in rules[1:]] + [len(lines)] if rules else []
     parts: list[int] = []
     for title in _FAILING:
         for (start, name), end in zip(rules, ends, strict=True):
