@@ -6,7 +6,7 @@ provider's prompt cache helps and their size stays bounded.
 * With ``model_history_turns``, earlier turns go before the prompt, oldest first, so a request
   starts with the one before it. Turns beyond ``model_history_chars`` (counted from the newest)
   are trimmed: the prompt to its HEADER and result status lines, the reply to its tag lines.
-* A reply's leading thinking (a ``<think>`` block) is not sent back.
+* A reply's leading thinking (a ``<think>`` block, harmony's analysis, ...) is not sent back.
 * After a reply the output limit cut (``finish_reason: length``), the next message starts with
   a note naming the last command that was complete and the one left unclosed.
 """
@@ -104,7 +104,10 @@ def _without_thinking(reply: str) -> str:
     """A reply as the model is shown it again: its leading thinking left out (models are not
     sent their own reasoning back, and it would take the window's room)."""
     reasoned = split_reasoning(reply)
-    return reasoned.answer.lstrip("\n") if reasoned.thinking else reply
+    if reasoned.answer == reply:
+        return reply
+    # Never an empty message (some APIs refuse one): reasoning that never closed left nothing.
+    return reasoned.answer.lstrip("\n") or "(only reasoning, which was not run)\n"
 
 
 def _sections(prompt: str) -> list[tuple[str | None, str]]:
