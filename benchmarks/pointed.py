@@ -276,10 +276,13 @@ def fetch(package: str) -> Path:
     return unpacked
 
 
-def workspace(task: Task, root: Path) -> Path:
-    """A fresh copy of the package with the bug injected."""
+def workspace(task: Task, root: Path, tree: Path | None = None) -> Path:
+    """A fresh copy of the package (``tree``: a copy at hand, its ``.py.txt`` files as
+    ``.py``, as the tests vendor them) with the bug injected."""
     ws = root / "ws"
-    shutil.copytree(fetch(task.package) / "tree", ws)
+    shutil.copytree(tree or fetch(task.package) / "tree", ws)
+    for vendored in ws.rglob("*.py.txt"):
+        vendored.rename(vendored.with_suffix(""))
     path = ws / task.path
     text = path.read_text()
     assert text.count(task.old) == 1, f"{task.name}: the bug's text is not there once"
@@ -303,8 +306,12 @@ def traceback(task: Task, ws: Path) -> str:
     return "\n".join(lines)
 
 
-def first_prompt(task: Task, root: Path, window: int | None) -> tuple[str, Path]:
-    ws = workspace(task, root)
+def first_prompt(
+    task: Task, root: Path, window: int | None, tree: Path | None = None
+) -> tuple[str, Path]:
+    """The first prompt of a session started on the task (as a pasted chat's, or with the
+    window ``--context-tokens``), and its workspace."""
+    ws = workspace(task, root, tree)
     report = task.report
     if "{traceback}" in report:
         report = report.replace("{traceback}", traceback(task, ws))

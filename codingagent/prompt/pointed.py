@@ -57,9 +57,11 @@ FILE_BYTES = 1024 * 1024
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 CALLEES = 8  # calls of one definition followed at most
 CALLEE_SHARE = 0.6  # a callee's priority, of its caller's
+CALLERS_FLOOR = 50.0  # calls followed from a definition of this priority and more (best: 100)
 LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
 LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 LEFT_OUT_NAMED = 8  # definitions not shown that the section names
+LEFT_OUT_CHARS = 900  # the room kept for naming them
 NAMED = 2000.0  # the priority of a definition the task names (a frame's: FRAME)
 FRAME = 3000.0
 
@@ -70,7 +72,7 @@ _NAMED = re.compile(
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
 )
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
-_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
+_PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
 
 
 def pointed_tokens(window: int | None) -> int:
@@ -103,7 +105,7 @@ def pointed_section(
     if tokens <= 0:
         return Pointed(None)
     task = " ".join([state.task, *state.follow_ups])
-    failure = getattr(state, "check_failure", None)  # the check command's, when it failed
+    failure = state.check_failure  # the check command's output, when it failed
     tree = _Tree(ws, listing, cache_dir)
     if not tree.defs:
         return Pointed(None)
@@ -327,7 +329,8 @@ class _Picker:
     """The definitions taken, most likely first, within ``chars``; what did not fit."""
 
     def __init__(self, tree: _Tree, chars: int, skip: set[str]) -> None:
-        self.tree, self.room, self.skip = tree, chars - len(HEADING) - len(LEAD) - 2, skip
+        self.tree, self.skip = tree, skip
+        self.room = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
         self.heap: list[tuple[float, int, _Candidate]] = []
         self.count = 0
         self.taken: dict[str, list[tuple[int, int]]] = {}  # file -> line ranges, in order
@@ -386,6 +389,8 @@ class _Picker:
             return
         self.room -= cost
         self.taken.setdefault(rel, []).append((start, end))
+        if candidate.priority < CALLERS_FLOOR:
+            return  # a weak match's calls are weaker still
         share = CALLEE_SHARE * candidate.priority
         for path, callee in self._callees(rel, lines[start - 1 : end], definition):
             self.push(share, path, callee)
@@ -422,10 +427,14 @@ class _Picker:
         lines = [
             "(left out to keep this prompt short, most likely first; each READ_FILE shows one:"
         ]
-        lines += [
-            f'  READ_FILE path="{rel}" symbol="{d[1]}"  (lines {d[3]}-{d[4]})' for rel, d in left
-        ]
-        return [*lines, ")"]
+        room = LEFT_OUT_CHARS + self.room - len(lines[0]) - 3
+        for rel, d in left:
+            line = f'  READ_FILE path="{rel}" symbol="{d[1]}"  (lines {d[3]}-{d[4]})'
+            if len(line) + 1 > room:
+                break
+            room -= len(line) + 1
+            lines.append(line)
+        return [*lines, ")"] if len(lines) > 1 else []
 
 
 def _span(rel: str, lines: list[str], definition: Definition) -> tuple[int, int]:

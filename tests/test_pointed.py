@@ -1,0 +1,239 @@
+"""The code the task points at (docs/prompts.md): a first prompt shows, whole and numbered,
+the definitions the task names, its traceback's frames, the failing tests of the check and
+what they call, then those its words point at, within a budget that follows the window; what
+did not fit is named with the READ_FILE that shows it. Driven through the real command line
+on real code in a workspace."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from test_project_context import make_run, start
+
+from codingagent.prompt.fitting import estimate, prompt_budget
+from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.pointed import HEADING, PASTED_TOKENS, pointed_tokens
+from codingagent.protocol.commands import numbered
+
+FILLERS = "".join(f"\n\ndef filler_{n}(x):\n    return x + {n}\n" for n in range(12))
+HEADERS = (
+    '"""Reading headers."""\n\n\n'
+    "def parse_header(line):\n"
+    '    name, _, rest = line.partition(":")\n'
+    "    return name.strip().lower(), _split_params(rest)\n\n\n"
+    "def _split_params(rest):\n"
+    "    params = {}\n"
+    '    for part in rest.split(";")[:-1]:\n'
+    '        key, _, value = part.partition("=")\n'
+    "        params[key.strip()] = value.strip()\n"
+    "    return params\n" + FILLERS
+)
+
+
+def section(prompt: str) -> str:
+    assert HEADING in prompt
+    return prompt.split(f"{HEADING}\n", 1)[1].split("\n\n", 1)[0]
+
+
+def whole(text: str, name: str, path: str, prompt: str) -> bool:
+    """Whether ``prompt`` shows the definition ``name`` of ``text`` (the file ``path``)
+    whole, numbered as READ_FILE numbers it, in one view of ``path``."""
+    lines = text.split("\n")
+    start = next(
+        n for n, line in enumerate(lines, 1) if re.match(rf"\s*(def|class) {name}\b", line)
+    )
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+    end = start
+    for n in range(start + 1, len(lines) + 1):
+        line = lines[n - 1]
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        if line.strip():
+            end = n
+    block = "\n".join(numbered(lines[start - 1 : end], start))
+    views = re.findall(
+        rf"^--- {re.escape(path)} ---\n(.*?)^--- end {re.escape(path)} ---$", prompt, re.M | re.S
+    )
+    return any(block in view for view in views)
+
+
+def test_the_definition_a_task_names_is_shown_whole_with_what_it_calls(tmp_path: Path) -> None:
+    run = make_run(tmp_path, {"mail/headers.py": HEADERS, "mail/__init__.py": ""})
+    start(run, "parse_header('a: x=1; y=2') drops y: the last parameter is lost")
+    prompt = run.prompt()
+    shown = section(prompt)
+    assert whole(HEADERS, "parse_header", "mail/headers.py", shown)
+    assert whole(HEADERS, "_split_params", "mail/headers.py", shown)  # what it calls
+    assert "filler_3" not in shown  # the rest of the file is not what the task points at
+    assert shown.index("def parse_header") < shown.index("def _split_params")
+    # the section comes after the code map, in the CONTEXT
+    assert prompt.index("## Code Map") < prompt.index(HEADING) < prompt.index("=== PROMPT ===")
+
+
+SHOP = (
+    "def price(item):\n    return item['price']\n" + FILLERS + "\n\ndef run(order):\n"
+    "    total = 0\n    for item in order:\n        total += price(item)\n    return total\n"
+)
+
+
+def test_a_traceback_in_the_task_pulls_in_its_frames(tmp_path: Path) -> None:
+    # six copies of one module: only the traceback's path and line say which one failed
+    files = {f"jobs/v{n}/shop.py": SHOP for n in range(6)}
+    run = make_run(tmp_path, files)
+    line = SHOP.split("\n").index("        total += price(item)") + 1
+    task = (
+        "Running an order crashes:\n\nTraceback (most recent call last):\n"
+        '  File "/home/me/app/main.py", line 3, in <module>\n'
+        f'  File "/home/me/.venv/lib/python3.12/site-packages/jobs/v4/shop.py", line {line}, '
+        "in run\n        total += price(item)\n"
+        "TypeError: string indices must be integers, not 'str'\n"
+    )
+    start(run, task)
+    shown = section(run.prompt())
+    first_view = shown.split("\n", 2)[1]
+    assert first_view == "--- jobs/v4/shop.py ---"  # the frame's copy before the others
+    assert whole(SHOP, "run", "jobs/v4/shop.py", shown)
+    assert whole(SHOP, "price", "jobs/v4/shop.py", shown)  # what the frame's definition calls
+
+
+def test_a_nameless_javascript_frame_points_at_the_function_around_its_line(
+    tmp_path: Path,
+) -> None:
+    body = "".join(f"function helper{n}(a) {{\n  return a + {n};\n}}\n\n" for n in range(15))
+    cart = body + (
+        "module.exports = function (items) {\n"
+        "  return items.reduce((sum, i) => sum + i.cost.x, 0);\n};\n"
+    )
+    run = make_run(tmp_path, {f"lib/v{n}/cart.js": cart for n in range(4)})
+    line = cart.split("\n").index("  return items.reduce((sum, i) => sum + i.cost.x, 0);") + 1
+    task = (
+        "Totals throw since 2.0:\nTypeError: Cannot read properties of undefined (reading 'x')\n"
+        f"    at /home/me/app/node_modules/cart/lib/v2/cart.js:{line}:40\n"
+    )
+    start(run, task)
+    shown = section(run.prompt())
+    assert shown.split("\n", 2)[1] == "--- lib/v2/cart.js ---"  # the frame's copy first
+    assert f"{line:>4} |   return items.reduce((sum, i) => sum + i.cost.x, 0);" in shown
+    assert f"{line - 1:>4} | module.exports = function (items) {{" in shown
+    assert f"{line + 1:>4} | }};" in shown
+
+
+@pytest.mark.slow
+def test_the_failing_tests_of_the_check_and_what_they_call_are_shown(tmp_path: Path) -> None:
+    tests = (
+        "from mail.headers import parse_header\n\n\n"
+        "def test_two_params():\n"
+        "    assert parse_header('a: x=1; y=2') == ('a', {'x': '1', 'y': '2'})\n"
+    )
+    files = {"mail/headers.py": HEADERS, "mail/__init__.py": "", "tests/test_headers.py": tests}
+    run = make_run(tmp_path, files)
+    check = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+    start(run, "The test suite fails, please fix it", "--check", check)
+    prompt = run.prompt()
+    shown = section(prompt)
+    assert whole(tests, "test_two_params", "tests/test_headers.py", shown)
+    assert whole(HEADERS, "parse_header", "mail/headers.py", shown)
+    assert whole(HEADERS, "_split_params", "mail/headers.py", shown)
+
+
+def test_a_small_window_gets_the_map_alone_within_the_window(tmp_path: Path) -> None:
+    for window in (4096, 8192):
+        run = make_run(tmp_path / str(window), {"mail/headers.py": HEADERS})
+        start(run, "parse_header drops the last parameter", "--context-tokens", str(window))
+        prompt = run.prompt()
+        assert HEADING not in prompt and "| params = {}" not in prompt.replace("    ", "")
+        assert estimate(prompt) <= prompt_budget(window)
+    assert "## Code Map" in prompt  # 8,192 tokens: the map, as before
+    big = make_run(tmp_path / "big", {"mail/headers.py": HEADERS})
+    start(big, "parse_header drops the last parameter", "--context-tokens", "131072")
+    assert "params = {}" in section(big.prompt())
+    assert pointed_tokens(None) == PASTED_TOKENS
+    assert pointed_tokens(8192) == 0 < pointed_tokens(32_768) < pointed_tokens(131_072)
+
+
+def test_what_did_not_fit_is_named_with_the_read_file_that_shows_it(tmp_path: Path) -> None:
+    body = "".join(f"    header_{n} = line.split(':')[{n}]\n" for n in range(60))
+    files = {
+        f"mail/part{n}.py": f"def read_header_{n}(line):\n{body}    return line\n"
+        for n in range(12)
+    }
+    run = make_run(tmp_path, files)
+    start(run, "Reading a header fails when the header line has no colon")
+    prompt = run.prompt()
+    shown = section(prompt)
+    assert len(prompt) < 12_000 * 4
+    assert len(shown) <= PASTED_TOKENS * 4
+    left = re.findall(
+        r'^  READ_FILE path="(mail/part\d+\.py)" symbol="(read_header_\d+)"', shown, re.M
+    )
+    assert (
+        "(left out to keep this prompt short, most likely first; each READ_FILE shows one:" in shown
+    )
+    assert left
+    for path, name in left:
+        assert f"def {name}(line):" not in shown
+        assert f"--- {path} ---" not in shown
+    taken = re.findall(r"^\s*1 \| def (read_header_\d+)\(line\):$", shown, re.M)
+    assert taken and len(taken) + len(left) <= 12
+    for name in taken:  # each one shown is shown whole
+        n = name.rpartition("_")[2]
+        assert whole(files[f"mail/part{n}.py"], name, f"mail/part{n}.py", shown)
+
+
+def test_frames_are_read_from_tracebacks_test_runs_and_stacks() -> None:
+    text = (
+        '  File "/venv/site-packages/pkg/core.py", line 44, in load\n'
+        '  File "<stdin>", line 1, in <module>\n'
+        "tests/test_core.py:12: in test_load\n"
+        "pkg/core.py:30: AssertionError\n"
+        "FAILED tests/test_core.py::TestLoad::test_empty[1-2] - assert 1 == 2\n"
+        "FAIL: test_name (tests.test_app.TestParse.test_name)\n"
+        "    at parse (/app/node_modules/semver/functions/parse.js:9:12)\n"
+        "    at /app/index.js:5:5\n"
+        "    at async Loader.load [as run] (file:///app/src/load.mjs:3:9)\n"
+        "see lib/x.js:99 for more\n"
+    )
+    assert frames(text) == [
+        Frame("/venv/site-packages/pkg/core.py", 44, "load"),
+        Frame("<stdin>", 1, None),
+        Frame("tests/test_core.py", 12, "test_load"),
+        Frame("pkg/core.py", 30, None),
+        Frame("tests/test_core.py", None, "TestLoad.test_empty"),
+        Frame("tests/test_app.py", None, "TestParse.test_name"),
+        Frame("/app/node_modules/semver/functions/parse.js", 9, "parse", True),
+        Frame("/app/index.js", 5, None, True),
+        Frame("/app/src/load.mjs", 3, "Loader.load", True),
+        Frame("lib/x.js", 99, None),
+    ]
+    assert frames(None) == [] and frames("no frames here: 3:4") == []
+
+
+SOURCES = Path(__file__).resolve().parent / "pointed_sources"
+
+
+def benchmark() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "pointed.py"
+    spec = importlib.util.spec_from_file_location("pointed_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["inflection ordinalize", "ms long format plural"])
+def test_benchmark_tasks_on_vendored_sources(tmp_path: Path, name: str) -> None:
+    bench = benchmark()
+    (task,) = [t for t in bench.TASKS if t.name == name]
+    tree = SOURCES / task.package.replace("==", "@").split("@")[0]
+    text, ws = bench.first_prompt(task, tmp_path, None, tree)
+    held, where = bench.holds(text, task, ws)
+    assert held and where.startswith("section"), where
+    assert estimate(text) < 12_000
+    shutil.rmtree(ws)
