@@ -82,6 +82,24 @@ def test_the_table_of_cases(case: str) -> None:
     assert rule((session, sequence), SID, 4, answers) == ruling
 
 
+# The relay bound the reply itself (Reply.tool_bound): a missing echo is no note, a wrong one
+# still is, a stale binding is still refused.
+TOOL_BOUND = {
+    "no echo": ((None, None, 4), Ruling()),
+    "half an echo": ((SID, None, 4), Ruling()),
+    "the right echo": ((SID, 4, 4), Ruling()),
+    "an older sequence": CASES["bound, an older sequence"],
+    "another session": CASES["bound, another session"],
+    "a prompt that is gone": CASES["bound to a prompt that is gone (a stale page)"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(TOOL_BOUND))
+def test_a_reply_the_tool_bound_needs_no_echo(case: str) -> None:
+    (session, sequence, answers), ruling = TOOL_BOUND[case]
+    assert rule((session, sequence), SID, 4, answers, echo_needed=False) == ruling
+
+
 # --- through real turns --------------------------------------------------------------------
 
 

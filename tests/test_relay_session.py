@@ -34,9 +34,9 @@ def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
     assert first["prompt_id"] == f"{session}:1"
     assert f"Session: {session}" in first["text"]
 
-    turn1 = client.reply(first["prompt_id"], CREATE)
+    turn1 = client.reply(first["prompt_id"], CREATE)  # no Session/Sequence line: none needed
     assert turn1["applied"] is True and turn1["refused"] is None
-    assert "[OK] CREATE_FILE: Created 'notes/a.txt'" in turn1["results"]
+    assert turn1["results"] == ["[OK] CREATE_FILE: Created 'notes/a.txt'"], "no [NOTE] about it"
     assert turn1["next_prompt_id"] == f"{session}:2" and turn1["done"] is False
 
     stale = client.reply(first["prompt_id"], RUN)
@@ -48,6 +48,7 @@ def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
     second = client.prompt(after=first["prompt_id"])
     assert second["prompt_id"] == turn1["next_prompt_id"]
     assert "Created 'notes/a.txt'" in second["text"], "the prompt carries the results"
+    assert "did not say which prompt" not in second["text"]
     turn2 = client.reply(second["prompt_id"], RUN)
     assert turn2["applied"] is True
     assert any(line.startswith("[OK] RUN_COMMAND") for line in turn2["results"])

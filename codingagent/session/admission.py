@@ -9,7 +9,8 @@ echo is the evidence. :func:`rule` is the one table of those cases:
 - A reply whose content (BOM, line endings, trailing blanks aside) was already applied in the
   session, or rolled back by a Ctrl-C, is skipped, whatever Sequence it names.
 - A bound reply (``answers`` given) is refused only when it was given for another prompt than
-  the current one; a wrong or missing echo is applied and noted to the model.
+  the current one; a wrong or missing echo is applied and noted to the model (a missing one
+  not when the tool bound it itself: the relay).
 - An unbound reply that names another session or an older prompt, or that is the last reply
   applied with more written after it, is refused; one naming a later prompt is applied, noted.
 
@@ -66,10 +67,15 @@ class Ruling:
 
 
 def rule(
-    echo: tuple[str | None, int | None], session_id: str, current: int, answers: int | None
+    echo: tuple[str | None, int | None],
+    session_id: str,
+    current: int,
+    answers: int | None,
+    echo_needed: bool = True,
 ) -> Ruling:
     """The one table of cases: the reply's echo, the session and its current prompt, and the
-    prompt the source knows the reply answers (None: it does not know)."""
+    prompt the source knows the reply answers (None: it does not know). ``echo_needed``
+    False: the tool bound the reply itself (the relay), so a missing echo is no note."""
     session, sequence = echo
     if answers is not None and answers != current:
         return Ruling(
@@ -89,7 +95,7 @@ def rule(
         return Ruling(
             note=f"your reply named Sequence {sequence}, but it answered prompt {current}; {nxt}"
         )
-    if answers is not None and (session is None or sequence is None):
+    if answers is not None and echo_needed and (session is None or sequence is None):
         return Ruling(
             note=f"your reply did not say which prompt it answers (prompt {current}); {nxt}"
         )
@@ -104,9 +110,11 @@ def check(
     max_reply_bytes: int,
     force: bool,
     answers: int | None = None,
+    echo_needed: bool = True,
 ) -> Admission:
     """Whether the reply ``data`` is applied to the session; ``answers``: the prompt its
-    source knows it answers (None: the source does not know)."""
+    source knows it answers (None: the source does not know); ``echo_needed`` False: the tool
+    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note."""
     if state.question is not None:
         return Admission(_while_asking(store, state, data, source))
     if force:
@@ -116,7 +124,7 @@ def check(
     if duplicate is not None or len(data) > max_reply_bytes:
         return Admission(duplicate)
     echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    ruling = rule(echo, state.session_id, state.sequence_number, answers)
+    ruling = rule(echo, state.session_id, state.sequence_number, answers, echo_needed)
     if ruling.refuse:
         return Admission(_refuse(store, state, ruling.why, data, source, digest))
     grown = _grown_from(store, state, data) if answers is None else None

@@ -58,6 +58,10 @@ class Reply:
     # The prompt the source knows this reply answers (an endpoint sent it, the page showed
     # it); None when only the reply's own echo can say (docs/admission.md).
     answers: int | None = None
+    # The tool itself carried the prompt into the chat and this answer back (the relay): the
+    # binding is the tool's own, so a reply without a Session/Sequence echo is no slip and the
+    # model is not told so; a wrong echo still is (docs/admission.md).
+    tool_bound: bool = False
     # Read from a chat's rendered page (a selection copy, the page's text), where markdown
     # changed the text outside code blocks: commands there that change files or run are
     # refused (docs/protocol.md, "Answers read from a rendered page").

@@ -99,7 +99,14 @@ def apply_reply(
     state = store.load(session_id)
     refuse_if_interrupted(store, session_id)
     verdict = admission.check(
-        store, state, reply.data, reply.source, options.max_reply_bytes, force, reply.answers
+        store,
+        state,
+        reply.data,
+        reply.source,
+        options.max_reply_bytes,
+        force,
+        reply.answers,
+        echo_needed=not reply.tool_bound,
     )
     if verdict.refusal is not None:
         return _skipped(store, state, verdict.refusal, options.prompt)

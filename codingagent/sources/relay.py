@@ -254,6 +254,7 @@ class Exchange:
             text.encode("utf-8"),
             source=f"<relay{': ' + host if host else ''}>",
             answers=sequence,
+            tool_bound=True,
             meta={"relay": True, "promptId": prompt_id(session, sequence), "sourceUrl": source_url},
             rendered=rendered,
         )
