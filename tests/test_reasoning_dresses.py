@@ -18,6 +18,8 @@ from codingagent.protocol.parser import split_lines
 from codingagent.protocol.reasoning import DRESSES, HARMONY, split_reasoning
 from codingagent.protocol.scan import COMMANDS
 from codingagent.session.replies import read_reply
+from codingagent.session.seams import Prompt
+from codingagent.sources.clipboard import is_reply, what_it_would_do
 from codingagent.transaction.store import SessionStore
 
 HARMONY_CLOSED = (
@@ -105,6 +107,7 @@ def test_a_reply_in_each_dress_from_an_endpoint(tmp_path: Path, dress: str, clos
         )
         result = agent(tmp_path, "start", "Write hello.py", "--model", "m", "--commands", "allow")
     assert result.exit_code == 0, result.output
+    assert "characters (never run" in result.output  # the console counts the thinking
     assert_applied(tmp_path / "workspace", closed)
     assert "thinking" not in turn_meta(tmp_path)  # the API sent none apart: it was in the text
     told = model.requests[1]["messages"][-1]["content"]
@@ -201,3 +204,27 @@ ADVERSARIAL = {
 def test_adversarial_reasoning_splits_in_linear_time(name: str) -> None:
     text = ADVERSARIAL[name]
     assert len(split_lines(split_reasoning(text).answer)) == len(split_lines(text))
+
+
+def test_an_echo_in_the_reasoning_is_not_the_replys_echo(tmp_path: Path) -> None:
+    """A draft may name any prompt; the answer's echo is the one that counts."""
+    assert agent(tmp_path, "start", "Write hello.py", "--no-watch").exit_code == 0
+    echo = f"Session: {session(tmp_path)} Sequence: 1"
+    reply = tmp_path / "reply.txt"
+    reply.write_text(
+        f"[THINK]\nLike Session: deadbeef Sequence: 9\n{DRAFTS}[/THINK]\n{echo}\n{ANSWER}"
+    )
+    result = agent(tmp_path, "step", str(reply), "--commands", "allow")
+    assert result.exit_code == 0, result.output
+    assert_applied(tmp_path / "workspace", closed=True)
+
+
+def test_the_clipboard_judges_a_copied_reply_by_its_answer(tmp_path: Path) -> None:
+    prompt = Prompt("1a2b3c4d", 3, tmp_path / "outbox" / "1a2b3c4d_seq0003.txt", "")
+    final = "<|end|><|start|>assistant<|channel|>final<|message|>"
+    harmony = f"<|channel|>analysis<|message|>Plan.{final}[DONE]\nok\n[/DONE]"
+    assert is_reply(harmony, prompt)  # its command stands after the markers, on their line
+    assert what_it_would_do(harmony) == "  DONE"
+    drafted = f"<think>\nSession: 1a2b3c4d Sequence: 2\n{DRAFTS}</think>\n{ANSWER}"
+    assert is_reply(drafted, prompt)  # the draft's echo names an older prompt: not its echo
+    assert what_it_would_do(drafted) == "  CREATE_FILE hello.py"  # never the drafts

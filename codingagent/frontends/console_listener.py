@@ -65,7 +65,15 @@ class ConsoleListener(Listener):
             self._live.update(safe_text(text))
 
     def reply_received(self, reply: Reply) -> None:
+        from codingagent.protocol.reasoning import split_reasoning
+
         say(f"Reply {reply.source} received", "bold")
+        thought = split_reasoning(reply.data.decode("utf-8", "replace")).thinking
+        if thought:  # in the text, in any model's dress (what an API sent apart: its own note)
+            say(
+                f"thought for {len(thought):,} characters (never run; log --thinking shows it)",
+                "dim",
+            )
 
     @contextmanager
     def running(self, command: str) -> Iterator[None]:

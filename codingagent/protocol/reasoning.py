@@ -44,13 +44,13 @@ class Dress:
 
 
 DRESSES = (
-    Dress("<think>", "</think>", "Qwen3, QwQ, DeepSeek-R1, GLM, MiniMax, Kimi K2, ..."),
+    Dress("<think>", "</think>", "Qwen3, QwQ, DeepSeek-R1, GLM, MiniMax, ..."),
     Dress("<thinking>", "</thinking>", "models prompted to think in tags (Claude's habit)"),
     Dress("<reasoning>", "</reasoning>", "models prompted to reason in tags"),
     Dress("<seed:think>", "</seed:think>", "ByteDance Seed-OSS"),
     Dress("[THINK]", "[/THINK]", "Mistral's Magistral"),
-    Dress("◁think▷", "◁/think▷", "Moonshot's Kimi-VL thinking models"),
-    Dress("<|begin_of_thought|>", "<|end_of_thought|>", "Sky-T1, Bespoke-Stratos, OpenThinker"),
+    Dress("◁think▷", "◁/think▷", "Moonshot's Kimi thinking models"),
+    Dress("<|begin_of_thought|>", "<|end_of_thought|>", "Sky-T1 and models trained in its format"),
 )
 # gpt-oss's harmony: every channel but the final one is thinking (codingagent/protocol/harmony.py)
 HARMONY = Dress("<|channel|>analysis<|message|>", "<|channel|>final<|message|>", "gpt-oss")

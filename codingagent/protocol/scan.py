@@ -29,6 +29,7 @@ from codingagent.protocol.parser import (
     split_lines,
     tag_text,
 )
+from codingagent.protocol.reasoning import split_reasoning
 
 _ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
 _ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
@@ -161,10 +162,12 @@ def reply_echo(text: str) -> tuple[str | None, int | None]:
     """The session id and sequence number the reply says it answers (``Session: <id>
     Sequence: <n>``, as the PROTOCOL asks), each None if not given.
 
-    Only the text before the first command counts: a file body may well contain such words.
+    Only the text before the first command counts: a file body may well contain such words;
+    and never a reasoning model's thinking (:mod:`codingagent.protocol.reasoning`): a draft
+    may name any prompt.
     """
     session = sequence = None
-    for line in split_lines(text[:_ECHO_CHARS]):
+    for line in split_lines(split_reasoning(text).answer.lstrip()[:_ECHO_CHARS]):
         if opening_tag(tag_text(line), 1) is not None:
             break
         if session is None and (found := _ECHO_SESSION.search(line)):

@@ -51,6 +51,7 @@ from typing import NamedTuple
 
 from codingagent.prompt.render import is_prompt
 from codingagent.protocol.commands import RunCommand
+from codingagent.protocol.reasoning import split_reasoning
 from codingagent.protocol.scan import commands_and_slips, has_command_line, reply_echo
 from codingagent.session.admission import reply_digest
 from codingagent.session.seams import Prompt, Reply, TurnReport
@@ -84,7 +85,7 @@ def is_reply(text: str, prompt: Prompt, prompts: Iterable[str] = ()) -> bool:
         return False  # for another session, or for another prompt of this one
     if session is not None and sequence is not None:
         return True
-    return has_command_line(text)
+    return has_command_line(text) or has_command_line(split_reasoning(text).answer)
 
 
 def names_session(text: str, prompt: Prompt) -> bool:
@@ -95,7 +96,7 @@ def names_session(text: str, prompt: Prompt) -> bool:
 def what_it_would_do(text: str) -> str:
     """The commands of a candidate, one a line: name, path, first line of a RUN_COMMAND."""
     shown = []
-    for command in commands_and_slips(text)[0]:
+    for command in commands_and_slips(split_reasoning(text).answer)[0]:  # never a draft
         if isinstance(command, RunCommand):
             first = (command.command.strip().splitlines() or [""])[0]
             shown.append(f"  RUN_COMMAND: {first}")
