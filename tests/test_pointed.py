@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 from test_project_context import make_run, start
 
-from codingagent.prompt.fitting import estimate, prompt_budget
+from codingagent.prompt.fitting import estimate, fit_prompt, prompt_budget
 from codingagent.prompt.frames import Frame, frames
 from codingagent.prompt.pointed import HEADING, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
@@ -184,6 +184,20 @@ def test_what_did_not_fit_is_named_with_the_read_file_that_shows_it(tmp_path: Pa
     for name in taken:  # each one shown is shown whole
         n = name.rpartition("_")[2]
         assert whole(files[f"mail/part{n}.py"], name, f"mail/part{n}.py", shown)
+
+
+def test_a_window_too_small_leaves_out_the_map_then_the_code(tmp_path: Path) -> None:
+    run = make_run(tmp_path, {"mail/headers.py": HEADERS})
+    start(run, "parse_header drops the last parameter")
+    prompt = run.prompt()
+    code = section(prompt)
+    fitted, cuts = fit_prompt(prompt, estimate(prompt) - 10)
+    assert cuts == ("the code map left out",) and code in fitted
+    fitted, cuts = fit_prompt(prompt, estimate(prompt) - estimate(code))
+    assert cuts == ("the code map left out", "the code the task points at left out")
+    assert "params = {}" not in fitted
+    assert f"{HEADING}\n(the code the task points at is left out here" in fitted
+    assert 'READ_FILE path="FILE" symbol="NAME" shows a definition)' in fitted
 
 
 def test_frames_are_read_from_tracebacks_test_runs_and_stacks() -> None:

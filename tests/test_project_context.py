@@ -341,4 +341,4 @@ def test_a_small_window_leaves_the_code_map_out_first(tmp_path: Path) -> None:
     assert "## Code Map\n(the code map is left out here to fit the model's window" in fitted
     listing = prompt.split("## Workspace Files\n")[1].split("\n\n")[0]
     assert f"## Workspace Files\n{listing}\n\n" in fitted  # the listing is whole
-    assert "def dispatch_event" not in fitted.split("## Code Map")[1]
+    assert "def dispatch_event" not in fitted.split("## Code Map")[1].split("\n\n")[0]

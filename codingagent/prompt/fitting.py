@@ -8,7 +8,8 @@ order, each step only when the one before was not enough:
 
 1. the oldest earlier turns are left out, a pair at a time;
 2. the code map (``## Code Map``, a first prompt's) is left out, with a line saying how to ask
-   for it (READ_FILE ``map="true"``);
+   for it (READ_FILE ``map="true"``); then the code the task points at (``## Code the Task
+   Points At``), with a line saying how to ask for a definition (READ_FILE ``symbol=``);
 3. the listing (``## Workspace Files``) is cut down to its top folders, then to one line;
 4. file contents (``## Requested File Contents``), command output (the indented lines under a
    result, and under the check's status line in ``## Check``) and search results keep their
@@ -140,6 +141,10 @@ def _candidates(
         parsed.drop_map = True
         cuts.append("the code map left out")
         yield ([], parsed.render()), list(cuts)
+    if parsed.pointed is not None:
+        parsed.drop_pointed = True
+        cuts.append("the code the task points at left out")
+        yield ([], parsed.render()), list(cuts)
     if parsed.listing is not None:
         yield ([], parsed.render(listing=1)), [*cuts, "the listing cut to its top folders"]
         cuts.append("the listing left out")
@@ -164,6 +169,8 @@ class _Prompt:
     listing: int | None = None  # the index of Workspace Files in ``sections``
     code_map: int | None = None  # the index of the Code Map in ``sections``
     drop_map: bool = False  # render the Code Map as one line saying it was left out
+    pointed: int | None = None  # the index of the Code the Task Points At in ``sections``
+    drop_pointed: bool = False  # ... rendered as one line saying it was left out
 
     @classmethod
     def parse(cls, text: str) -> _Prompt:
@@ -186,7 +193,10 @@ class _Prompt:
                 loose.append(line)
         listing = next((i for i, (h, _) in enumerate(sections) if h == "## Workspace Files"), None)
         code_map = next((i for i, (h, _) in enumerate(sections) if h == "## Code Map"), None)
-        return cls([*lines[:begin], *loose], sections, lines[end:], listing, code_map)
+        pointed = next((i for i, (h, _) in enumerate(sections) if h == _POINTED), None)
+        return cls(
+            [*lines[:begin], *loose], sections, lines[end:], listing, code_map, pointed=pointed
+        )
 
     def render(self, listing: int = 0, keep: int | None = None) -> str:
         out = list(self.before)
@@ -194,6 +204,8 @@ class _Prompt:
             out.append(heading)
             if index == self.code_map and self.drop_map:
                 out += [_MAP_GONE, ""]
+            elif index == self.pointed and self.drop_pointed:
+                out += [_POINTED_GONE, ""]
             elif index == self.listing and listing:
                 out += _short_listing(body) if listing == 1 else [_LISTING_GONE, ""]
             elif keep is None:
@@ -209,6 +221,11 @@ class _Prompt:
         return "\n".join(out + self.after)
 
 
+_POINTED = "## Code the Task Points At"  # prompt.pointed.HEADING (this module imports none)
+_POINTED_GONE = (
+    "(the code the task points at is left out here to fit the model's window; READ_FILE "
+    'path="FILE" symbol="NAME" shows a definition)'
+)
 _MAP_GONE = (
     '(the code map is left out here to fit the model\'s window; READ_FILE path="." '
     'map="true" shows it)'
