@@ -20,6 +20,7 @@ from codingagent.protocol.scan import COMMANDS
 from codingagent.session.replies import read_reply
 from codingagent.session.seams import Prompt
 from codingagent.sources.clipboard import is_reply, what_it_would_do
+from codingagent.sources.providers.wire import Streamed
 from codingagent.transaction.store import SessionStore
 
 HARMONY_CLOSED = (
@@ -228,3 +229,14 @@ def test_the_clipboard_judges_a_copied_reply_by_its_answer(tmp_path: Path) -> No
     drafted = f"<think>\nSession: 1a2b3c4d Sequence: 2\n{DRAFTS}</think>\n{ANSWER}"
     assert is_reply(drafted, prompt)  # the draft's echo names an older prompt: not its echo
     assert what_it_would_do(drafted) == "  CREATE_FILE hello.py"  # never the drafts
+
+
+@pytest.mark.parametrize("dress", [*DRESSES, HARMONY], ids=lambda dress: dress.opening)
+def test_the_live_line_says_thinking_while_the_text_is_thinking_in_any_dress(dress) -> None:
+    streamed = Streamed("m", parts=[dress.opening[:3], dress.opening[3:], "let me see"])
+    assert streamed.thinking
+    streamed.parts += ["more", dress.closing[:4], dress.closing[4:], "[DONE]"]
+    assert not streamed.thinking
+    streamed.parts += ["answer"] * 100  # long after the closing: still not thinking
+    assert not streamed.thinking
+    assert not Streamed("m", parts=["[DONE]\n", dress.opening]).thinking

@@ -132,6 +132,18 @@ def split_reasoning(text: str) -> Reasoned:
     return _orphan(text)
 
 
+def leading_closing(head: str) -> str | None:
+    """The marker that ends the thinking ``head`` (a text's first characters) opens with:
+    ``</think>``, ``[/THINK]``, harmony's final header; None when it opens with none. For the
+    live line while an answer streams."""
+    opened = _OPEN.match(head)
+    if opened is None:
+        return None
+    if opened.group(1) in ("<|channel|>", "<|start|>"):
+        return HARMONY.closing
+    return _BY_OPENING[opened.group(1).lower()].closing
+
+
 def _orphan(text: str) -> Reasoned:
     """``text`` whose thinking ends at a closing tag with no opening before it, if it has one
     (a chat template wrote the opening): the thinking is all before it."""

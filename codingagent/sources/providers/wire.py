@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from codingagent.protocol.reasoning import leading_closing
 from codingagent.session.seams import SourceError
 
 CUT = "length"  # the finish reason of an answer stopped by the output limit, in every API
@@ -99,6 +100,8 @@ class Streamed:
     finish_reason: str | None = None
     ended: bool = False  # the API's end-of-stream event came
     thoughts: list[str] = field(default_factory=list)  # reasoning sent apart from the text
+    _looked: int = field(default=0, init=False, repr=False)  # parts looked at for its end
+    _ended: bool = field(default=False, init=False, repr=False)  # the text's thinking ended
 
     def answer(self, started: float) -> Answer:
         return Answer(
@@ -113,12 +116,18 @@ class Streamed:
     @property
     def thinking(self) -> bool:
         """Whether the model is thinking still: reasoning came and no text yet, or the text so
-        far is an open ``<think>`` block."""
+        far opens with thinking in a model's dress that has not ended (``<think>``,
+        ``[THINK]``, harmony's analysis, ...: :mod:`codingagent.protocol.reasoning`). Only the
+        parts new since the last look are searched (with a few before: a marker split)."""
         if self.thoughts and not self.parts:
             return True
-        head = "".join(self.parts[:64]).lstrip()[:12].lower()
-        opened = head.startswith(("<think>", "<thinking>", "<reasoning>"))
-        return opened and "</" not in "".join(self.parts[-64:])
+        closing = leading_closing("".join(self.parts[:64]).lstrip()[:40])
+        if closing is None or self._ended:
+            return False
+        recent = "".join(self.parts[max(0, self._looked - 8) :])
+        self._looked = len(self.parts)
+        self._ended = closing.lower() in recent.lower()
+        return not self._ended
 
     @property
     def characters(self) -> int:
