@@ -15,7 +15,7 @@ from scripted_model import Say, ScriptedModel
 from test_reasoning import ANSWER, DONE, DRAFTS, agent, turn_meta
 
 from codingagent.protocol.parser import split_lines
-from codingagent.protocol.reasoning import DRESSES, HARMONY, split_reasoning
+from codingagent.protocol.reasoning import BARE_HARMONY, DRESSES, HARMONY, split_reasoning
 from codingagent.protocol.scan import COMMANDS
 from codingagent.session.replies import read_reply
 from codingagent.session.seams import Prompt
@@ -50,6 +50,10 @@ REPLIES = {
         f"<|begin_of_thought|>\n\n{DRAFTS}{ANSWER}",
     ),
     "harmony": (HARMONY_CLOSED, f"<|channel|>analysis<|message|>Let me draft.\n{DRAFTS}{ANSWER}"),
+    "harmony whose server dropped its special tokens": (
+        f"analysisWe need hello.py.\n{DRAFTS}assistantfinal{ANSWER}",
+        f"analysisWe need hello.py.\n{DRAFTS}{ANSWER}",
+    ),
     "harmony with its role and a tool call": (
         f"<|start|>assistant<|channel|>analysis<|message|>Draft.\n{DRAFTS}<|end|>"
         "<|start|>assistant<|channel|>commentary to=functions.run <|constrain|>json<|message|>"
@@ -64,7 +68,7 @@ CASES = [(dress, closed) for dress in REPLIES for closed in (True, False)]
 
 def test_the_table_of_dresses_is_the_one_these_tests_cover() -> None:
     written = "".join(closed for closed, _ in REPLIES.values())
-    for dress in (*DRESSES, HARMONY):
+    for dress in (*DRESSES, HARMONY, BARE_HARMONY):
         assert dress.opening in written and dress.closing in written, dress
 
 
@@ -160,8 +164,8 @@ PIECES = [DRAFTS, ANSWER, DONE, "prose\n", "\n", "  ", "analysis", "final", "<",
 @given(st.lists(st.sampled_from(PIECES) | st.text(max_size=8), max_size=12))
 def test_text_without_a_dress_marker_is_returned_unchanged(pieces: list[str]) -> None:
     text = "".join(pieces)
-    if any(m.lower() in text.lower() for m in MARKERS + HARMONY_MARKERS):
-        return
+    if any(m.lower() in text.lower() for m in [*MARKERS, *HARMONY_MARKERS, "analysis"]):
+        return  # "analysis" opens harmony whose tokens were dropped
     assert split_reasoning(text).answer == text and split_reasoning(text).thinking == ""
 
 
@@ -240,3 +244,12 @@ def test_the_live_line_says_thinking_while_the_text_is_thinking_in_any_dress(dre
     streamed.parts += ["answer"] * 100  # long after the closing: still not thinking
     assert not streamed.thinking
     assert not Streamed("m", parts=["[DONE]\n", dress.opening]).thinking
+
+
+def test_harmony_without_its_tokens_is_read_only_where_it_cannot_be_prose() -> None:
+    prose = f"analysis of the bug: the import is wrong.\n{ANSWER}"
+    assert split_reasoning(prose).answer == prose  # no assistantfinal, no capital run in
+    streamed = Streamed("m", parts=["analysisWe", " need hello.py"])
+    assert streamed.thinking
+    streamed.parts += ["assistant", "final", ANSWER]
+    assert not streamed.thinking

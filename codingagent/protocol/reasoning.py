@@ -18,7 +18,9 @@ out before the reply is parsed, so nothing in it is ever run:
 
 Harmony (a line that starts with ``<|channel|>`` or ``<|start|>``) is read by
 :mod:`codingagent.protocol.harmony`: its final channel is the answer, its other channels are
-thinking, and a reply that never reaches the final channel runs nothing.
+thinking, and a reply that never reaches the final channel runs nothing. Harmony whose server
+dropped the special tokens (``analysisWe need ...assistantfinal[DONE]``) is read too: all
+before ``assistantfinal`` is thinking.
 
 The thinking's lines are replaced by empty lines (and markers on an answer's line left out), so
 the reply's line numbers (used in notes to the model) stay those of the text as received. Every
@@ -54,6 +56,9 @@ DRESSES = (
 )
 # gpt-oss's harmony: every channel but the final one is thinking (codingagent/protocol/harmony.py)
 HARMONY = Dress("<|channel|>analysis<|message|>", "<|channel|>final<|message|>", "gpt-oss")
+# ... and harmony whose server dropped its special tokens from the text (skipped as special):
+# only the channel and role words stay, ``analysisWe need...assistantfinal[DONE]``.
+BARE_HARMONY = Dress("analysis", "assistantfinal", "gpt-oss, its special tokens dropped")
 
 _BY_OPENING = {dress.opening.lower(): dress for dress in DRESSES}
 _CLOSING = {
@@ -71,6 +76,7 @@ _HARMONY_ANSWER = re.compile(re.escape(HARMONY.closing))
 _TAG = "|".join(sorted(TAGS, key=len, reverse=True))
 _COMMAND = re.compile(rf"^[ \t]*\[(?:{_TAG})(?=[\s\]])", re.MULTILINE)
 _COMMAND_HERE = re.compile(rf"[ \t]*\[(?:{_TAG})(?=[\s\]])")
+_BARE_ANALYSIS = re.compile(r"[\s\ufeff]*analysis")  # at the very start of the reply
 _HARMONY_TAIL = ("<|end|>", "<|return|>", "<|call|>", "<|start|>assistant", "<|start|>")
 UNCLOSED_NOTE = (
     "Your reply starts with a {opening} block that is never closed (no {closing}), so nothing "
@@ -95,6 +101,9 @@ class Reasoned:
 
 def split_reasoning(text: str) -> Reasoned:
     """``text`` with its leading thinking taken out (see the module doc)."""
+    bare = _bare_harmony(text)
+    if bare is not None:
+        return bare
     thoughts: list[str] = []
     pieces: list[str] = []  # the answer up to ``at``
     at = 0  # text[:at] is read
@@ -132,10 +141,29 @@ def split_reasoning(text: str) -> Reasoned:
     return _orphan(text)
 
 
+def _bare_harmony(text: str) -> Reasoned | None:
+    """``text`` read as harmony without its special tokens, if it is that: it starts with
+    ``analysis`` and holds ``assistantfinal`` (the answer follows it), or it starts with
+    ``analysis`` run into a capital (``analysisWe need``: cut off before its answer)."""
+    opened = _BARE_ANALYSIS.match(text)
+    if opened is None:
+        return None
+    final = text.find(BARE_HARMONY.closing, opened.end())
+    if final < 0:
+        if not text[opened.end() : opened.end() + 1].isupper():
+            return None
+        return Reasoned(blank(text), text[opened.end() :].strip(), HARMONY_NOTE)
+    end = final + len(BARE_HARMONY.closing)
+    return Reasoned(blank(text[:end]) + text[end:], text[opened.end() : final].strip())
+
+
 def leading_closing(head: str) -> str | None:
     """The marker that ends the thinking ``head`` (a text's first characters) opens with:
     ``</think>``, ``[/THINK]``, harmony's final header; None when it opens with none. For the
     live line while an answer streams."""
+    bare = _BARE_ANALYSIS.match(head)
+    if bare is not None and head[bare.end() : bare.end() + 1].isupper():
+        return BARE_HARMONY.closing
     opened = _OPEN.match(head)
     if opened is None:
         return None

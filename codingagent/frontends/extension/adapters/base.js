@@ -96,17 +96,24 @@
     selection.addRange(range);
   }
 
+  // A paste event carrying ``text``. Chromium takes a DataTransfer as clipboardData; Firefox
+  // leaves a made-up event's clipboardData empty but fills it from its own dataType and data.
+  function pasteEvent(text) {
+    const data = new DataTransfer();
+    data.setData("text/plain", text);
+    const init = { clipboardData: data, bubbles: true, cancelable: true };
+    const event = new ClipboardEvent("paste", init);
+    if (event.clipboardData && event.clipboardData.getData("text/plain") === text) return event;
+    return new ClipboardEvent("paste", { dataType: "text/plain", data: text, bubbles: true, cancelable: true });
+  }
+
   // A rich editor (ProseMirror, Quill, tiptap) keeps its own model of the text and listens to
   // paste and beforeinput, not to the DOM: hand it the prompt as a paste first (one transaction,
   // fast for long prompts; a site may turn a long paste into an attachment, which is fine), and
   // if nothing arrived, as typed text through execCommand("insertText").
   async function fillEditable(el, text, accepted) {
     selectAllIn(el);
-    const data = new DataTransfer();
-    data.setData("text/plain", text);
-    el.dispatchEvent(
-      new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }),
-    );
+    el.dispatchEvent(pasteEvent(text));
     if (await until(accepted, 1500)) return "paste";
     selectAllIn(el);
     document.execCommand("insertText", false, text);
