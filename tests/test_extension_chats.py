@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chat_render import streamed
 from relaying import Forwarder, relay_agent
 from test_ui import QUIET_CHROMIUM
 
@@ -97,6 +98,10 @@ def _handler(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             prompt = self.rfile.read(length).decode()
+            if self.path == "/fixture/render":  # rendered.html draws its answers here
+                drawn = json.dumps(streamed(prompt)).encode()
+                self._send(200, drawn, "application/json")
+                return
             server.prompts.append((self.headers.get("Host") or "", prompt))
             self._send(200, server.answer(prompt).encode(), "text/plain; charset=utf-8")
 

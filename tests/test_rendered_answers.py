@@ -55,7 +55,7 @@ MARKDOWN_LINES = [
 ]
 CONTENT = "\n".join(MARKDOWN_LINES) + "\n"
 PATHS = ["pkg/__init__.py", "docs/__notes__.md", "my_module_name.py"]
-RUN = "python3 -c \"import sys; print('**ran**', sys.argv)\" __a__ *b*"
+RUN = "python3 -c \"open('__ran__.txt', 'w').write('**ran** <&>')\" __a__ *b*"
 
 
 def files_reply(style: str, content: str = CONTENT, session: str = "1a2b3c4d") -> str:

@@ -70,13 +70,15 @@ def code_blocks(lines: Sequence[str]) -> list[int]:
 
 def refuse_unfenced(lines: Sequence[str], spans: Sequence[Span]) -> list[Command]:
     """The commands of ``spans``, each one that changes the workspace or runs something
-    replaced by a refusal unless all its lines stand inside one code block."""
+    (read or not) replaced by a refusal unless all its lines stand inside one code block."""
     blocks = code_blocks(lines)
     commands: list[Command] = []
     for command, start, end in spans:
         block = blocks[start] if start < len(blocks) else 0
         fenced = block != 0 and all(blocks[i] == block for i in range(start, end))
-        if command.name in CHANGING and not fenced and not isinstance(command, ParseError):
+        if command.name in CHANGING and not fenced:
+            # A command the parser could not read is refused for the same reason: the page
+            # may well have damaged it (soft line breaks run a command's lines together).
             command = ParseError(line=command.line, command=command.name, message=RENDERED_REFUSAL)
         commands.append(command)
     return commands

@@ -11,7 +11,9 @@
 
 (() => {
   const F = window.fixture;
-  const composer = document.querySelector(F.composer);
+  // F.composerElement / F.sendElement: a page whose composer lives in a shadow root
+  const composer = F.composerElement ? F.composerElement() : document.querySelector(F.composer);
+  const sendButton = () => (F.sendElement ? F.sendElement() : document.querySelector(F.send));
   const log = { trustedKeys: 0, trustedClicks: 0, sent: [], how: [], copies: 0 };
   window.fixtureLog = log;
   let text = "";
@@ -22,7 +24,7 @@
   const escape = (s) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
   function update() {
-    const button = document.querySelector(F.send);
+    const button = sendButton();
     if (!button) return;
     const empty = !text.trim() && !attachment;
     if (F.disable === "aria") button.setAttribute("aria-disabled", String(empty));
@@ -71,7 +73,7 @@
     });
   }
   document.addEventListener("click", (e) => {
-    const button = e.target.closest(F.send);
+    const button = e.composedPath().find((n) => n instanceof Element && n === sendButton());
     if (!button || button.disabled || button.getAttribute("aria-disabled") === "true") return;
     submit();
   });
@@ -114,14 +116,21 @@
   // ?slow: the answer takes some 5 s instead of 1.2 s (a test watches it stream).
   const pause = new URLSearchParams(location.search).has("slow") ? 600 : 150;
 
-  function stream(markdown) {
+  // F.serverRender: the page is drawn as the big chats draw it (tests/chat_render.py, a real
+  // CommonMark renderer on the fixture server), one snapshot a step.
+  async function stream(markdown) {
     const turn = F.answerTurn();
     F.streaming(turn, true);
     const steps = 8;
+    const drawn = F.serverRender
+      ? await (await fetch("/fixture/render", { method: "POST", body: markdown })).json()
+      : null;
     let step = 0;
     const timer = setInterval(() => {
       step += 1;
-      turn.body.innerHTML = render(markdown.slice(0, Math.ceil((markdown.length * step) / steps)));
+      turn.body.innerHTML = drawn
+        ? drawn[step - 1]
+        : render(markdown.slice(0, Math.ceil((markdown.length * step) / steps)));
       if (step < steps) return;
       clearInterval(timer);
       F.streaming(turn, false);
@@ -136,5 +145,6 @@
     }, pause);
   }
 
+  window.fixtureShow = stream; // an answer shown without a prompt (a test copies it by hand)
   clearComposer();
 })();

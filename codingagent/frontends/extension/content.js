@@ -13,6 +13,7 @@
     return;
   }
   const A = globalThis.codingagentAdapters;
+  const D = globalThis.codingagentDiscover; // answers on a page no adapter knows (adapters/discover.js)
   const P = globalThis.codingagentPageText;
   const adapter = A.choose(location);
   const QUIET_MS = 1000; // an answer that has not changed for this long, with no Stop shown, is finished
@@ -107,6 +108,7 @@
       const found = findSend(composer);
       return A.enabled(found) ? found : null;
     }, 5000);
+    if (adapter.id === "generic") D.mark(message.text, message.prompt_id); // not the answer
     if (button) button.click();
     else if (adapter.id === "generic") A.pressEnter(composer);
     else return failed(`${name}: send button not found — the site may have changed`, false);
@@ -129,15 +131,24 @@
 
   function scan(initial) {
     const found = A.all(adapter.answers);
+    // A page no adapter knows, with no answer markers: the answer found by what the page did.
+    const discovered = adapter.id === "generic" && !found.length ? D.answer() : null;
+    if (discovered) found.push(discovered);
     for (const element of found) {
       if (answers.has(element)) continue;
       const info = { bound: initial ? null : sentPromptId, changed: Date.now(), host: null, done: false };
+      info.discovered = element === discovered;
+      if (info.discovered) info.bound = D.promptId(); // set before the send, so never behind
       answers.set(element, info);
       noteChanges(element, info);
     }
-    const writing = busy();
+    const writing = busy() || (discovered !== null && D.stopShown());
+    if (discovered) answers.get(discovered).changed = Math.max(answers.get(discovered).changed, D.changedAt());
     for (const [element, info] of answers) {
-      if (!element.isConnected) {
+      // a discovered element the page has since outgrown (a "thinking…" placeholder) goes
+      const outgrown = info.discovered && discovered && element !== discovered && !info.done;
+      if (!element.isConnected || outgrown) {
+        if (info.host) info.host.remove();
         info.observer.disconnect();
         answers.delete(element);
         continue;
@@ -145,7 +156,7 @@
       const finished = Date.now() - info.changed >= QUIET_MS && !writing;
       if (finished && !(info.host && info.host.isConnected)) addApply(element, info);
     }
-    selectionButton.hidden = !(adapter.id === "generic" && found.length === 0);
+    selectionButton.hidden = adapter.id !== "generic"; // the fallback where answers are guessed
   }
 
   function addApply(element, info) {
@@ -169,7 +180,9 @@
     button.addEventListener("click", async () => {
       button.disabled = true;
       button.textContent = "Applying…";
-      const outcome = await apply(await readAnswer(element), info.bound, note);
+      const answer = await readAnswer(element);
+      if (info.discovered) answer.via = `the answer found on the page, ${answer.via}`;
+      const outcome = await apply(answer, info.bound, note);
       info.done = Boolean(outcome && outcome.applied);
       button.textContent = info.done ? "Applied" : "Apply";
       button.disabled = info.done;
@@ -203,7 +216,13 @@
         failed.length ? "error" : "ok",
       );
     }
-    if (note) note.textContent = outcome.applied ? `${(outcome.results || []).length} results` : "";
+    if (note && outcome.applied) {
+      // Kept beside the answer (the pill moves on to the next prompt): what was not OK, first.
+      const results = outcome.results || [];
+      const failed = results.filter((r) => !r.startsWith("[OK]"));
+      note.textContent = `${results.length} results${failed.length ? `, ${failed.length} not OK: ${failed[0]}` : ""}`;
+      note.title = failed.join("\n");
+    } else if (note) note.textContent = "";
     return outcome;
   }
 
