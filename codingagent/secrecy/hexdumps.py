@@ -232,6 +232,10 @@ def _ascii(data: bytes, after: int, stop: int, written: bytes, swapped: bytes) -
         return at if data[at : at + size] in shown else -1
     if len(rest) > size and rest[:1] == b" " and data[stop - size : stop] in shown:
         return stop - size
+    for each in shown:  # `xxd -e`: a last group set apart, its characters after the column
+        at = rest.rfind(b" " + each) + 1
+        if at > 0 and len(rest) - at - size <= _MAX_TAKEN:
+            return after + at
     return -1
 
 
