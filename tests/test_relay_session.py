@@ -132,6 +132,7 @@ def test_codingagent_relay_prints_the_extension_folder_and_how_to_load_it(tmp_pa
     assert folder.parts[-3:] == ("codingagent", "frontends", "extension")
     assert "chrome://extensions" in result.output
     assert "Developer mode" in result.output and "Load unpacked" in result.output
+    assert "about:debugging" in result.output and "Load Temporary Add-on" in result.output
 
 
 def test_ctrl_c_ends_a_waiting_long_poll_with_stopped_at_once(tmp_path: Path) -> None:

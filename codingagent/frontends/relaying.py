@@ -143,16 +143,19 @@ def extension_folder() -> Path:
 
 @click.command()
 def relay() -> None:
-    """Print the browser extension's folder and how to load it (once, in Chrome, Chromium or
-    Edge); then run `codingagent start TASK --relay`."""
+    """Print the browser extension's folder and how to load it (once, in Chrome, Chromium,
+    Edge or Firefox); then run `codingagent start TASK --relay`."""
     folder = extension_folder()
     click.echo(str(folder))  # stdout: the one line of data, for scripts
     if not (folder / "manifest.json").is_file():
         say(f"warning: no manifest.json in {folder}: this install lacks the extension", "yellow")
     say(
-        "Load it once:\n"
+        "Load it once, in Chrome, Chromium or Edge (121 or later):\n"
         "  1. Open chrome://extensions (edge://extensions in Edge) and turn on Developer mode.\n"
         "  2. Click Load unpacked and choose the folder above.\n"
+        "Or in Firefox (128 or later; no signed build exists, so once per Firefox start):\n"
+        "  1. Open about:debugging#/runtime/this-firefox.\n"
+        "  2. Click Load Temporary Add-on and choose manifest.json in the folder above.\n"
         "Then run: codingagent start TASK --relay, and type the pairing code it shows into "
         "the extension's popup (docs/relay.md)."
     )

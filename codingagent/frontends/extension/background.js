@@ -17,6 +17,7 @@ const CONTENT_FILES = [
   "adapters/deepseek.js",
   "adapters/mistral.js",
   "adapters/openwebui.js",
+  "adapters/discover.js",
   "adapters/generic.js",
   "pagetext.js",
   "content.js",

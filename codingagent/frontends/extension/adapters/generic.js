@@ -1,8 +1,8 @@
 // Any other chat page the user attaches. The composer is the focused editable element, or the
-// largest visible one (textarea, contenteditable, text input); it is sent by a send/submit
-// button near it, else by Enter. Answers are found by the usual markers of a chat's assistant
-// message; where a page has none, the status pill's "Apply selection" sends the text the user
-// selected.
+// largest visible one (textarea, contenteditable, text input), in the page or in an open shadow
+// root; it is sent by a send/submit button near it, else by Enter. Answers are found by the
+// usual markers of a chat's assistant message; where a page has none, by what the page does
+// (adapters/discover.js); the status pill's "Apply selection" sends the text the user selected.
 "use strict";
 (() => {
   const A = globalThis.codingagentAdapters;
@@ -12,13 +12,15 @@
     name: "This page",
     hosts: [],
     findComposer() {
-      const focused = document.activeElement;
+      // in the page or in an open shadow root (a chat built of web components)
+      const D = globalThis.codingagentDiscover;
+      const focused = D.focused();
       if (focused && focused.matches && focused.matches(EDITABLE) && A.visible(focused)) {
         return focused;
       }
       let best = null;
       let bestArea = 0;
-      for (const el of document.querySelectorAll(EDITABLE)) {
+      for (const el of D.deepAll(EDITABLE)) {
         if (!A.visible(el) || el.closest("codingagent-relay")) continue;
         const box = el.getBoundingClientRect();
         const area = box.width * box.height;
