@@ -36,6 +36,19 @@ def test_the_manifest_asks_only_for_the_chats_loopback_and_what_the_popup_needs(
     assert "externally_connectable" not in MANIFEST  # no web page can message the extension
 
 
+def test_one_manifest_serves_chrome_and_firefox() -> None:
+    """Chrome runs the background as a service worker, Firefox as scripts (an event page);
+    both (121 and later) accept the pair. Firefox needs an add-on id, and 128 for
+    scripting.executeScript into the page's world (page/copyhook.js)."""
+    background = MANIFEST["background"]
+    assert background["service_worker"] == "background.js"
+    assert background["scripts"] == ["background.js"]
+    gecko = MANIFEST["browser_specific_settings"]["gecko"]
+    assert gecko["id"] == "relay@codingagent.dev"
+    assert int(gecko["strict_min_version"].split(".")[0]) >= 128
+    assert int(MANIFEST["minimum_chrome_version"]) >= 121
+
+
 def test_every_chat_domain_has_its_adapter() -> None:
     hosts: set[str] = set()
     for adapter in (EXTENSION / "adapters").glob("*.js"):
@@ -56,10 +69,13 @@ def test_every_file_the_extension_names_is_there_and_in_order() -> None:
     for name in named:
         assert (EXTENSION / name).is_file(), name
     adapters = sorted(f"adapters/{p.name}" for p in (EXTENSION / "adapters").glob("*.js"))
-    assert sorted(content[:-1]) == adapters  # every adapter is injected
-    # base first (the others register with it), generic last (the fallback), then the script
+    injected = [name for name in content if name.startswith("adapters/")]
+    assert sorted(injected) == adapters  # every adapter is injected
+    # base first (the others register with it), generic last (the fallback), the script last
     assert content[0] == "adapters/base.js"
-    assert content[-2:] == ["adapters/generic.js", "content.js"]
+    assert injected[-1] == "adapters/generic.js" and content[-1] == "content.js"
+    # discover.js (answers on a page no adapter knows) before generic.js, which uses it
+    assert injected.index("adapters/discover.js") < injected.index("adapters/generic.js")
 
 
 def test_every_file_of_the_extension_ships_in_the_package() -> None:
