@@ -3,6 +3,7 @@
     python benchmarks/pointed.py                # 16 bug tasks, a pasted chat (window unknown)
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
+    python benchmarks/pointed.py --cost         # what the section costs on a big tree
 
 Each task is a released pure-Python or JavaScript package, downloaded with ``pip download``
 or ``npm pack`` into ``benchmarks/.cache/`` (git-ignored; once) and unpacked into a fresh
@@ -17,27 +18,41 @@ must change (every line, numbered as READ_FILE numbers it), where (the Code the 
 At section, or only its first line in the Code Map), and the first prompt's size in tokens:
 by the prompt's own estimate (four characters a token) and by the bound the window fitting
 uses (a token per three bytes). Deterministic: no timing.
+
+``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first prompt
+makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py`` (1,000
+and 10,000 files), already mapped once (the tags and graph cached, as for a new session on a
+tree seen before), a new task each run and the word caches cleared (as in a new process):
+medians of five runs, wall and CPU, beside the cached map of the same tree.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
 
+from codingagent.codemap import lexical
 from codingagent.execute.symbols import find_symbol
 from codingagent.frontends.cli import main
 from codingagent.prompt.fitting import estimate
+from codingagent.prompt.mapview import map_section
+from codingagent.prompt.pointed import PASTED_TOKENS, pointed_section
 from codingagent.prompt.render import estimate_tokens
+from codingagent.state import SessionState
+from codingagent.workspace import Workspace
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 SITE = "/home/me/.venv/lib/python3.12/site-packages/"
@@ -369,11 +384,61 @@ def holds(text: str, task: Task, ws: Path) -> tuple[bool, str]:
     return False, f"lines {start}-{end}; {'first line in the map' if in_map else 'not in the map'}"
 
 
+def cost(files: int, runs: int = 5) -> str:
+    """The row of ``--cost`` for a generated tree of ``files`` files."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from codemap import make_tree  # the code map benchmark's tree
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        make_tree(root, files)
+        cache = Path(tmp) / "cache"
+        maps: list[tuple[float, float]] = []
+        costs: list[tuple[float, float]] = []
+        chars = 0
+        for run in range(runs + 1):
+            ws = Workspace(root)
+            listing = ws.list_files(limit=200_000, sizes=20_000)
+            task = f"item_{run * 7} returns the wrong value when x is negative"
+            state = SessionState(session_id="abcd1234", task=task, workspace=str(root))
+            for cached in (lexical.stem, lexical.name_words, lexical.is_test):
+                cached.cache_clear()
+            wall, cpu = time.perf_counter(), time.process_time()
+            map_section(root, listing, state, 2048, cache)
+            mapped = (time.perf_counter() - wall, time.process_time() - cpu)
+            wall, cpu = time.perf_counter(), time.process_time()
+            made = pointed_section(ws, listing, state, PASTED_TOKENS, cache)
+            spent = (time.perf_counter() - wall, time.process_time() - cpu)
+            if run:  # the first run maps the tree whole and fills the cache
+                maps.append(mapped)
+                costs.append(spent)
+                chars = len(made.text or "")
+
+    def ms(pairs: list[tuple[float, float]]) -> str:
+        wall = statistics.median(p[0] for p in pairs) * 1000
+        cpu = statistics.median(p[1] for p in pairs) * 1000
+        return f"{wall:.0f} ms | {cpu:.0f} ms"
+
+    return f"| {files:,} files | {ms(maps)} | {ms(costs)} | {chars:,} |"
+
+
 def main_(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--window", type=int, default=None, help="--context-tokens")
     parser.add_argument("--only", default="", help="tasks whose name holds one of these words")
+    parser.add_argument("--cost", action="store_true", help="time the section on big trees")
     args = parser.parse_args(argv)
+    if args.cost:
+        print(
+            "| tree | cached map, wall | CPU | the code the task points at, wall | CPU | "
+            "section, characters |"
+        )
+        print("|---|---|---|---|---|---|")
+        for files in (1000, 10_000):
+            print(cost(files))
+        print(f"\n(load average {os.getloadavg()[0]:.1f})")
+        return 0
     wanted = [w for w in args.only.split(",") if w]
     tasks = [t for t in TASKS if not wanted or any(w in t.name for w in wanted)]
     print(

@@ -23,10 +23,11 @@ a failing test comes in through its frame. A class's body is its own lines, not 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
 NAME_WEIGHT = 2.0
@@ -58,6 +59,7 @@ STOP = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """``word`` (lower case) without a common English ending: ``parsing`` -> ``pars``."""
     for suffix in _SUFFIXES:
@@ -83,6 +85,12 @@ def words(text: str) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def name_words(name: str) -> frozenset[str]:
+    """The words of a name or a path (kept: a tree's names repeat from task to task)."""
+    return frozenset(words(name))
+
+
 def query(text: str) -> Counter[str]:
     """The task's words and their weights: once each, ``CODE_WORD`` for a word written as
     code."""
@@ -95,9 +103,11 @@ def query(text: str) -> Counter[str]:
     return weights
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_test(path: str) -> bool:
     """Whether ``path`` is a test file (or in a test folder)."""
-    return bool(_TEST_PATH.search(path.lower()))
+    low = path.lower()
+    return ("test" in low or "spec" in low) and bool(_TEST_PATH.search(low))
 
 
 @dataclass(frozen=True)
@@ -113,8 +123,8 @@ def scores(task: Counter[str], docs: Sequence[Doc]) -> list[float]:
     """Each doc's score for the task's words (0: none shared)."""
     if not task or not docs:
         return [0.0] * len(docs)
-    names = [set(words(doc.name)) for doc in docs]
-    paths = {doc.path: set(words(doc.path)) for doc in docs}
+    names = [name_words(doc.name) for doc in docs]
+    paths = {path: name_words(path) for path in {doc.path for doc in docs}}
     name_idf = _idf(names, task)
     path_idf = _idf(paths.values(), task)
     bodies = [doc.body for doc in docs if doc.body is not None]
@@ -139,7 +149,7 @@ def scores(task: Counter[str], docs: Sequence[Doc]) -> list[float]:
     return found
 
 
-def _idf(sets: Iterable[set[str]], task: Counter[str]) -> dict[str, float]:
+def _idf(sets: Iterable[Set[str]], task: Counter[str]) -> dict[str, float]:
     """How rare each of the task's words is among ``sets`` (log-scaled, as BM25's)."""
     count = 0
     held: Counter[str] = Counter()

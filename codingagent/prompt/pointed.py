@@ -52,8 +52,10 @@ WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
 CHARS_PER_TOKEN = 4
 READ_BYTES = 1_500_000  # bytes of source read to score the definitions' bodies
-READ_FILES = 400
+READ_FILES = 200
 FILE_BYTES = 1024 * 1024
+ONE_DEFINITION_SHARE = 2  # one definition takes at most half of the section's room
+MINIFIED_LINE = 2000  # a file with a longer line is minified
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 CALLEES = 8  # calls of one definition followed at most
 CALLEE_SHARE = 0.6  # a callee's priority, of its caller's
@@ -134,6 +136,7 @@ class _Tree:
         files = stamped(ws.root, paths, stats)
         self.files = list(files.files)
         self.texts: dict[str, str] = {}
+        self.generated: set[str] = set()  # files read that are no source to fix: minified
         self.digests: dict[str, str] = {}
         self.defs: dict[str, list[Definition]] = {}
         cache = cache_file(cache_dir, ws.root) if cache_dir is not None else None
@@ -174,7 +177,8 @@ class _Tree:
             data = self.ws.read_bytes(rel, limit=FILE_BYTES + 1)
         except (OSError, PathRejected):
             return None
-        if len(data) > FILE_BYTES or b"\0" in data[:8192]:
+        if len(data) > FILE_BYTES or b"\0" in data[:8192] or _minified(data):
+            self.generated.add(rel)
             return None
         self.digests[rel] = hashlib.sha256(data).hexdigest()
         text = self.texts[rel] = data.decode("utf-8", errors="replace")
@@ -265,14 +269,16 @@ def _lexical(
             wanted.setdefault(word, 1)
     if not wanted:
         return []
-    names = [(rel, d) for rel, defs in tree.defs.items() for d in defs if not _dunder(d[0])]
-    first = scores(wanted, [Doc(rel, d[0], None) for rel, d in names])
-    best_file: dict[str, float] = {}
-    for (rel, _), score in zip(names, first, strict=True):
-        best_file[rel] = max(best_file.get(rel, 0.0), score)
-    order = sorted(
-        tree.files, key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0))
-    )
+    order = tree.files
+    if len(order) > READ_FILES:  # which to read: those whose names and paths hold its words
+        names = [(rel, d) for rel, defs in tree.defs.items() for d in defs if not _dunder(d[0])]
+        first = scores(wanted, [Doc(rel, d[0], None) for rel, d in names])
+        best_file: dict[str, float] = {}
+        for (rel, _), score in zip(names, first, strict=True):
+            best_file[rel] = max(best_file.get(rel, 0.0), score)
+        order = sorted(
+            order, key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0))
+        )
     spent = 0
     for rel in order[:READ_FILES]:
         text = tree.text(rel)
@@ -282,6 +288,8 @@ def _lexical(
     docs = []
     pairs = []
     for rel, defs in tree.defs.items():
+        if rel in tree.generated:
+            continue
         text = tree.texts.get(rel)
         lines = file_lines(text) if text is not None else None
         for d in defs:
@@ -298,6 +306,12 @@ def _lexical(
     floor = scored[0][0] * LEXICAL_FLOOR
     top = scored[0][0]
     return [(100.0 * s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
+
+
+def _minified(data: bytes) -> bool:
+    """Whether a file is minified (a bundle, not the source to fix): a line of more than
+    ``MINIFIED_LINE`` bytes."""
+    return any(len(line) > MINIFIED_LINE for line in data.split(b"\n"))
 
 
 def _dunder(name: str) -> bool:
@@ -331,6 +345,7 @@ class _Picker:
     def __init__(self, tree: _Tree, chars: int, skip: set[str]) -> None:
         self.tree, self.skip = tree, skip
         self.room = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
+        self.most = self.room // ONE_DEFINITION_SHARE
         self.heap: list[tuple[float, int, _Candidate]] = []
         self.count = 0
         self.taken: dict[str, list[tuple[int, int]]] = {}  # file -> line ranges, in order
@@ -381,10 +396,10 @@ class _Picker:
         ranges = self.taken.get(rel, [])
         if any(a <= start and end <= b for a, b in ranges):
             return  # shown already, inside another
-        if candidate.whole and self._cost(rel, lines, 1, len(lines)) > self.room:
+        if candidate.whole and self._cost(rel, lines, 1, len(lines)) > min(self.room, self.most):
             start, end = _span(rel, lines, definition)
         cost = self._cost(rel, lines, start, end)
-        if cost > self.room:
+        if cost > self.room or cost > self.most:  # one long definition would crowd out many
             self.left.append((rel, definition))
             return
         self.room -= cost
