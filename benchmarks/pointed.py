@@ -10,7 +10,7 @@ or ``npm pack`` into ``benchmarks/.cache/`` (git-ignored; once) and unpacked int
 workspace; a bug is injected (one edit to one definition, checked to apply exactly once); and
 a session is started on it through the real command line (``codingagent start TASK
 --no-watch``, as a pasted chat starts), the task worded as a user reports the bug: what they
-called and what they saw, never the line. Three tasks paste a traceback, made by running the
+called and what they saw, never the line. Two tasks paste a traceback, made by running the
 buggy code (Python, or Node.js), its paths rewritten to an installed copy's, as a user's are.
 
 Printed, one markdown row a task: whether the first prompt holds the whole definition that

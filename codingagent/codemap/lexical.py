@@ -119,19 +119,28 @@ class Doc:
     body: Counter[str] | None  # the words of its lines (a class: its own), None: not read
 
 
-def scores(task: Counter[str], docs: Sequence[Doc]) -> list[float]:
-    """Each doc's score for the task's words (0: none shared)."""
+def scores(
+    task: Counter[str], docs: Sequence[Doc], among: Sequence[Doc] | None = None
+) -> list[float]:
+    """Each doc's score for the task's words (0: none shared); how rare a word is among names
+    and paths is counted ``among`` these (default: ``docs``; the whole tree's when ``docs``
+    are some of them)."""
     if not task or not docs:
         return [0.0] * len(docs)
     names = [name_words(doc.name) for doc in docs]
-    paths = {path: name_words(path) for path in {doc.path for doc in docs}}
-    name_idf = _idf(names, task)
+    universe = docs if among is None else among
+    paths = {path: name_words(path) for path in {doc.path for doc in universe}}
+    name_idf = _idf((name_words(doc.name) for doc in universe) if among else names, task)
     path_idf = _idf(paths.values(), task)
+    wanted = set(task)
     bodies = [doc.body for doc in docs if doc.body is not None]
     body_idf = _idf((set(body) for body in bodies), task)
     average = sum(sum(body.values()) for body in bodies) / len(bodies) if bodies else 1.0
     found = []
     for doc, own in zip(docs, names, strict=True):
+        if doc.body is None and own.isdisjoint(wanted) and paths[doc.path].isdisjoint(wanted):
+            found.append(0.0)
+            continue
         score = 0.0
         length = sum(doc.body.values()) if doc.body is not None else 0
         for word, weight in task.items():

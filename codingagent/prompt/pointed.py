@@ -130,10 +130,9 @@ class _Tree:
 
     def __init__(self, ws: Workspace, listing: Listing, cache_dir: Path | None) -> None:
         self.ws = ws
-        paths = [path for path, _ in listing.entries if language_of(path) is not None]
         times = listing.times
         stats = {p: (s, times[p]) for p, s in listing.entries if p in times}
-        files = stamped(ws.root, paths, stats)
+        files = stamped(ws.root, [path for path, _ in listing.entries], stats)
         self.files = list(files.files)
         self.texts: dict[str, str] = {}
         self.generated: set[str] = set()  # files read that are no source to fix: minified
@@ -270,15 +269,21 @@ def _lexical(
     if not wanted:
         return []
     order = tree.files
+    everything: list[Doc] | None = None  # a big tree's definitions, by name and path only
+    hit: set[tuple[str, int]] = set()  # of them, those that share a word with the task
     if len(order) > READ_FILES:  # which to read: those whose names and paths hold its words
         names = [(rel, d) for rel, defs in tree.defs.items() for d in defs if not _dunder(d[0])]
-        first = scores(wanted, [Doc(rel, d[0], None) for rel, d in names])
+        everything = [Doc(rel, d[0], None) for rel, d in names]
         best_file: dict[str, float] = {}
-        for (rel, _), score in zip(names, first, strict=True):
-            best_file[rel] = max(best_file.get(rel, 0.0), score)
-        order = sorted(
-            order, key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0))
+        for (rel, d), score in zip(names, scores(wanted, everything), strict=True):
+            if score > 0:
+                best_file[rel] = max(best_file.get(rel, 0.0), score)
+                hit.add((rel, d[3]))
+        first = sorted(
+            {*best_file, *named},
+            key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0)),
         )
+        order = first + [rel for rel in order if rel not in best_file and rel not in named]
     spent = 0
     for rel in order[:READ_FILES]:
         text = tree.text(rel)
@@ -293,12 +298,17 @@ def _lexical(
         text = tree.texts.get(rel)
         lines = file_lines(text) if text is not None else None
         for d in defs:
-            if _dunder(d[0]):
-                continue
+            if _dunder(d[0]) or (
+                lines is None and everything is not None and (rel, d[3]) not in hit
+            ):
+                continue  # (a big tree's definitions that share no word and were not read)
             docs.append(Doc(rel, d[0], _body(lines, d, defs) if lines is not None else None))
             pairs.append((rel, d))
     scored = sorted(
-        ((score, rel, d) for score, (rel, d) in zip(scores(wanted, docs), pairs, strict=True)),
+        (
+            (score, rel, d)
+            for score, (rel, d) in zip(scores(wanted, docs, everything), pairs, strict=True)
+        ),
         key=lambda item: -item[0],
     )
     if not scored or scored[0][0] <= 0:
