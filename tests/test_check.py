@@ -136,6 +136,7 @@ def test_a_small_window_keeps_the_check_and_its_status_line(tmp_path):
     assert "[FAILED] CHECK: '" in section(later)
 
 
+@pytest.mark.slow
 def test_without_a_check_nothing_changes(tmp_path):
     agent = Run(tmp_path / "run", project(tmp_path / "ws"))
     agent.start()
@@ -211,10 +212,22 @@ def test_a_fix_and_done_in_one_reply_is_accepted(tmp_path):
     assert report.state.check is not None and report.state.check.result.success
 
 
+@pytest.mark.slow
+def test_a_check_that_times_out_fails_and_says_so(tmp_path):
+    store = SessionStore(tmp_path)
+    store.ensure_dirs()
+    state, outbox = start_session(store, "t", check=session_check("sleep 5", Shell(timeout=1)))
+    assert state.check is not None and not state.check.result.success
+    assert "[FAILED] CHECK: 'sleep 5' timed out after 1 s" in section(outbox.read_text())
+    assert state.check_failure == "(no output)"
+
+
 def test_the_check_never_asks_for_approval(tmp_path):
-    store, sid, options = in_process(tmp_path)
-    options = TurnOptions(shell=Shell(timeout=20, approve=lambda c: False), check=options.check)
-    report = step(store, sid, FIX, **vars(options))
+    store, sid, _ = in_process(tmp_path)
+    refusing = Shell(timeout=20, approve=lambda command: False)  # commands = deny
+    options = TurnOptions(shell=refusing, check=session_check(CHECK, refusing))
+    report = step(store, sid, FIX + "[RUN_COMMAND]\necho hi\n[/RUN_COMMAND]\n", **vars(options))
+    assert [r.success for r in report.outcome.results] == [True, False]  # not approved
     assert report.state.check is not None and report.state.check.result.success
 
 

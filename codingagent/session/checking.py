@@ -80,7 +80,8 @@ def run_check(
     changed = watch.after().paths if watch is not None else []
     if layer is None:
         tree.drop()  # it may have written to the workspace: only a new walk knows what
-    shown = f"'{check.command}'"
+    first, _, more = check.command.partition("\n")
+    shown = f"'{first} ...'" if more else f"'{first}'"
     if ran.timed_out:
         summary = f"{shown} timed out after {seconds(check.shell.timeout)}"
     else:
