@@ -152,6 +152,7 @@ def test_resume_with_a_check_writes_the_prompt_again_with_it(tmp_path):
     agent.start()
     resumed = agent.cli("resume", agent.session, "--no-watch", "--check", CHECK)
     assert resumed.exit_code == 0, resumed.output
+    assert "Check: [FAILED] CHECK: '" in resumed.stderr
     assert "failed (exit code 1)" in section(agent.prompt())
     dropped = agent.cli("resume", agent.session, "--no-watch", "--check", "")
     assert dropped.exit_code == 0, dropped.output

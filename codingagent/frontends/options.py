@@ -203,6 +203,8 @@ def instructed_check(
     settings = run_settings(root, flags, workspace)
     found = None if settings.check is not None else named_check(folder, settings.instructions)
     if found is None:
+        if settings.check:
+            say(f"Running the check before the first prompt: {settings.check}")
         return settings
     path, command = found
     if not _terminal():
@@ -215,6 +217,7 @@ def instructed_check(
     if not confirm_check(path, command):
         return settings
     flags["check"] = kept["check"] = command
+    say(f"Running the check before the first prompt: {command}")
     return run_settings(root, flags, workspace)
 
 

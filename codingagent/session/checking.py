@@ -183,15 +183,21 @@ def first_check(state: SessionState, check: Check | None, ws: Workspace) -> None
 
 
 def check_anew(
-    store: SessionStore, state: SessionState, check: Check | None, prompt: PromptOptions
+    store: SessionStore,
+    state: SessionState,
+    check: Check | None,
+    prompt: PromptOptions,
+    note: Callable[[str], None] | None = None,
 ) -> bool:
     """At ``resume``: a check the session has no result of (a new ``--check``) is run, and a
     dropped one (``--check ''``) dropped, and the current prompt written again; whether it
-    was."""
+    was. ``note`` is told the result."""
     kept = state.check.command if state.check is not None else None
     if kept == (check.command if check is not None else None):
         return False
     first_check(state, check, open_workspace(store, state))
     next_outbox(store, state, prompt)
     store.save(state)
+    if note is not None:
+        note(f"Check: {state.check.result.headline}" if state.check else "Check: none any more")
     return True

@@ -198,7 +198,7 @@ class SessionLoop:
             )
         self._refuse_over_limit(state)
         check = session_check(self.settings.check, self._shell_once(), self._listener.running)
-        check_anew(self.store, state, check, self.prompt_options)  # a new --check, or none
+        check_anew(self.store, state, check, self.prompt_options, self._listener.note)
         outbox = ensure_outbox(self.store, state, self.prompt_options)
         return self._offer(outbox, state.sequence_number)
 
