@@ -124,22 +124,41 @@ def test_a_nameless_javascript_frame_points_at_the_function_around_its_line(
     assert f"{line + 1:>4} | }};" in shown
 
 
+BODIES = (
+    "def parse_body(text):\n    return _split_lines(text)\n\n\n"
+    "def _split_lines(text):\n    return text.split('\\n')\n"
+)
+
+
 @pytest.mark.slow
 def test_the_failing_tests_of_the_check_and_what_they_call_are_shown(tmp_path: Path) -> None:
-    tests = (
+    failing = (
         "from mail.headers import parse_header\n\n\n"
         "def test_two_params():\n"
         "    assert parse_header('a: x=1; y=2') == ('a', {'x': '1', 'y': '2'})\n"
     )
-    files = {"mail/headers.py": HEADERS, "mail/__init__.py": "", "tests/test_headers.py": tests}
+    passing = (
+        "from mail.bodies import parse_body\n\n\n"
+        "def test_two_lines():\n"
+        "    assert parse_body('a\\nb') == ['a', 'b']\n"
+    )
+    files = {
+        "mail/headers.py": HEADERS,
+        "mail/bodies.py": BODIES,
+        "mail/__init__.py": "",
+        "tests/test_bodies.py": passing,
+        "tests/test_headers.py": failing,
+    }
     run = make_run(tmp_path, files)
     check = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
     start(run, "The test suite fails, please fix it", "--check", check)
-    prompt = run.prompt()
-    shown = section(prompt)
-    assert whole(tests, "test_two_params", "tests/test_headers.py", shown)
+    shown = section(run.prompt())
+    # the failing test first (the task's words point at both tests alike), then what it calls
+    assert shown.split("\n", 2)[1] == "--- tests/test_headers.py ---"
+    assert whole(failing, "test_two_params", "tests/test_headers.py", shown)
     assert whole(HEADERS, "parse_header", "mail/headers.py", shown)
     assert whole(HEADERS, "_split_params", "mail/headers.py", shown)
+    assert shown.index("def test_two_params") < shown.index("def parse_header")
 
 
 def test_a_small_window_gets_the_map_alone_within_the_window(tmp_path: Path) -> None:
