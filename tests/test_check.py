@@ -27,6 +27,7 @@ from codingagent.settings import load_settings
 from codingagent.transaction.crashpoints import CRASH_ENV
 from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
+from codingagent.workspace import Workspace
 
 BAD = "def add(a, b):\n    return a - b\n"
 GOOD = "def add(a, b):\n    return a + b\n"
@@ -184,15 +185,20 @@ def test_agents_md_names_a_check_used_only_once_confirmed(tmp_path, monkeypatch)
 
 def test_the_check_lines_instruction_files_may_hold(tmp_path):
     (tmp_path / "AGENTS.md").write_text("Check: that the docs build\ncheck: make test\n")
-    assert named_check(tmp_path) == ("AGENTS.md", "make test")
+    assert named_check(Workspace(tmp_path)) == ("AGENTS.md", "make test")
     (tmp_path / "AGENTS.md").write_text("**Check command:** `npm test -- --ci`\n")
-    assert named_check(tmp_path) == ("AGENTS.md", "npm test -- --ci")
+    assert named_check(Workspace(tmp_path)) == ("AGENTS.md", "npm test -- --ci")
     (tmp_path / "AGENTS.md").write_text("Check: the output by hand\n")
-    assert named_check(tmp_path) is None
+    assert named_check(Workspace(tmp_path)) is None
     (tmp_path / "AGENTS.md").unlink()
     (tmp_path / "CLAUDE.md").write_text("check: pytest -q\n")
-    assert named_check(tmp_path) == ("CLAUDE.md", "pytest -q")
-    assert named_check(tmp_path, ["docs/agents.md"]) is None
+    assert named_check(Workspace(tmp_path)) == ("CLAUDE.md", "pytest -q")
+    assert named_check(Workspace(tmp_path), ["docs/agents.md"]) is None
+    outside = tmp_path.parent / "elsewhere.md"
+    outside.write_text("check: cat /etc/passwd\n")
+    (tmp_path / "CLAUDE.md").unlink()
+    (tmp_path / "CLAUDE.md").symlink_to(outside)
+    assert named_check(Workspace(tmp_path)) is None, "a link out of the workspace is not read"
 
 
 def test_a_workspace_settings_file_may_not_name_the_check(tmp_path, monkeypatch):

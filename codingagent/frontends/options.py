@@ -199,9 +199,12 @@ def instructed_check(
     console says how to use it (docs/prompts.md, "The check")."""
     from codingagent.frontends.approval import confirm_check
     from codingagent.prompt.instructions import named_check
+    from codingagent.workspace import Workspace
 
     settings = run_settings(root, flags, workspace)
-    found = None if settings.check is not None else named_check(folder, settings.instructions)
+    found = None
+    if settings.check is None and folder.is_dir():
+        found = named_check(Workspace(folder), settings.instructions)
     if found is None:
         if settings.check:
             say(f"Running the check before the first prompt: {settings.check}")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from posixpath import dirname
 
 from codingagent.state import SessionState
@@ -96,7 +95,7 @@ _CHECK_LINE = re.compile(
 )
 
 
-def named_check(root: Path, names: Sequence[str] | None = None) -> tuple[str, str] | None:
+def named_check(ws: Workspace, names: Sequence[str] | None = None) -> tuple[str, str] | None:
     """The check command the workspace's instruction files name, and the file naming it
     (docs/prompts.md, "The check"): the first line ``check: COMMAND`` (lower case; ``- `` or
     ``**`` around the key allowed, ``Check command:`` too), or ``Check: `COMMAND``` in any
@@ -104,9 +103,9 @@ def named_check(root: Path, names: Sequence[str] | None = None) -> tuple[str, st
     else the root's AGENTS.md, else the first of its kin the root holds."""
     candidates = [n.strip("/") for n in names] if names is not None else [AGENTS, *FALLBACKS]
     for name in candidates:
-        try:
-            text = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        try:  # as the section reads them: a link out of the workspace is not followed
+            text = ws.read_bytes(name, limit=1 << 20).decode("utf-8", errors="replace")
+        except (OSError, PathRejected):
             continue
         for line in text.splitlines():
             match = _CHECK_LINE.match(line)
