@@ -7,7 +7,9 @@ Prints two markdown tables (docs/secrets.md has the figures):
 
 - times (medians; the ratio is to the baseline measured in the same run): masking a MB of
   command output with no secret known (the baseline) and with known
-  secrets looked for in all their disguises; detect-secrets' public scanning API against our
+  secrets looked for in all their disguises, without the hex dumps' pass (what it costs on
+  output with no dump in it) and on a MB of ``xxd`` output (the dumps read: issue 47);
+  detect-secrets' public scanning API against our
   rule table on the same text (why we keep a table of our own); the secret-file scan a
   command waits for, on a workspace of many files, first and again;
 - false masks: the share of the Python standard library's ``.py`` files (of the interpreter
@@ -28,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from codingagent.secrecy import rules
+from codingagent.secrecy import hexdumps, rules
 from codingagent.secrecy.masking import Masker
 from codingagent.secrecy.secret_files import secret_files
 
@@ -80,6 +82,31 @@ def known_secrets(count: int) -> list[str]:
     return ["ghp_" + "".join(rng.choices(alphabet, k=36)) for _ in range(count)]
 
 
+def xxd(data: bytes) -> str:
+    """``xxd``'s output for ``data``."""
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at : at + 16]
+        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
+        shown = "".join(chr(byte) if 0x20 <= byte < 0x7F else "." for byte in chunk)
+        lines.append(f"{at:08x}: {groups:<39}  {shown}\n")
+    return "".join(lines)
+
+
+def without_dumps(masker: Masker, text: str) -> object:
+    """``masker.mask(text)`` with the hex dumps' pass left out."""
+    find = hexdumps.HexDumps.find
+
+    def none(self: hexdumps.HexDumps, text: str) -> list[rules.Found]:
+        return []
+
+    hexdumps.HexDumps.find = none  # type: ignore[method-assign]
+    try:
+        return masker.mask(text)
+    finally:
+        hexdumps.HexDumps.find = find  # type: ignore[method-assign]
+
+
 def times(files: list[tuple[Path, str]], mb: float, runs: int) -> list[tuple[str, float, float]]:
     """(measure, seconds, baseline seconds) rows."""
     text = sample_text(files, int(mb * 1e6))
@@ -94,13 +121,23 @@ def times(files: list[tuple[Path, str]], mb: float, runs: int) -> list[tuple[str
     actions: dict[str, Callable[[], object]] = {
         name: (lambda m=masker: m.mask(text)) for name, masker in maskers.items()
     }
+    actions["10 without"] = lambda: without_dumps(maskers["10"], text)
+    dump = xxd(text.encode()[: len(text) // 4])  # four times as long: about as many characters
+    maskers["10"].mask(dump)
+    actions["dump"] = lambda: maskers["10"].mask(dump)
+    actions["dump without"] = lambda: without_dumps(maskers["10"], dump)
     actions["rules"] = lambda: list(rules.find(text))
     took = {name: seconds * per_mb for name, seconds in medians(actions, runs).items()}
+    for name in ("dump", "dump without"):
+        took[name] *= len(text) / len(dump)
     bare, ours = took["bare"], took["rules"]
     rows = [("mask 1 MB of output, no secret known", bare, bare)]
     for count in (10, 100):
         measure = f"mask 1 MB of output, {count} known secrets in every disguise"
         rows.append((measure, took[str(count)], bare))
+    rows.append(("the same, 10 known, without the hex dumps' pass", took["10 without"], bare))
+    rows.append(("mask 1 MB of `xxd` output, 10 known secrets", took["dump"], bare))
+    rows.append(("the same, without the hex dumps' pass", took["dump without"], bare))
     theirs = _detect_secrets_public(text[: len(text) // 4]) * 4 * per_mb
     rows.append(("rule table over 1 MB (ours: one pass a pattern)", ours, ours))
     rows.append(("detect-secrets public API over 1 MB (scan_file)", theirs, ours))

@@ -68,6 +68,10 @@ def keys_py(keys: dict[str, str]) -> str:
 def hex_area(tool: str, line: str) -> str:
     """The hex digits a line of ``tool``'s dump shows (masks as :data:`GAP`), without its
     offset and ASCII columns."""
+    if line.strip() == "*":  # od and hexdump: the line before repeated
+        return GAP
+    if tool == "xxd -i":  # a C array: "  0x22, 0x22,"
+        return re.sub(r"0x|[,\s]", "", line) if line.strip().startswith(("0x", GAP)) else ""
     if "-An" not in tool and "-p" not in tool:
         line = line.split(None, 1)[1] if len(line.split()) > 1 else ""  # the offset
     if tool.startswith("xxd") and "-p" not in tool:
@@ -79,7 +83,7 @@ def hex_area(tool: str, line: str) -> str:
 
 
 def ascii_column(tool: str, line: str) -> str:
-    if tool.startswith("xxd") and "-p" not in tool and len(line.split("  ", 1)) == 2:
+    if tool in ("xxd", "xxd -e", "xxd -g1 -c 10", "xxd -u -g4") and len(line.split("  ", 1)) == 2:
         return line.split("  ", 1)[1].lstrip(" ")
     for opening, closing in ("||", "><"):
         if tool in ("hexdump -C", "od -tx1z") and opening in line:
@@ -97,8 +101,8 @@ def read_back(keys: dict[str, str], tool: str, dump: str, fragment: int = FRAGME
     for segment in "".join(hex_area(tool, line) for line in lines).split(GAP):
         for phase in (0, 1):
             digits = segment[phase:][: len(segment[phase:]) // 2 * 2]
-            if re.fullmatch(r"[0-9a-fA-F]*", digits):
-                streams.append(bytes.fromhex(digits))
+            assert re.fullmatch(r"[0-9a-fA-F]*", digits), (tool, segment)  # all read
+            streams.append(bytes.fromhex(digits))
     for data in list(streams):
         for word in (2, 4):
             for start in range(word):
@@ -154,7 +158,9 @@ def test_keys_in_a_source_file_reach_no_prompt_through_a_hex_dump(
         for kind in keys:
             assert f"[masked: {kind}-hex" in dump, (tool, kind, dump)
         assert read_back(keys, tool, dump) == [], (tool, dump)
-    assert read_back(keys, "od -An -tx1", prompt) == []  # the prompt read whole, too
+    assert read_back(keys, "od -An -tx1", "") == []  # (the reader reads keys)
+    texts = [prompt, "".join(prompt.split())]  # the prompt read whole, too
+    assert [key for key in keys.values() for text in texts if key[:FRAGMENT] in text] == []
     # The rest of the dumps is shown as it is.
     for tool in ("xxd", "hexdump -C"):
         column = "".join(ascii_column(tool, line) for line in parts[tool].splitlines())
@@ -300,10 +306,15 @@ def test_the_formatters_print_what_the_tools_print(data: bytes, more: bytes) -> 
         assert formatter(data + more) == dumped(tool, data + more), tool
 
 
-def masked_dump(secret: str, text: str, indent: str) -> str:
+def masked_dump(secret: str, text: str, indent: str, rstrip: bool = False) -> str:
+    """``text`` masked by a masker that knows ``secret``, its lines shifted by ``indent`` (as
+    a prompt shows a command's output) and their trailing spaces taken off if ``rstrip``."""
     masker = Masker()
     masker.learn(secret, "api-key")
-    shifted = "".join(indent + line for line in text.splitlines(keepends=True))
+    lines = text.splitlines(keepends=True)
+    if rstrip:
+        lines = [line.rstrip(" \n") + "\n" for line in lines]
+    shifted = "".join(indent + line for line in lines)
     return re.sub(f"^{indent}", "", masker.mask(shifted).text, flags=re.M)
 
 
@@ -314,6 +325,7 @@ def masked_dump(secret: str, text: str, indent: str) -> str:
     around,
     st.sampled_from(sorted(FORMATTERS)),
     st.sampled_from(["", "    "]),
+    st.booleans(),
     st.integers(0, 12),
     st.integers(1, 6),
     st.integers(0, 100),
@@ -325,19 +337,20 @@ def test_a_known_secret_at_any_offset_in_any_bytes_is_masked_in_a_dump(
     after: bytes,
     tool: str,
     indent: str,
+    rstrip: bool,
     first: int,
     count: int,
     cut: int,
 ) -> None:
     """Dumped whole, a few of its lines only (``head``, ``tail``, ``sed -n``), or from a byte
-    within the secret on (``xxd -s``): no piece of :data:`FRAGMENT` characters of the secret is
-    left, in text or in hex."""
+    within the secret on (``xxd -s``), its lines' trailing spaces kept or not: no piece of
+    :data:`FRAGMENT` characters of the secret is left, in text or in hex."""
     data = before + secret.encode() + after
     lines = FORMATTERS[tool](data).splitlines(keepends=True)
     shown = ["".join(lines), "".join(lines[first : first + count])]
     shown += [FORMATTERS[tool](data[len(before) + cut % len(secret) :])]
     for text in shown:
-        dump = masked_dump(secret, text, indent)
+        dump = masked_dump(secret, text, indent, rstrip)
         assert read_back({"key": secret}, tool, dump) == [], (text, dump)
 
 
@@ -353,6 +366,18 @@ def test_a_piece_of_a_secret_is_masked_from_its_tenth_byte(tool: str) -> None:
             assert (read_back({"key": secret}, tool, dump, size) == []) is masked, dump
 
 
+@pytest.mark.parametrize("tail", [b" " * 5, b" " * 5 + b"\n", b" " * 25])
+def test_an_ascii_column_whose_trailing_spaces_were_taken_off_is_masked(tail: bytes) -> None:
+    """``xxd``'s ASCII column is the end of its line: a prompt or ``sed 's/ *$//'`` may take
+    off the spaces it ends with, and what is left of it still shows a piece of the secret."""
+    secret = "k2M9xQ7v-L4pZ8wR"  # six characters on the first line, ten on the second
+    data = b"password = '"[:10] + secret.encode() + b"'" + tail  # then an odd count of spaces
+    for rstrip in (False, True):
+        dump = masked_dump(secret, xxd(data), "    ", rstrip)
+        assert secret[6:] not in dump, dump
+        assert read_back({"key": secret}, "xxd", dump, PIECE) == [], dump
+
+
 @given(st.binary(min_size=1, max_size=300), secrets, st.sampled_from(sorted(FORMATTERS)))
 @settings(max_examples=60, deadline=None)
 def test_a_dump_without_a_known_secret_is_left_alone(data: bytes, secret: str, tool: str) -> None:
@@ -361,7 +386,7 @@ def test_a_dump_without_a_known_secret_is_left_alone(data: bytes, secret: str, t
 
 
 REAL = ["xxd", "xxd -p", "od -x", "od -An -tx1", "hexdump -C", "hexdump", "od -tx4", "xxd -e"]
-REAL += ["od -tx1z", "xxd -g1 -c 10", "xxd -u -g4", "od -Ax -tx8"]
+REAL += ["od -tx1z", "xxd -g1 -c 10", "xxd -u -g4", "od -Ax -tx8", "xxd -i"]
 
 
 @pytest.mark.slow

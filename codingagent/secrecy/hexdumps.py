@@ -16,7 +16,8 @@ A dump line: an optional offset column (hex or octal digits, with ``xxd``'s colo
 of hex digits of one width separated by one or two spaces (the last may be shorter: ``xxd``
 at an odd end), and the rest of the line, which is taken for an ASCII column where it spells
 the line's bytes (``|...|``, ``>...<``, or the line's last characters). A line of hex digits
-alone (``xxd -p``) is a dump line with one group.
+alone (``xxd -p``) is a dump line with one group; so is each byte of a line of ``xxd -i``'s C
+array (``0x22, 0x73,``).
 """
 
 from __future__ import annotations
@@ -34,16 +35,21 @@ PIECE = 10  # a run of this many bytes of a known secret in a dump is masked
 _HEX = rb"[0-9A-Fa-f]"
 # A line that may start a dump (hyperscan's pass; `^` is the start of the text): four groups
 # of one to eight bytes, or an offset and two of four or eight bytes (`od -tx8`), or 20 hex
-# digits in a row (`xxd -p`).
+# digits in a row (`xxd -p`), or four bytes of a C array (`xxd -i`).
 _GROUP = rb"(?:" + _HEX + rb"{2}){1,8}"
 _DUMP_START = (
     rb"(?:^|\n)[ \t]*(?:"
     rb"(?:" + _HEX + rb"{4,16}:?[ \t]+)?" + _GROUP + rb"(?: {1,2}" + _GROUP + rb"){3}"
     rb"|" + _HEX + rb"{4,16}:?[ \t]+(?:" + _HEX + rb"{8}){1,2} (?:" + _HEX + rb"{8}){1,2}"
-    rb"|" + _HEX + rb"{20})"
+    rb"|" + _HEX + rb"{20}"
+    rb"|0[xX]" + _HEX + rb"{2}, ?0[xX]" + _HEX + rb"{2}, ?0[xX]" + _HEX + rb"{2}, ?0[xX])"
 )
 _MAX_STARTS = 100_000  # past this many matches, every line is tried
 _MAX_TAKEN = 8  # groups an ASCII column may be mistaken for, at most
+# A line of `xxd -i` (a C array): bytes as 0x22, commas between.
+_C_ROW = re.compile(rb"[ \t]*0[xX]" + _HEX + rb"{2}(?:, ?0[xX]" + _HEX + rb"{2})*,?[ \t]*(?:\n|$)")
+_C_BYTE = re.compile(rb"0[xX](" + _HEX + rb"{2})")
+_TOKEN = re.compile(_HEX + rb"+")
 # A dump line: indent, an offset (taken for one only when it is not a group: below), groups.
 _ROW = re.compile(
     rb"[ \t]*(?:(" + _HEX + rb"{4,16})(:?)[ \t]+)?"
@@ -61,6 +67,7 @@ class Row(NamedTuple):
     written: bytes  # its bytes in the order written
     swapped: bytes  # each group's bytes reversed
     ascii: int  # where its ASCII column starts, -1 without one
+    stop: int  # where the line ends
 
 
 class Run(NamedTuple):
@@ -171,12 +178,12 @@ def _block(data: bytes, line: int) -> tuple[list[Row], int]:
 def _row(data: bytes, line: int, stop: int) -> Row | None:
     found = _ROW.match(data, line, stop)
     if found is None:
-        return None
+        if _C_ROW.match(data, line, stop) is None:
+            return None
+        tokens = [byte.span(1) for byte in _C_BYTE.finditer(data, line, stop)]
+        return _made(data, tokens, stop, spaced=False)
     area = found.start(3)
-    tokens = [
-        (m.start(), m.end()) for m in re.finditer(rb"[0-9A-Fa-f]+", data[area : found.end(3)])
-    ]
-    tokens = [(area + start, area + end) for start, end in tokens]
+    tokens = [token.span() for token in _TOKEN.finditer(data, area, found.end(3))]
     offset, colon = found.group(1), found.group(2)
     if offset is not None and not colon and len(offset) == tokens[0][1] - tokens[0][0]:
         tokens.insert(0, (found.start(1), found.end(1)))  # a group, not an offset
@@ -206,23 +213,42 @@ def _row(data: bytes, line: int, stop: int) -> Row | None:
     return row
 
 
-def _made(data: bytes, tokens: list[tuple[int, int]], stop: int) -> Row:
-    groups = [bytes.fromhex(data[start:end].decode()) for start, end in tokens]
-    written = b"".join(groups)
-    # Words of two to eight bytes may be little-endian; a longer group is a run of bytes.
-    swapped = b"".join(group[::-1] if len(group) <= 8 else group for group in groups)
+def _made(data: bytes, tokens: list[tuple[int, int]], stop: int, spaced: bool = True) -> Row:
+    """The row of ``tokens``, groups of hex digits with only spaces between them if
+    ``spaced`` (else ``xxd -i``'s bytes)."""
+    widths = [(end - start) // 2 for start, end in tokens]
     after = tokens[-1][1]
-    return Row(
-        [start for start, _ in tokens],
-        [len(group) for group in groups],
-        written,
-        swapped,
-        _ascii(data, after, stop, written, swapped),
-    )
+    if spaced:  # bytes.fromhex skips the spaces
+        written = bytes.fromhex(data[tokens[0][0] : after].decode())
+    else:
+        written = bytes.fromhex(b"".join(data[start:end] for start, end in tokens).decode())
+    swapped = _swapped(written, widths)
+    ascii = _ascii(data, after, stop, written, swapped)
+    return Row([start for start, _ in tokens], widths, written, swapped, ascii, stop)
+
+
+def _swapped(written: bytes, widths: list[int]) -> bytes:
+    """Each group of two to eight bytes reversed (a little-endian word); a longer group is a
+    run of bytes."""
+    width = widths[0]
+    if not 2 <= width <= 8:
+        return written
+    if len(written) == width * len(widths):  # all of one width: a slice a byte of the word
+        swapped = bytearray(len(written))
+        for at in range(width):
+            swapped[at::width] = written[width - 1 - at :: width]
+        return bytes(swapped)
+    groups, at = [], 0
+    for size in widths:
+        group = written[at : at + size]
+        groups.append(group[::-1] if size <= 8 else group)
+        at += size
+    return b"".join(groups)
 
 
 def _ascii(data: bytes, after: int, stop: int, written: bytes, swapped: bytes) -> int:
-    """Where the ASCII column of a line's bytes starts after its groups, or -1."""
+    """Where the ASCII column of a line's bytes starts after its groups, or -1 (its end may
+    be cut: a line's trailing spaces taken off)."""
     rest = data[after:stop]
     size = len(written)
     shown = {written.translate(_SHOWN), swapped.translate(_SHOWN)}
@@ -230,8 +256,9 @@ def _ascii(data: bytes, after: int, stop: int, written: bytes, swapped: bytes) -
     if len(inner) == size + 2 and inner[:1] + inner[-1:] in (b"||", b"><"):
         at = after + rest.index(inner) + 1
         return at if data[at : at + size] in shown else -1
-    if len(rest) > size and rest[:1] == b" " and data[stop - size : stop] in shown:
-        return stop - size
+    for each in (form for whole in shown for form in (whole, whole.rstrip(b" "))):
+        if each and len(rest) > len(each) and rest[:1] == b" " and rest.endswith(each):
+            return stop - len(each)
     for each in shown:  # `xxd -e`: a last group set apart, its characters after the column
         at = rest.rfind(b" " + each) + 1
         if at > 0 and len(rest) - at - size <= _MAX_TAKEN:
@@ -256,7 +283,9 @@ def _spans(
         if row.ascii >= 0:
             start = max(run.start, bases[line]) - bases[line]
             end = min(run.end, bases[line + 1]) - bases[line]
-            spans.append((row.ascii + start, row.ascii + end, f"{run.label}-hexdump"))
+            start, end = row.ascii + start, min(row.ascii + end, row.stop)
+            if start < end:
+                spans.append((start, end, f"{run.label}-hexdump"))
     return spans
 
 
