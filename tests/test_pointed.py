@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from test_codemap_budget import FIRST_LOOK, many_files
 from test_project_context import make_run, start
 
 from codingagent.prompt.fitting import estimate, fit_prompt, prompt_budget
@@ -203,6 +204,21 @@ def test_what_did_not_fit_is_named_with_the_read_file_that_shows_it(tmp_path: Pa
     for name in taken:  # each one shown is shown whole
         n = name.rpartition("_")[2]
         assert whole(files[f"mail/part{n}.py"], name, f"mail/part{n}.py", shown)
+
+
+@pytest.mark.slow
+def test_a_big_tree_read_in_part_shows_what_the_task_names(tmp_path: Path) -> None:
+    run = make_run(tmp_path, {})
+    many_files(run.ws, 1500)  # more than a first map parses, and than the section reads
+    start(run, "work_0042 returns the wrong value for negative numbers")
+    prompt = run.prompt()
+    assert FIRST_LOOK in prompt  # the map is partial
+    shown = section(prompt)
+    text = (run.ws / "pkg2/mod_0042.py").read_text()
+    assert shown.split("\n", 2)[1] == "--- pkg2/mod_0042.py ---"
+    assert whole(text, "work_0042", "pkg2/mod_0042.py", shown)
+    called = (run.ws / "pkg3/mod_0043.py").read_text()
+    assert whole(called, "work_0043", "pkg3/mod_0043.py", shown)  # what it calls
 
 
 def test_a_window_too_small_leaves_out_the_map_then_the_code(tmp_path: Path) -> None:

@@ -130,8 +130,9 @@ def scores(
     names = [name_words(doc.name) for doc in docs]
     universe = docs if among is None else among
     paths = {path: name_words(path) for path in {doc.path for doc in universe}}
-    name_idf = _idf((name_words(doc.name) for doc in universe) if among else names, task)
     path_idf = _idf(paths.values(), task)
+    paths.update((doc.path, name_words(doc.path)) for doc in docs if doc.path not in paths)
+    name_idf = _idf((name_words(doc.name) for doc in universe) if among else names, task)
     wanted = set(task)
     bodies = [doc.body for doc in docs if doc.body is not None]
     body_idf = _idf((set(body) for body in bodies), task)
