@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from invoking import Run
 from test_secrets_in_code import library_files, needs_bwrap
 
+from codingagent.secrecy import hexdumps, matcher
 from codingagent.secrecy.hexdumps import PIECE
 from codingagent.secrecy.masking import Masker
 
@@ -401,3 +402,25 @@ def test_a_known_secret_is_masked_in_the_dumps_of_the_real_tools(
     dump = masked_dump(secret, dumped(tool, before + secret.encode() + after), "    ")
     assert read_back({"key": secret}, tool, dump) == [], dump
     assert "[masked: api-key-hex" in dump
+
+
+def test_without_hyperscan_the_dumps_are_masked_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback (Python regexes, ``bytes.find``) finds the same dump lines and pieces."""
+    keys = three_keys(3)
+    data = keys_py(keys).encode()
+    text = "\n".join(["$ cat notes", "12 34 56 78", xxd(data), od_x(data), xxd_p(data[40:90])])
+
+    def masked() -> str:
+        masker = Masker()
+        for kind, key in keys.items():
+            masker.learn(key, kind)
+        return masker.mask(text).text
+
+    fast = masked()
+    monkeypatch.setattr(matcher, "_hyperscan", None)  # calling it fails: the fallback runs
+    hexdumps._starts.cache_clear()
+    try:
+        assert masked() == fast
+    finally:
+        hexdumps._starts.cache_clear()
+    assert fast.count("-hexdump ") >= 9 and "12 34 56 78" in fast
