@@ -37,7 +37,6 @@ CODE_WORD = 2  # a task's word written as code (`x`, a_b, aB, x()) weighs this m
 K1 = 1.2
 B = 0.75
 
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CODE = re.compile(r"`([^`\n]+)`|\b([A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*|\(\)?))")
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _TEST_PATH = re.compile(
@@ -76,13 +75,14 @@ def stem(word: str) -> str:
 def words(text: str) -> list[str]:
     """The stemmed words of ``text``: identifiers split into their parts, stop words and
     words under three letters left out."""
-    found = []
-    for token in _TOKEN.findall(text):
-        for part in _PART.findall(token):
-            low = part.lower()
-            if len(low) >= 3 and low not in STOP:
-                found.append(stem(low))
-    return found
+    return [word for word in map(_word, _PART.findall(text)) if word]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word(part: str) -> str | None:
+    """A part of an identifier as :func:`words` counts it (None: left out)."""
+    low = part.lower()
+    return stem(low) if len(low) >= 3 and low not in STOP else None
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -51,7 +51,7 @@ SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
 WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
 CHARS_PER_TOKEN = 4
-READ_BYTES = 1_500_000  # bytes of source read to score the definitions' bodies
+READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
 READ_FILES = 200
 FILE_BYTES = 1024 * 1024
 ONE_DEFINITION_SHARE = 2  # one definition takes at most half of the section's room
@@ -168,9 +168,12 @@ class _Tree:
                 if definition[1] != definition[0]:
                     self.by_name.setdefault(definition[1], []).append((rel, definition))
 
-    def text(self, rel: str) -> str | None:
-        """The file's text (read once), its definitions parsed when the cache had none."""
+    def text(self, rel: str, parse: bool = False) -> str | None:
+        """The file's text (read once); with ``parse``, its definitions parsed when the
+        cache had none (a file a frame or a path names: the others wait for the map)."""
         if rel in self.texts:
+            if parse and rel not in self.defs:
+                self._parse(rel, self.texts[rel].encode("utf-8", errors="surrogateescape"))
             return self.texts[rel]
         try:
             data = self.ws.read_bytes(rel, limit=FILE_BYTES + 1)
@@ -181,12 +184,15 @@ class _Tree:
             return None
         self.digests[rel] = hashlib.sha256(data).hexdigest()
         text = self.texts[rel] = data.decode("utf-8", errors="replace")
-        if rel not in self.defs:
-            tags = file_tags(rel, data)
-            if tags is not None:
-                self.defs[rel] = [d.as_tuple() for d in tags.definitions]
-                self._index({rel: self.defs[rel]})
+        if parse and rel not in self.defs:
+            self._parse(rel, data)
         return text
+
+    def _parse(self, rel: str, data: bytes) -> None:
+        tags = file_tags(rel, data)
+        if tags is not None:
+            self.defs[rel] = [d.as_tuple() for d in tags.definitions]
+            self._index({rel: self.defs[rel]})
 
     def resolve(self, path: str) -> str | None:
         """The workspace file a path names (as a traceback wrote it: absolute, relative, in
@@ -219,7 +225,7 @@ def _framed(tree: _Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
     picked = []
     for frame in ordered:
         rel = tree.resolve(frame.path)
-        if rel is None or tree.text(rel) is None:
+        if rel is None or tree.text(rel, parse=True) is None:
             continue
         defs = tree.defs.get(rel, [])
         if frame.line is not None:
@@ -239,7 +245,7 @@ def _named(tree: _Tree, task: str) -> tuple[list[str], list[tuple[str, Definitio
     for match in _PATH.finditer(task):
         if language_of(match[1]) is not None:
             rel = tree.resolve(match[1])
-            if rel is not None and tree.text(rel) is not None:
+            if rel is not None and tree.text(rel, parse=True) is not None:
                 files.append(rel)
     names: list[str] = []
     for match in _NAMED.finditer(task):
@@ -285,10 +291,13 @@ def _lexical(
         )
         order = first + [rel for rel in order if rel not in best_file and rel not in named]
     spent = 0
-    for rel in order[:READ_FILES]:
-        text = tree.text(rel)
-        spent += len(text or "")
-        if spent > READ_BYTES:
+    read = 0
+    for rel in order:
+        if rel not in tree.defs:
+            continue  # not parsed yet: a partial map's; it has no definitions to score
+        spent += len(tree.text(rel) or "")
+        read += 1
+        if spent > READ_BYTES or read >= READ_FILES:
             break
     docs = []
     pairs = []
