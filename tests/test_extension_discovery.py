@@ -34,6 +34,16 @@ pytestmark = pytest.mark.slow  # real browsers, a real agent, answers streamed i
 
 PAGES = ["siblings.html", "components.html", "thinking.html"]
 
+# Keeps every line the pill shows in window.pillSaid (it says how each answer was read).
+RECORD_PILL = """(() => {
+  const line = document.querySelector("codingagent-relay").shadowRoot.querySelector(".text");
+  window.pillSaid = [];
+  new MutationObserver(() => window.pillSaid.push(line.textContent)).observe(line, {
+    childList: true, characterData: true, subtree: true,
+  });
+  return true;
+})()"""
+
 
 @dataclass
 class Bench:
@@ -96,7 +106,10 @@ def test_three_turns_on_a_page_no_adapter_knows_take_three_clicks(
         bench.pair(agent.port, agent.code)
         chat = bench.open(page)
         bench.attach(chat)
+        chat.evaluate(RECORD_PILL)
         run_turns(chat, tmp_path, 3, lambda n: BODY.format(n=n))
+        said = [line for line in chat.evaluate("window.pillSaid") if line.startswith("applying")]
+        assert len(said) == 3 and all("the answer found on the page" in line for line in said)
         counts = log(chat)
         assert counts["trustedClicks"] == 3  # the three Apply clicks, nothing else
         assert counts["trustedKeys"] == 0

@@ -1,6 +1,7 @@
 """The extension in Firefox ESR (docs/relay.md): the same sources as in Chromium, installed as a
 temporary add-on over WebDriver BiDi (tests/firefox.py says how the bench works), against the
-same fixture chat pages, the agent a real ``codingagent start --relay``."""
+same fixture chat pages, the agent a real ``codingagent start --relay``. The pages no adapter
+knows run in both browsers in tests/test_extension_discovery.py."""
 
 from __future__ import annotations
 
@@ -70,7 +71,6 @@ def test_a_three_turn_session_takes_one_click_per_turn_and_no_keystroke(
         "deepseek.html",
         "mistral.html",
         "openwebui.html",
-        "generic.html",
     ],
 )
 def test_each_chat_takes_a_prompt_and_gives_its_answer_on_apply(
@@ -84,7 +84,7 @@ def test_each_chat_takes_a_prompt_and_gives_its_answer_on_apply(
         run_turns(chat, tmp_path, 2, body)
         counts = log(chat)
         assert counts["trustedKeys"] == 0 and counts["trustedClicks"] == 2
-        has_copy = page not in ("aistudio.html", "deepseek.html", "generic.html")
+        has_copy = page not in ("aistudio.html", "deepseek.html")
         assert counts["copies"] == (2 if has_copy else 0)
         chat.close()
 
