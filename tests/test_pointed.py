@@ -83,6 +83,17 @@ SHOP = (
 )
 
 
+def test_the_code_is_shown_with_the_map_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODINGAGENT_MAP_TOKENS", "0")  # no map: its tags are not made
+    run = make_run(tmp_path, {"mail/headers.py": HEADERS})
+    start(run, "parse_header drops the last parameter")
+    prompt = run.prompt()
+    assert "## Code Map" not in prompt
+    assert whole(HEADERS, "parse_header", "mail/headers.py", section(prompt))
+
+
 def test_a_traceback_in_the_task_pulls_in_its_frames(tmp_path: Path) -> None:
     # six copies of one module: only the traceback's path and line say which one failed
     files = {f"jobs/v{n}/shop.py": SHOP for n in range(6)}

@@ -22,7 +22,6 @@ files they are in are read whole (at most ``READ_BYTES`` in all) to score their 
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import re
 from collections import Counter
@@ -31,14 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codingagent.codemap.grammars import language_of
-from codingagent.codemap.graph import known_graph
 from codingagent.codemap.lexical import Doc, is_test, query, scores, words
-from codingagent.codemap.tagcache import cache_file, read_kept, stamped
-from codingagent.codemap.tags import definitions_of, file_tags
+from codingagent.prompt.definitions import Definition, Tree
 from codingagent.prompt.frames import Frame, frames
 from codingagent.protocol.commands import file_lines, numbered
 from codingagent.state import SessionState
-from codingagent.workspace import Listing, PathRejected, Workspace
+from codingagent.workspace import Listing, Workspace
 
 HEADING = "## Code the Task Points At"
 LEAD = (
@@ -53,9 +50,7 @@ MOST_TOKENS = 8192  # ... at most this many tokens
 CHARS_PER_TOKEN = 4
 READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
 READ_FILES = 200
-FILE_BYTES = 1024 * 1024
 ONE_DEFINITION_SHARE = 2  # one definition takes at most half of the section's room
-MINIFIED_LINE = 2000  # a file with a longer line is minified
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 CALLEES = 8  # calls of one definition followed at most
 CALLEE_SHARE = 0.6  # a callee's priority, of its caller's
@@ -67,7 +62,6 @@ LEFT_OUT_CHARS = 900  # the room kept for naming them
 NAMED = 2000.0  # the priority of a definition the task names (a frame's: FRAME)
 FRAME = 3000.0
 
-Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
 _CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
 _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
@@ -108,7 +102,7 @@ def pointed_section(
         return Pointed(None)
     task = " ".join([state.task, *state.follow_ups])
     failure = state.check_failure  # the check command's output, when it failed
-    tree = _Tree(ws, listing, cache_dir)
+    tree = Tree(ws, listing, cache_dir, task)
     if not tree.defs:
         return Pointed(None)
     picked = _Picker(tree, tokens * CHARS_PER_TOKEN, set(skip))
@@ -125,98 +119,7 @@ def pointed_section(
     return picked.render()
 
 
-class _Tree:
-    """The workspace's source files and their definitions, and the files read so far."""
-
-    def __init__(self, ws: Workspace, listing: Listing, cache_dir: Path | None) -> None:
-        self.ws = ws
-        times = listing.times
-        stats = {p: (s, times[p]) for p, s in listing.entries if p in times}
-        files = stamped(ws.root, [path for path, _ in listing.entries], stats)
-        self.files = list(files.files)
-        self.texts: dict[str, str] = {}
-        self.generated: set[str] = set()  # files read that are no source to fix: minified
-        self.digests: dict[str, str] = {}
-        self.defs: dict[str, list[Definition]] = {}
-        cache = cache_file(cache_dir, ws.root) if cache_dir is not None else None
-        graph = known_graph(cache, files.stamp)
-        if graph is not None:
-            kept = dict(zip(graph.nodes, graph.texts, strict=True))
-        else:
-            old = read_kept(cache).get("files", {})
-            kept = {
-                rel: entry[2][2]
-                for rel, entry in old.items()
-                if files.files.get(rel) == (entry[0], entry[1])
-            }
-        for rel in self.files:
-            text = kept.get(rel)
-            if text:
-                self.defs[rel] = definitions_of(text)
-        self.unread = [rel for rel in self.files if rel not in kept]
-        self.by_name: dict[str, list[tuple[str, Definition]]] = {}
-        self._index(self.defs)
-        by_base: dict[str, list[str]] = {}
-        for rel in self.files:
-            by_base.setdefault(rel.rpartition("/")[2], []).append(rel)
-        self.by_base = by_base
-
-    def _index(self, defs: dict[str, list[Definition]]) -> None:
-        for rel, found in defs.items():
-            for definition in found:
-                self.by_name.setdefault(definition[0], []).append((rel, definition))
-                if definition[1] != definition[0]:
-                    self.by_name.setdefault(definition[1], []).append((rel, definition))
-
-    def text(self, rel: str, parse: bool = False) -> str | None:
-        """The file's text (read once); with ``parse``, its definitions parsed when the
-        cache had none (a file a frame or a path names: the others wait for the map)."""
-        if rel in self.texts:
-            if parse and rel not in self.defs:
-                self._parse(rel, self.texts[rel].encode("utf-8", errors="surrogateescape"))
-            return self.texts[rel]
-        try:
-            data = self.ws.read_bytes(rel, limit=FILE_BYTES + 1)
-        except (OSError, PathRejected):
-            return None
-        if len(data) > FILE_BYTES or b"\0" in data[:8192] or _minified(data):
-            self.generated.add(rel)
-            return None
-        self.digests[rel] = hashlib.sha256(data).hexdigest()
-        text = self.texts[rel] = data.decode("utf-8", errors="replace")
-        if parse and rel not in self.defs:
-            self._parse(rel, data)
-        return text
-
-    def _parse(self, rel: str, data: bytes) -> None:
-        tags = file_tags(rel, data)
-        if tags is not None:
-            self.defs[rel] = [d.as_tuple() for d in tags.definitions]
-            self._index({rel: self.defs[rel]})
-
-    def resolve(self, path: str) -> str | None:
-        """The workspace file a path names (as a traceback wrote it: absolute, relative, in
-        an installed copy), by the longest tail of folders it shares with one."""
-        path = path.replace("\\", "/").removeprefix("file://")
-        root = self.ws.root.as_posix().rstrip("/") + "/"
-        if path.startswith(root):
-            path = path[len(root) :]
-        path = path.lstrip("./") if path.startswith("./") else path
-        if path in self.defs or path in self.by_base.get(path.rpartition("/")[2], []):
-            return path
-        parts = path.split("/")
-        best, length = None, 0
-        for rel in self.by_base.get(parts[-1], []):
-            mine = rel.split("/")
-            shared = 0
-            while shared < min(len(mine), len(parts)) and mine[-1 - shared] == parts[-1 - shared]:
-                shared += 1
-            if shared > length:
-                best, length = rel, shared
-        return best
-
-
-def _framed(tree: _Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
+def _framed(tree: Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
     """The definitions around the frames: the code's before the tests', deepest first."""
     ordered = [f for f in found if f.innermost_first] + [
         f for f in reversed(found) if not f.innermost_first
@@ -239,7 +142,7 @@ def _framed(tree: _Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
     return picked
 
 
-def _named(tree: _Tree, task: str) -> tuple[list[str], list[tuple[str, Definition]]]:
+def _named(tree: Tree, task: str) -> tuple[list[str], list[tuple[str, Definition]]]:
     """The files the task names by path, and the definitions it names as code."""
     files = []
     for match in _PATH.finditer(task):
@@ -265,7 +168,7 @@ def _named(tree: _Tree, task: str) -> tuple[list[str], list[tuple[str, Definitio
 
 
 def _lexical(
-    tree: _Tree, task: str, failure: str | None, named: list[str]
+    tree: Tree, task: str, failure: str | None, named: list[str]
 ) -> list[tuple[float, str, Definition]]:
     """The definitions the task's words point at, best first, with their scores."""
     wanted = query(task)
@@ -327,12 +230,6 @@ def _lexical(
     return [(100.0 * s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
 
 
-def _minified(data: bytes) -> bool:
-    """Whether a file is minified (a bundle, not the source to fix): a line of more than
-    ``MINIFIED_LINE`` bytes."""
-    return any(len(line) > MINIFIED_LINE for line in data.split(b"\n"))
-
-
 def _dunder(name: str) -> bool:
     """``__all__``, ``__init__``: named by the language, not by what the code does."""
     return name.startswith("__") and name.endswith("__")
@@ -361,7 +258,7 @@ class _Candidate:
 class _Picker:
     """The definitions taken, most likely first, within ``chars``; what did not fit."""
 
-    def __init__(self, tree: _Tree, chars: int, skip: set[str]) -> None:
+    def __init__(self, tree: Tree, chars: int, skip: set[str]) -> None:
         self.tree, self.skip = tree, skip
         self.room = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
         self.most = self.room // ONE_DEFINITION_SHARE
