@@ -258,6 +258,21 @@ class Firefox:
         chat.wait("window.fixtureLog !== undefined", f"the fixture {page}")
         return chat
 
+    def background(self) -> str:
+        """The add-on's event page: "running", "stopped", ... as Firefox says."""
+        return str(
+            self.chrome.evaluate(
+                f'WebExtensionPolicy.getByID("{ADDON_ID}").extension.backgroundState'
+            )
+        )
+
+    def stop_background(self) -> None:
+        """Stop the event page as Firefox does when it idles (about:debugging's Terminate)."""
+        self.chrome.evaluate(
+            f'WebExtensionPolicy.getByID("{ADDON_ID}").extension'
+            ".terminateBackground({ignoreDevToolsAttached: true}).then(() => true)"
+        )
+
     def permissions(self) -> dict[str, Any]:
         """What the add-on holds (as the popup's chrome.permissions.getAll says)."""
         got = self._popup_js(

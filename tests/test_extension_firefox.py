@@ -103,3 +103,21 @@ def test_a_long_prompt_goes_in_whole(browser: Firefox, tmp_path: Path) -> None:
         assert sent(chat)[0] == outbox[0].read_text()
         assert log(chat)["how"][:1] == ["paste"]
         chat.close()
+
+
+def test_the_turns_go_on_after_firefox_stops_the_idle_event_page(
+    browser: Firefox, tmp_path: Path
+) -> None:
+    """Firefox stops an idle event page (after 30 s) as Chrome stops a service worker: what it
+    knows is in storage, and the next Apply starts it again."""
+    browser.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="t") as agent:
+        browser.pair(agent.port, agent.code)
+        chat = browser.open_chat("mistral.html")
+        browser.attach(chat)
+        wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
+        browser.stop_background()
+        wait_until(lambda: browser.background() == "stopped", "the event page stopped")
+        run_turns(chat, tmp_path, 2, body)
+        assert len(sent(chat)) == 2  # prompt 1 was not sent again after the restart
+        chat.close()
