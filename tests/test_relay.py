@@ -191,6 +191,23 @@ def test_an_origin_less_get_as_chromium_sends_it_is_admitted_on_its_token_alone(
     assert extension.get("/state").status_code == 200, "still paired"
 
 
+def test_firefox_s_extension_origin_pairs_and_is_answered_as_chrome_s(relay: Relay) -> None:
+    firefox = relay.client("moz-extension://5c0d1a2b-3e4f-4a5b-8c6d-7e8f9a0b1c2d")
+    preflight = httpx.options(
+        f"{firefox.base}/reply",
+        headers={"Origin": str(firefox.origin), "Access-Control-Request-Method": "POST"},
+    )
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == firefox.origin
+    firefox.pair(CODE)
+    answered = firefox.get("/state")
+    assert answered.status_code == 200
+    assert answered.headers["access-control-allow-origin"] == firefox.origin
+    assert "paired with the extension moz-extension://" in "\n".join(relay.notes)
+    chrome = relay.client(EXTENSION)  # bound to the Firefox add-on now: Chrome's is another
+    assert chrome.post("/pair", {"code": CODE}).status_code == 403
+
+
 def test_pairing_again_replaces_the_token_and_unpair_forgets_it(relay: Relay) -> None:
     client = relay.client()
     first = client.pair(CODE)["token"]
