@@ -1,6 +1,6 @@
 """Whether a first prompt holds the code a bug report points at (issue 44), on real libraries.
 
-    python benchmarks/pointed.py                # 16 bug tasks, a pasted chat (window unknown)
+    python benchmarks/pointed.py                # 19 bug tasks, a pasted chat (window unknown)
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --cost         # what the section costs on a big tree
@@ -177,6 +177,29 @@ TASKS = [
         "from boltons.strutils import bytes2human\nbytes2human(128991)",
     ),
     Task(
+        "requests text encoding",
+        "requests==2.32.3",
+        "requests/utils.py",
+        "get_encoding_from_headers",
+        '    if "text" in content_type:\n        return "ISO-8859-1"',
+        '    if "text" == content_type:\n        return "ISO-8859-1"',
+        "response.encoding is None for a text/html response without a charset; requests "
+        "used to fall back to ISO-8859-1 for text responses, and now r.text guesses the "
+        "encoding with charset_normalizer, slowly.",
+    ),
+    Task(
+        "click short help",
+        "click==8.1.7",
+        "click/utils.py",
+        "make_default_short_help",
+        '        if word[-1] == ".":  # sentence end, truncate without "..."',
+        '        if word[-1] == "!":  # sentence end, truncate without "..."',
+        "In mycli --help the list of commands shows more than the first sentence of each "
+        "command's help: a command documented 'Sync the files. Slow on big trees, see the "
+        "docs.' is listed as 'Sync the files. Slow on big trees, see the...' instead of "
+        "'Sync the files.'",
+    ),
+    Task(
         "semver (npm) prepatch",
         "semver@7.6.3",
         "classes/semver.js",
@@ -228,6 +251,16 @@ TASKS = [
         "      endIdx = len - 1;",
         "cookie.parse cuts the last character off the last cookie's value: "
         "cookie.parse('foo=bar; id=12345') gives { foo: 'bar', id: '1234' }.",
+    ),
+    Task(
+        "lodash chunk",
+        "lodash@4.17.21",
+        "chunk.js",
+        "chunk",
+        "  while (index < length) {",
+        "  while (index + size <= length) {",
+        "const chunk = require('lodash/chunk'); chunk(['a', 'b', 'c', 'd'], 3) gives "
+        "[['a', 'b', 'c'], <1 empty item>]: the last, shorter chunk is lost.",
     ),
     Task(
         "path-to-regexp crash",
