@@ -17,10 +17,12 @@ import pytest
 from test_codemap_budget import FIRST_LOOK, many_files
 from test_project_context import make_run, start
 
+from codingagent.prompt.definitions import Tree
 from codingagent.prompt.fitting import estimate, fit_prompt, prompt_budget
 from codingagent.prompt.frames import Frame, frames
 from codingagent.prompt.pointed import HEADING, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
+from codingagent.workspace import Workspace
 
 FILLERS = "".join(f"\n\ndef filler_{n}(x):\n    return x + {n}\n" for n in range(12))
 HEADERS = (
@@ -272,6 +274,20 @@ def test_frames_are_read_from_tracebacks_test_runs_and_stacks() -> None:
         Frame("lib/x.js", 99, None),
     ]
     assert frames(None) == [] and frames("no frames here: 3:4") == []
+
+
+def test_a_frame_s_path_names_the_file_that_shares_the_longest_tail(tmp_path: Path) -> None:
+    for path in ("a/utils.py", "b/utils.py", "c/core.py", ".hidden/core.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("def f():\n    return 1\n")
+    ws = Workspace(tmp_path)
+    tree = Tree(ws, ws.list_files(limit=100), None)
+    assert tree.resolve("utils.py") is None  # two files share it: no guess
+    assert tree.resolve("/home/me/.venv/lib/site-packages/b/utils.py") == "b/utils.py"
+    assert tree.resolve(f"{tmp_path}/a/utils.py") == "a/utils.py"
+    assert tree.resolve("./c/core.py") == "c/core.py"
+    assert tree.resolve("./.hidden/core.py") == ".hidden/core.py"
+    assert tree.resolve("lib/missing.py") is None
 
 
 SOURCES = Path(__file__).resolve().parent / "pointed_sources"

@@ -103,24 +103,28 @@ class Tree:
 
     def resolve(self, path: str) -> str | None:
         """The workspace file a path names (as a traceback wrote it: absolute, relative, in
-        an installed copy), by the longest tail of folders it shares with one."""
+        an installed copy), by the longest tail of folders it shares with one; None when
+        two share the longest (``utils.py`` of a tree with two)."""
         path = path.replace("\\", "/").removeprefix("file://")
         root = self.ws.root.as_posix().rstrip("/") + "/"
         if path.startswith(root):
             path = path[len(root) :]
-        path = path.lstrip("./") if path.startswith("./") else path
+        while path.startswith("./"):
+            path = path[2:]
         if path in self.defs or path in self.by_base.get(path.rpartition("/")[2], []):
             return path
         parts = path.split("/")
-        best, length = None, 0
+        best, length, tied = None, 0, False
         for rel in self.by_base.get(parts[-1], []):
             mine = rel.split("/")
             shared = 0
             while shared < min(len(mine), len(parts)) and mine[-1 - shared] == parts[-1 - shared]:
                 shared += 1
             if shared > length:
-                best, length = rel, shared
-        return best
+                best, length, tied = rel, shared, False
+            elif shared == length:
+                tied = True
+        return None if tied else best
 
 
 def _minified(data: bytes) -> bool:

@@ -67,6 +67,7 @@ _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
 )
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
 
@@ -152,8 +153,12 @@ def _named(tree: Tree, task: str) -> tuple[list[str], list[tuple[str, Definition
                 files.append(rel)
     names: list[str] = []
     for match in _NAMED.finditer(task):
-        text = match[1] or match[2] or match[3] or match[4]
-        names += [m for m in _DOTTED.findall(text) if not language_of(m)]
+        text = _QUOTED.sub("", match[1] or match[2] or match[3] or match[4])
+        names += [
+            name
+            for name in _DOTTED.findall(text)
+            if len(name.rpartition(".")[2]) >= 3 and not language_of(name)
+        ]
     found: list[tuple[str, Definition]] = []
     for name in dict.fromkeys(names):
         parts = name.split(".")
