@@ -96,6 +96,21 @@ def test_the_code_is_shown_with_the_map_turned_off(
     assert whole(HEADERS, "parse_header", "mail/headers.py", section(prompt))
 
 
+def test_a_secret_in_the_code_shown_is_masked(tmp_path: Path) -> None:
+    token = "gh" + "p_" + "Zq3" * 12  # made here: secret scanners read repositories
+    client = (
+        "def connect_client(url):\n"
+        f'    headers = {{"Authorization": "token {token}"}}\n'
+        "    return open_session(url, headers)\n" + FILLERS
+    )
+    run = make_run(tmp_path, {"app/client.py": client})
+    start(run, "connect_client fails with a 401 since the token was rotated")
+    prompt = run.prompt()
+    shown = section(prompt)
+    assert "def connect_client(url):" in shown and "[masked: " in shown
+    assert token not in prompt and token[4:20] not in prompt
+
+
 def test_a_traceback_in_the_task_pulls_in_its_frames(tmp_path: Path) -> None:
     # six copies of one module: only the traceback's path and line say which one failed
     files = {f"jobs/v{n}/shop.py": SHOP for n in range(6)}
