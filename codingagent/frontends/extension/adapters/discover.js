@@ -3,7 +3,8 @@
 // a prompt it first marks every element the page has (open shadow roots included, as
 // web-component chats build them); the answer is then the new element that holds the most
 // text, which is neither the composer, nor the echo of the prompt (an element whose text is a
-// piece of the prompt), nor a button, nor one of the extension's own elements (a web component
+// piece of the prompt), nor an earlier message the page drew again (its text was on the page
+// already), nor a button, nor one of the extension's own elements (a web component
 // counts as the text its shadow root draws). content.js treats it as an adapter's answer:
 // finished once it has not changed for a second and no Stop button shows (here too, found
 // through shadow roots), then Apply goes under it.
@@ -18,6 +19,7 @@
   let before = null; // the elements the page had when the prompt was sent
   let prompt = ""; // the prompt, squeezed: its echo on the page is not the answer
   let start = ""; // its first characters
+  let earlier = ""; // the page's text then, squeezed: a message drawn again is not the answer
   let marked = null; // the prompt's id
   let last = { el: null, text: "", at: 0 }; // the answer found, its text, when that changed
 
@@ -77,6 +79,7 @@
   // Called just before the prompt is sent: what is on the page now is not the answer.
   function mark(text, promptId) {
     before = new WeakSet(deepAll("*"));
+    earlier = document.body ? squeeze(textOf(document.body)) : "";
     marked = promptId;
     prompt = squeeze(text);
     start = prompt.slice(0, 60);
@@ -91,7 +94,9 @@
         const flat = squeeze(textOf(el));
         if (!flat) continue;
         if (!flat.includes(start)) {
-          if (!prompt.includes(flat) || flat.length < 12) out.push({ el, size: flat.length });
+          const echo = prompt.includes(flat) && flat.length >= 12;
+          const seen = flat.length >= 40 && earlier.includes(flat); // an old message drawn anew
+          if (!echo && !seen) out.push({ el, size: flat.length });
           continue;
         }
         if (prompt.includes(flat)) continue; // the echo
