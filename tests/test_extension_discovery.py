@@ -18,7 +18,7 @@ from typing import Any
 
 import firefox
 import pytest
-from chat_turns import PlaywrightTab, Tab, log, run_turns
+from chat_turns import APPLY, PlaywrightTab, Tab, log, run_turns, wait_until
 from relaying import relay_agent
 from test_extension_chats import (
     BODY,
@@ -33,6 +33,9 @@ from test_extension_chats import available as chromium_available
 pytestmark = pytest.mark.slow  # real browsers, a real agent, answers streamed in real time
 
 PAGES = ["siblings.html", "components.html", "thinking.html"]
+SELECTION = (
+    "document.querySelector('codingagent-relay').shadowRoot.querySelector('button.selection')"
+)
 
 # Keeps every line the pill shows in window.pillSaid (it says how each answer was read).
 RECORD_PILL = """(() => {
@@ -116,3 +119,28 @@ def test_three_turns_on_a_page_no_adapter_knows_take_three_clicks(
         agent.process.wait(20)
         assert agent.process.returncode == 0
         assert "Task marked complete" in agent.output
+
+
+def test_apply_selection_stays_the_fallback_and_the_pill_says_so(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """Where the guess is not wanted, the user selects the answer and clicks the pill's Apply
+    selection: that text goes, and the pill says it was the selection."""
+    bench.fixtures.answer = scripted(2)
+    with relay_agent(tmp_path, task="make a file") as agent:
+        bench.pair(agent.port, agent.code)
+        chat = bench.open("siblings.html")
+        bench.attach(chat)
+        chat.evaluate(RECORD_PILL)
+        chat.wait(f"Boolean({APPLY})", "the answer found")  # finished; not clicked
+        chat.evaluate(
+            "getSelection().selectAllChildren([...document.querySelectorAll('#log pre code')]"
+            ".pop()), true"
+        )
+        chat.click(SELECTION)
+        made = tmp_path / "workspace" / "turn1.txt"
+        wait_until(made.exists, "turn 1 applied")
+        assert made.read_text() == BODY.format(n=1)
+        said = [line for line in chat.evaluate("window.pillSaid") if line.startswith("applying")]
+        assert len(said) == 1 and "the selection" in said[0], said
+        assert log(chat)["trustedClicks"] == 1 and log(chat)["trustedKeys"] == 0
