@@ -282,6 +282,7 @@
       // another tab took the session, or the user detached: leave this page as it was
       clearInterval(scanning);
       clearInterval(greeting);
+      D.stop();
       for (const [, info] of answers) {
         info.observer.disconnect();
         if (info.host) info.host.remove();

@@ -1,13 +1,13 @@
 // Answers on a chat page no adapter knows, found by what the page does rather than by its
 // markup (docs/relay.md, "Answers on a page no adapter knows"). When the content script sends
 // a prompt it first marks every element the page has (open shadow roots included, as
-// web-component chats build them); the answer is then the new element that holds the most
-// text, which is neither the composer, nor the echo of the prompt (an element whose text is a
-// piece of the prompt), nor an earlier message the page drew again (its text was on the page
-// already), nor a button, nor one of the extension's own elements (a web component
-// counts as the text its shadow root draws). content.js treats it as an adapter's answer:
-// finished once it has not changed for a second and no Stop button shows (here too, found
-// through shadow roots), then Apply goes under it.
+// web-component chats build them). The answer is then the new element that kept growing and
+// holds the most text (the one with the most text where none grew); never the composer, the
+// echo of the prompt (an element whose text is a piece of the prompt), an earlier message the
+// page drew again (its text was on the page already), a button, or one of the extension's own
+// elements. A web component counts as the text its shadow root draws. content.js treats it as
+// an adapter's answer: finished once it has not changed for a second and no Stop button shows
+// (here too, found through shadow roots), then Apply goes under it.
 // It reads no text for anyone: only lengths and comparisons, inside the tab.
 "use strict";
 (() => {
@@ -20,6 +20,8 @@
   let prompt = ""; // the prompt, squeezed: its echo on the page is not the answer
   let start = ""; // its first characters
   let earlier = ""; // the page's text then, squeezed: a message drawn again is not the answer
+  let first = new WeakMap(); // a new element -> its text when it came (has it grown since?)
+  let watcher = null; // notes each element as the page adds it, with its text then
   let marked = null; // the prompt's id
   let last = { el: null, text: "", at: 0 }; // the answer found, its text, when that changed
 
@@ -78,9 +80,23 @@
 
   // Called just before the prompt is sent: what is on the page now is not the answer.
   function mark(text, promptId) {
-    before = new WeakSet(deepAll("*"));
+    const all = deepAll("*");
+    before = new WeakSet(all);
     earlier = document.body ? squeeze(textOf(document.body)) : "";
     marked = promptId;
+    first = new WeakMap();
+    if (watcher) watcher.disconnect();
+    watcher = new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.addedNodes) {
+          if (node.nodeType === Node.ELEMENT_NODE && !first.has(node)) {
+            first.set(node, squeeze(textOf(node)));
+          }
+        }
+      }
+    });
+    const roots = [document.body, ...all.filter((el) => el.shadowRoot).map((el) => el.shadowRoot)];
+    for (const root of roots) if (root) watcher.observe(root, { childList: true, subtree: true });
     prompt = squeeze(text);
     start = prompt.slice(0, 60);
   }
@@ -96,7 +112,8 @@
         if (!flat.includes(start)) {
           const echo = prompt.includes(flat) && flat.length >= 12;
           const seen = flat.length >= 40 && earlier.includes(flat); // an old message drawn anew
-          if (!echo && !seen) out.push({ el, size: flat.length });
+          if (!first.has(el)) first.set(el, flat); // added where no observer saw it
+          if (!echo && !seen) out.push({ el, size: flat.length, grown: first.get(el) !== flat });
           continue;
         }
         if (prompt.includes(flat)) continue; // the echo
@@ -106,19 +123,38 @@
     return out;
   }
 
-  // The answer to the prompt last sent: the new element with the most text; null before any.
+  // The answer to the prompt last sent: of the new elements whose text grew since they
+  // appeared (a streamed answer; an echo or a message drawn again appears whole), the one with
+  // the most text; where none grew (a chat that shows its answer at once), the new element
+  // with the most text. Null before any.
   function answer() {
     if (!before || !document.body) return null;
     const found = candidates(document.body, []);
     if (!found.length) return null;
-    const best = found.reduce((a, b) => (b.size > a.size ? b : a)).el;
+    const grown = found.filter((c) => c.grown);
+    const best = (grown.length ? grown : found).reduce((a, b) => (b.size > a.size ? b : a)).el;
     // A change inside a shadow root is not seen by an observer of its host: compared here.
     const text = textOf(best);
     if (best !== last.el || text !== last.text) last = { el: best, text, at: Date.now() };
     return best;
   }
 
+  // The tab was detached: nothing is watched any more.
+  function stop() {
+    if (watcher) watcher.disconnect();
+    watcher = before = null;
+  }
+
   const promptId = () => marked;
   const changedAt = () => last.at;
-  globalThis.codingagentDiscover = { mark, promptId, answer, changedAt, stopShown, deepAll, focused };
+  globalThis.codingagentDiscover = {
+    mark,
+    stop,
+    promptId,
+    answer,
+    changedAt,
+    stopShown,
+    deepAll,
+    focused,
+  };
 })();
