@@ -6,10 +6,13 @@ offered back before the next prompt is copied. Real server, headless Chromium, r
 # ruff: noqa: F811  (the fixtures imported from test_ui are parameters of the tests)
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
+from test_rendered_answers import CHAT, CONTENT, PATHS, files_reply
 from test_ui import (  # noqa: F401  (browser, serve and tab are fixtures)
     browser,
     open_page,
@@ -20,6 +23,8 @@ from test_ui import (  # noqa: F401  (browser, serve and tab are fixtures)
 
 from codingagent.frontends.cli import main
 from codingagent.frontends.console_listener import NO_COMMAND
+from codingagent.protocol.codeblocks import RENDERED_REFUSAL
+from codingagent.sources.pagetext import answer_from_html
 
 PROSE = "Sure! You could add a multiply function that returns a * b.\n"
 
@@ -86,3 +91,69 @@ def test_the_console_says_a_reply_had_no_command(tmp_path: Path):
     result = runner.invoke(main, ["step", "latest", str(reply), *root])
     assert result.exit_code == 0, result.output
     assert NO_COMMAND in result.stderr.replace("\n", " ")
+
+
+def page_text(html: str) -> str:
+    """The text a browser copies of a rendered page: what it shows, no fence lines."""
+    return re.sub(r"(?m)^```+\n", "", answer_from_html(html))
+
+
+PASTE = """([text, html]) => {
+  const box = document.querySelector('#reply');
+  box.focus();
+  const data = new DataTransfer();
+  data.setData('text/plain', text);
+  data.setData('text/html', html);
+  box.dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true,
+    cancelable: true}));
+}"""
+
+
+@pytest.mark.parametrize("style", ["a block each", "unfenced"])
+def test_a_selection_of_a_chat_pasted_on_the_page_is_read_from_its_html(
+    serve, tab, tmp_path, style
+):
+    """A selection copied from a chat page and pasted into the reply box brings the page's
+    HTML: code blocks are read from it; the rendered text alone would write pkg/init.py."""
+    page = serve()
+    root = tmp_path / "run"
+    sid = start_on(page, root)
+    open_page(tab, page)
+    html = CHAT.render(files_reply(style, session=sid))
+    tab.evaluate(PASTE, [page_text(html), html])
+    assert ("pkg/init.py" in tab.input_value("#reply")) == (style == "unfenced")
+    tab.click("#apply")
+    if style != "unfenced":  # the page asks before the answer's command runs
+        tab.click("#approvals button.allow")
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 2')")
+    workspace = root / "project"
+    if style == "unfenced":
+        assert not any((workspace / path).exists() for path in PATHS)
+        assert RENDERED_REFUSAL in page.store.outbox_path(sid, 2).read_text()
+        turn = tab.locator("article.turn[data-sequence='1']")
+        turn.wait_for()
+        assert turn.inner_text().count("read from the chat's rendered page") == len(PATHS) + 1
+    else:
+        for path in PATHS:
+            assert (workspace / path).read_text() == CONTENT
+        assert (workspace / "__ran__.txt").read_text() == "**ran** <&>"
+
+
+def test_a_rendered_paste_for_a_watcher_is_saved_only_when_exact(serve, tmp_path):
+    page = serve()
+    sid = start_on(page, tmp_path / "run")
+    unfenced = CHAT.render(files_reply("unfenced", session=sid))
+    text = page_text(unfenced)
+    with page.store.lock(sid):  # a terminal watcher holds the session
+        refused = httpx.post(
+            f"{page.url}api/sessions/{sid}/apply",
+            json={"reply": text, "sequence": 1, "html": unfenced},
+        ).json()
+        fenced = CHAT.render(files_reply("one block", session=sid))
+        queued = httpx.post(
+            f"{page.url}api/sessions/{sid}/apply",
+            json={"reply": page_text(fenced), "sequence": 1, "html": fenced},
+        ).json()
+    assert "copied from a chat's rendered page" in refused.get("error", ""), refused
+    saved = Path(queued["queued"]).read_text()
+    assert 'path="pkg/__init__.py"' in saved and CONTENT in saved

@@ -21,12 +21,15 @@ from typing import Any
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
 from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
+from codingagent.protocol.codeblocks import RENDERED_REFUSAL
+from codingagent.protocol.scan import commands_and_slips
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
 from codingagent.settings import Settings
 from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
+from codingagent.sources.pagetext import Copy, read_copy
 from codingagent.state import SessionError
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
@@ -68,10 +71,14 @@ class SessionActions:
             loop.prepare()
         return state.session_id
 
-    def apply(self, session_id: str, text: str, sequence: int | None = None) -> dict[str, Any]:
+    def apply(
+        self, session_id: str, text: str, sequence: int | None = None, html: str | None = None
+    ) -> dict[str, Any]:
         """Apply a reply pasted on the page, or save it into ``inbox/`` when another process
         holds the session. ``sequence``: the prompt the page showed, which the reply answers
-        (docs/admission.md); its own Session/Sequence line is then no reason to refuse it."""
+        (docs/admission.md); its own Session/Sequence line is then no reason to refuse it.
+        ``html``: what the browser pasted beside the text; a selection of a chat's rendered
+        page is read from it (docs/protocol.md, "Answers read from a rendered page")."""
         if not text.strip():
             raise SessionError("The reply box is empty: paste the LLM's answer into it")
         if is_prompt(text):
@@ -79,15 +86,19 @@ class SessionActions:
                 "That is the prompt, not the LLM's reply: paste the answer from the chat"
             )
         session_id = self.store.resolve(session_id)
+        copy = read_copy(text, html)
         with self._slot(session_id), ExitStack() as stack:
             loop = self._loop(session_id)
             try:
                 stack.enter_context(loop)
             except SessionError:  # another process holds the lock: its watcher applies it
-                path = save_reply(self.store.inbox, session_id, text)
+                path = save_reply(self.store.inbox, session_id, _raw(copy))
                 self.hub.publish({"type": "queued", "session": session_id, "path": str(path)})
                 return {"queued": str(path)}
-            report = loop.step(Reply(text.encode("utf-8"), PAGE_SOURCE, answers=sequence))
+            reply = Reply(
+                copy.text.encode("utf-8"), PAGE_SOURCE, answers=sequence, rendered=copy.rendered
+            )
+            report = loop.step(reply)
             return {
                 "sequence": report.state.sequence_number,
                 "notes": report.notes,
@@ -148,3 +159,20 @@ class SessionActions:
         finally:
             with self._guard:
                 self._busy.discard(session_id)
+
+
+def _raw(copy: Copy) -> str:
+    """The text to save into ``inbox/`` for a watcher, which reads it as raw: a paste of a
+    rendered page only when all it would run or write stands in code blocks (then its text
+    is exact)."""
+    if copy.rendered and any(
+        getattr(command, "message", None) == RENDERED_REFUSAL
+        for command in commands_and_slips(copy.text, rendered=True)[0]
+    ):
+        raise SessionError(
+            "This paste was copied from a chat's rendered page, where markdown changes text "
+            "outside code blocks, and its commands stand outside one; a terminal watcher holds "
+            "the session, and reads replies as raw text. Use the chat's Copy button, or ask "
+            "the LLM to put its commands in a code block"
+        )
+    return copy.text

@@ -11,7 +11,7 @@ a cap gets 413 before it is read (:mod:`.intake`).
     POST /api/sessions              start one: {"task", "workspace"}
     GET  /api/sessions/{id}         its prompt, turns, diffs and open approvals
     GET  /api/sessions/{id}/full    its prompt with the full PROTOCOL, for a new chat
-    POST /api/sessions/{id}/apply   {"reply", "sequence"}: one turn (or into inbox/ for a
+    POST /api/sessions/{id}/apply   {"reply", "sequence", "html"}: one turn (or into inbox/ for a
                                     terminal watcher); "sequence": the prompt shown
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/sessions/{id}/answer  {"answer"}: the answer to the LLM's [ASK]
@@ -179,11 +179,13 @@ def create_app(
 
     async def apply(request: Request) -> Response:
         body = await _body(request)
-        reply, sequence = _text(body, "reply"), body.get("sequence")
+        reply, sequence, html = _text(body, "reply"), body.get("sequence"), body.get("html")
         if sequence is not None and (type(sequence) is not int or sequence < 1):
             raise SessionError("'sequence' must be the number of the prompt the page showed")
+        if html is not None and not isinstance(html, str):
+            raise SessionError("'html' must be the HTML pasted with the reply, or null")
         session = request.path_params["session"]
-        done = await run_in_threadpool(actions.apply, session, reply, sequence)
+        done = await run_in_threadpool(actions.apply, session, reply, sequence, html)
         return JSONResponse(done)
 
     async def answer_question(request: Request) -> Response:

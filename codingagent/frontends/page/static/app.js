@@ -365,6 +365,23 @@ async function copyPrompt(full) {
   $("copy-status").textContent = `Copied ${text.length.toLocaleString("en")} characters.`;
 }
 
+// A paste from a browser brings the page's HTML beside its rendered text: kept while the box
+// holds that paste unchanged, and sent with it, so the server reads code blocks from the HTML
+// (docs/protocol.md, "Answers read from a rendered page").
+let pasted = null; // {html, value}
+
+function pasteReply(event) {
+  const html = event.clipboardData && event.clipboardData.getData("text/html");
+  if (!html) {
+    pasted = null;
+    return;
+  }
+  event.preventDefault();
+  const box = $("reply");
+  box.setRangeText(event.clipboardData.getData("text/plain"), box.selectionStart, box.selectionEnd, "end");
+  pasted = { html, value: box.value };
+}
+
 async function applyReply() {
   const reply = $("reply").value;
   if (!reply.trim()) throw new Error("The reply box is empty: paste the LLM's answer into it");
@@ -372,7 +389,9 @@ async function applyReply() {
   $("apply-status").textContent = "Applying…";
   const before = view.session.sequence;
   try {
-    const done = await api(`api/sessions/${current}/apply`, { reply, sequence: before });
+    const html = pasted && pasted.value === reply ? pasted.html : null;
+    const done = await api(`api/sessions/${current}/apply`, { reply, sequence: before, html });
+    pasted = null;
     $("reply").value = "";
     if (done.queued) waitForWatcher(done.queued, before);
     else await refresh();
@@ -441,6 +460,7 @@ window.addEventListener("DOMContentLoaded", async () => {
   $("copy").addEventListener("click", () => act($("copy"), copyPrompt));
   $("copy-full").addEventListener("click", () => act($("copy-full"), () => copyPrompt(true)));
   $("apply").addEventListener("click", () => act($("apply"), applyReply));
+  $("reply").addEventListener("paste", pasteReply);
   $("start-form").addEventListener("submit", (e) => act($("start"), () => startSession(e)));
   $("queue-skip").addEventListener("click", () => act($("queue-skip"), skipTask));
   $("answer-send").addEventListener("click", () => act($("answer-send"), answerQuestion));
