@@ -89,7 +89,8 @@ class WebSocket:
                 raise ConnectionError("the browser closed the WebSocket")
             if opcode == 0x9:  # ping: pong with the same payload
                 with self._send_lock:
-                    self.sock.sendall(struct.pack("!BB", 0x8A, 0x80 | len(payload)) + b"\0" * 4)
+                    pong = struct.pack("!BB", 0x8A, 0x80 | len(payload)) + b"\0" * 4 + payload
+                    self.sock.sendall(pong)  # masked with zeros: the payload as it is
                 continue
             if opcode in (0x0, 0x1):
                 message += payload
