@@ -123,15 +123,20 @@ def relay_agent(
             time.sleep(0.05)
         yield Agent(process, int(found.group(1)), found.group(2), lines, out)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        interrupt(process)
         for reader in readers:
             reader.join(5)
+
+
+def interrupt(process: subprocess.Popen) -> None:
+    """Stop an agent as Ctrl-C does, and kill it if it still runs 10 s later."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _reader(stream: IO[str] | None, into: list[str]) -> threading.Thread:

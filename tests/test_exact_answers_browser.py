@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,14 +30,11 @@ from typing import Any
 
 import pytest
 import xserver
-from relaying import relay_agent
+from relaying import interrupt, relay_agent
 from test_extension_chats import (
     CHROMIUM,
-    EXTENSION,
-    WAIT_MS,
     Browser,
-    chromium_args,
-    fixture_server,
+    extension_browser,
     sent,
     wait_until,
 )
@@ -71,35 +67,9 @@ def display() -> Iterator[str]:
         yield name
 
 
-@contextmanager
-def headful_browser(folder: Path, display: str) -> Iterator[Browser]:
-    """Chromium with the extension, drawn on ``display`` (a headless one has no system
-    clipboard for Ctrl+C to write)."""
-    from playwright.sync_api import sync_playwright
-
-    with fixture_server(folder) as fixtures, sync_playwright() as playwright:
-        args = [a for a in chromium_args(EXTENSION, fixtures.https_port) if a != "--headless=new"]
-        context = playwright.chromium.launch_persistent_context(
-            str(folder / "profile"),
-            executable_path=str(CHROMIUM),
-            headless=False,
-            args=args,
-            env={"DISPLAY": display, "HOME": str(folder), "PATH": "/usr/bin:/bin"},
-            ignore_https_errors=True,
-            viewport={"width": 1100, "height": 760},
-        )
-        context.set_default_timeout(WAIT_MS)
-        try:
-            workers = context.service_workers
-            worker = workers[0] if workers else context.wait_for_event("serviceworker")
-            yield Browser(context, worker.url.split("/")[2], fixtures)
-        finally:
-            context.close()
-
-
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory, display: str) -> Iterator[Browser]:
-    with headful_browser(tmp_path_factory.mktemp("chromium"), display) as bench:
+    with extension_browser(tmp_path_factory.mktemp("chromium"), display=display) as bench:
         yield bench
 
 
@@ -219,12 +189,7 @@ def clipboard_agent(root: Path, display: str) -> Iterator[str]:
         wait_until(lambda: clipboard_holds(display, "=== HEADER ==="), "the prompt copied")
         yield first[0].name.split("_")[0]
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        interrupt(process)
 
 
 def clipboard_holds(display: str, text: str) -> bool:

@@ -203,17 +203,27 @@ def chromium_args(extension: Path, https_port: int) -> list[str]:
 
 
 @contextmanager
-def extension_browser(folder: Path, extension: Path = EXTENSION) -> Iterator[Browser]:
+def extension_browser(
+    folder: Path, extension: Path = EXTENSION, display: str | None = None
+) -> Iterator[Browser]:
+    """Chromium with the extension: ``--headless=new`` (the old headless has no extensions),
+    or drawn on the X ``display`` (headless Chromium has no system clipboard for Ctrl+C)."""
     from playwright.sync_api import sync_playwright
 
     folder.mkdir(parents=True, exist_ok=True)
 
     with fixture_server(folder) as fixtures, sync_playwright() as playwright:
+        args = chromium_args(extension, fixtures.https_port)
+        drawn: dict[str, Any] = {}
+        if display is not None:
+            args.remove("--headless=new")
+            drawn["env"] = {"DISPLAY": display, "HOME": str(folder), "PATH": "/usr/bin:/bin"}
         context = playwright.chromium.launch_persistent_context(
             str(folder / "profile"),
             executable_path=str(CHROMIUM),
-            headless=False,  # --headless=new, in the arguments: the old headless has no extensions
-            args=chromium_args(extension, fixtures.https_port),
+            headless=False,
+            args=args,
+            **drawn,
             ignore_https_errors=True,
             viewport={"width": 1100, "height": 760},
         )

@@ -36,8 +36,8 @@ CHAT = MarkdownIt("commonmark")
 
 # File contents full of what markdown changes outside a code block.
 MARKDOWN_LINES = [
-    "from pkg.__init__ import __version__",
     "# comment, not a heading",
+    "from pkg.__init__ import __version__",
     "def f(*args, **kwargs):",
     "\treturn '<tag> &amp; &lt;'  ",
     "1. not a list",

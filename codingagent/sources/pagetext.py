@@ -148,9 +148,7 @@ def read_copy(plain: str, html: str | None) -> Copy:
     the rendered text of a chat's page; then the answer read from the HTML, rendered."""
     if not html or not html.strip():
         return Copy(plain, False)
-    page = _Page()
-    page.feed(html)
-    page.close()
+    page = _read(html)
     if not page.tags & _RENDERED:
         return Copy(plain, False)  # an editor's or a terminal's colours: the text is exact
     shown = {line for code in page.codes for line in code.splitlines()}
@@ -167,10 +165,14 @@ def read_copy(plain: str, html: str | None) -> Copy:
 
 def answer_from_html(html: str) -> str:
     """The answer a rendered page shows: code blocks verbatim between fences, prose as lines."""
+    return _read(html).text()
+
+
+def _read(html: str) -> _Page:
     page = _Page()
     page.feed(html)
     page.close()
-    return page.text()
+    return page
 
 
 def fenced(code: str) -> str:

@@ -231,7 +231,9 @@
   // it does not answer in time, the answer's rendered text is read (pagetext.js): exact inside
   // its code blocks only, so it goes with rendered: true.
   async function readAnswer(element) {
-    const scope = (adapter.turn.length && element.closest(adapter.turn.join(","))) || element.parentElement;
+    // An answer may be the direct child of a shadow root: then that root is its scope.
+    const scope =
+      (adapter.turn.length && element.closest(adapter.turn.join(","))) || element.parentElement || element.parentNode;
     const copy = adapter.copy.length ? scope.querySelector(adapter.copy.join(",")) : null;
     if (copy) {
       const copied = await viaCopy(copy);
