@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from invoking import Run
 from test_secrets_in_code import library_files, needs_bwrap
 
+from codingagent.sandbox.process import Capture
 from codingagent.secrecy import hexdumps, matcher
 from codingagent.secrecy.hexdumps import PIECE
 from codingagent.secrecy.masking import Masker
@@ -27,6 +28,7 @@ from codingagent.secrecy.masking import Masker
 FRAGMENT = 12  # no piece of a key this long may be read back, in text or in hex
 MASK = re.compile(r"\[masked: [a-z0-9-]+ [0-9a-f]{8}\]")
 GAP = "#"  # what a reader of the dump sees where a mask stands: nothing of what it hid
+CUT = re.compile(r"\[\.\.\. [\d,]+ characters cut \.\.\.\]")  # the runner's mark
 
 
 @pytest.fixture(autouse=True)
@@ -98,12 +100,20 @@ def read_back(keys: dict[str, str], tool: str, dump: str, fragment: int = FRAGME
     lines (both digit phases, bytes as written or swapped in words of 2 or 4 bytes)."""
     lines = MASK.sub(GAP, dump).splitlines()
     texts = [dump, "".join(dump.split()), "".join(ascii_column(tool, line) for line in lines)]
-    streams = []
-    for segment in "".join(hex_area(tool, line) for line in lines).split(GAP):
+    areas = []
+    for before, line in zip(["", *lines], lines, strict=False):
+        if CUT.fullmatch(line):  # the runner cut the output's middle
+            areas.append(GAP)
+        elif CUT.fullmatch(before):  # a line's end: its hex tokens
+            hex_part = re.split(r"  |\|", line)[0]
+            tokens = re.findall(r"(?:^| )([0-9a-fA-F]{2,})(?= |$)", hex_part)
+            areas.append(GAP + "".join(t[len(t) % 2 :] for t in tokens) + GAP)
+        else:
+            areas.append(hex_area(tool, line))
+    streams = []  # each run of hex digits (a mask, or what a mask left of a column, ends one)
+    for segment in re.split(r"[^0-9a-fA-F]+", "".join(areas)):
         for phase in (0, 1):
-            digits = segment[phase:][: len(segment[phase:]) // 2 * 2]
-            assert re.fullmatch(r"[0-9a-fA-F]*", digits), (tool, segment)  # all read
-            streams.append(bytes.fromhex(digits))
+            streams.append(bytes.fromhex(segment[phase:][: len(segment[phase:]) // 2 * 2]))
     for data in list(streams):
         for word in (2, 4):
             for start in range(word):
@@ -355,6 +365,20 @@ def test_a_known_secret_at_any_offset_in_any_bytes_is_masked_in_a_dump(
     for text in shown:
         dump = masked_dump(secret, text, indent, rstrip)
         assert read_back({"key": secret}, tool, dump) == [], (text, dump)
+
+
+@pytest.mark.slow
+@given(secrets, around, around, st.sampled_from(sorted(FORMATTERS)), st.integers(100, 1200))
+@settings(max_examples=150, deadline=None)
+def test_a_dump_cut_by_the_runner_shows_no_piece_of_a_secret(
+    secret: str, before: bytes, after: bytes, tool: str, limit: int
+) -> None:
+    """A command's output longer than ``max_output`` keeps its head and its tail, cut
+    anywhere, within a line, its hex or its ASCII column (the runner's own ``Capture``)."""
+    capture = Capture(limit)
+    capture.feed(FORMATTERS[tool]((before + secret.encode() + after) * 3).encode())
+    dump = masked_dump(secret, capture.text()[0], "    ")
+    assert read_back({"key": secret}, tool, dump) == [], dump
 
 
 @pytest.mark.parametrize("tool", sorted(FORMATTERS))

@@ -50,9 +50,13 @@ _MAX_TAKEN = 8  # groups an ASCII column may be mistaken for, at most
 _C_ROW = re.compile(rb"[ \t]*0[xX]" + _HEX + rb"{2}(?:, ?0[xX]" + _HEX + rb"{2})*,?[ \t]*(?:\n|$)")
 _C_BYTE = re.compile(rb"0[xX](" + _HEX + rb"{2})")
 _TOKEN = re.compile(_HEX + rb"+")
+_WORD = re.compile(rb"[ \t]*[^ \t\n]+")
+# The mark the runner leaves where it cut a long output's middle (sandbox/process.py).
+_CUT = re.compile(rb"\[\.\.\. [0-9,]+ characters cut \.\.\.\]")
+_CUT_LINE = re.compile(rb"[ \t]*" + _CUT.pattern)
 # A dump line: indent, an offset (taken for one only when it is not a group: below), groups.
 _ROW = re.compile(
-    rb"[ \t]*(?:(" + _HEX + rb"{4,16})(:?)[ \t]+)?"
+    rb"[ \t]*(?:(" + _HEX + rb"{1,16})(:?)[ \t]+)?"
     rb"(" + _HEX + rb"{2,}(?= |\n|$)(?: {1,2}" + _HEX + rb"{2,}(?= |\n|$))*)"
 )
 # What the ASCII column shows of each byte.
@@ -95,20 +99,65 @@ class HexDumps:
             return []
         lines = _line_starts(data, starts)
         spans: list[tuple[int, int, str]] = []
+        for mark in _CUT.finditer(data):  # the line after the runner's mark is cut at its start
+            start = data.rfind(b"\n", 0, max(0, data.rfind(b"\n", 0, mark.start()))) + 1
+            after = data.find(b"\n", mark.end()) + 1
+            if after:
+                lines.append(after)
+                spans += self._literal(data, start, _end(data, after))
         done = -1  # lines of a block already read are not read again
-        for line in lines:
+        for line in sorted(set(lines)):
             if line <= done:
                 continue
+            previous = done
             rows, done = _block(data, line)
-            spans += self._in_block(rows)
+            before = data.rfind(b"\n", 0, max(0, line - 1)) + 1
+            if rows and previous < before < line:  # a line cut at its start: hyperscan's
+                cut = _row(data, before, line - 1, True)  # pass leaves it out
+                if cut is not None:
+                    rows, line = [cut, *rows], before
+            if rows:  # and the line on each side of it
+                start = data.rfind(b"\n", 0, max(0, line - 1)) + 1
+                end = _end(data, rows[-1].stop + 1)
+                spans += self._in_block(rows) + self._literal(data, line, end)
+                spans += self._columns(data, start, end)
         return _in_characters(text, data, spans)
+
+    def _columns(self, data: bytes, start: int, stop: int) -> list[tuple[int, int, str]]:
+        """Pieces of known secrets in the ASCII columns of the lines in ``data[start:stop]``
+        read across the lines (a column cut by the runner at the end of one line, and the
+        column of the next)."""
+        parts: list[bytes] = []
+        places: list[int] = []
+        line = start
+        while line <= stop:
+            end = _end(data, line)
+            first, last = _column(data, line, end)
+            parts.append(data[first:last])
+            places += range(first, last)
+            line = end + 1
+        spans = []
+        for run in self._runs(b"".join(parts)):
+            begin = previous = places[run.start]
+            for at in places[run.start + 1 : run.end]:  # one span a line
+                if at != previous + 1:
+                    spans.append((begin, previous + 1, f"{run.label}-hexdump"))
+                    begin = at
+                previous = at
+            spans.append((begin, previous + 1, f"{run.label}-hexdump"))
+        return spans
+
+    def _literal(self, data: bytes, start: int, stop: int) -> list[tuple[int, int, str]]:
+        """Pieces of known secrets as they are in ``data[start:stop]``: an ASCII column,
+        whole or cut where the output was (``[... 900 characters cut ...]``)."""
+        return [
+            (start + run.start, start + run.end, f"{run.label}-hexdump")
+            for run in self._runs(data[start:stop])
+        ]
 
     def _in_block(self, rows: list[Row]) -> list[tuple[int, int, str]]:
         if sum(len(row.written) for row in rows) < min(PIECE, *(len(s) for s, _ in self._secrets)):
             return []
-        if self._set is None:
-            self._pieces = _pieces(self._secrets)
-            self._set = compile_set([(piece, False) for piece, _ in self._pieces], True)
         bases = [0]
         for row in rows:
             bases.append(bases[-1] + len(row.written))
@@ -123,7 +172,9 @@ class HexDumps:
 
     def _runs(self, joined: bytes) -> list[Run]:
         """The runs of ``joined`` made of overlapping pieces of known secrets."""
-        assert self._set is not None
+        if self._set is None:
+            self._pieces = _pieces(self._secrets)
+            self._set = compile_set([(piece, False) for piece, _ in self._pieces], True)
         hits = sorted(
             (end - len(self._pieces[index][0]), end, self._pieces[index][1])
             for index, end in self._set(joined) or ()
@@ -160,6 +211,31 @@ def _line_starts(data: bytes, ends: list[tuple[int, int]] | None) -> list[int]:
     return sorted({data.rfind(b"\n", 0, end) + 1 for _, end in ends})
 
 
+def _end(data: bytes, line: int) -> int:
+    """Where the line starting at ``line`` ends."""
+    end = data.find(b"\n", line)
+    return len(data) if end < 0 else end
+
+
+def _column(data: bytes, line: int, end: int) -> tuple[int, int]:
+    """Where a dump line's ASCII column stands: after ``  |`` or ``  >`` (before the closing
+    one), or after the first two spaces that follow its first word (``xxd``), or, without
+    those, the whole line (the column of a line the runner cut: ``...0001000|``)."""
+    for opening in (b"  |", b"  >"):
+        at = data.find(opening, line, end)
+        if at >= 0:
+            return at + 3, end - (data[end - 1 : end] in (b"|", b"<"))
+    word = _WORD.match(data, line, end)
+    if word is None:
+        return end, end
+    at = data.find(b"  ", word.end(), end)
+    if at >= 0:
+        return at + 2, end
+    first = word.end() - len(word.group().lstrip())
+    first += data[first : first + 1] in (b"|", b">")
+    return first, max(first, end - (data[end - 1 : end] in (b"|", b"<")))
+
+
 def _block(data: bytes, line: int) -> tuple[list[Row], int]:
     """The dump lines from ``line`` on, and the start of the last one read."""
     rows: list[Row] = []
@@ -167,7 +243,7 @@ def _block(data: bytes, line: int) -> tuple[list[Row], int]:
     while line < len(data):
         stop = data.find(b"\n", line)
         stop = len(data) if stop < 0 else stop
-        row = _row(data, line, stop)
+        row = _row(data, line, stop, not rows)
         if row is None:
             break
         rows.append(row)
@@ -175,8 +251,15 @@ def _block(data: bytes, line: int) -> tuple[list[Row], int]:
     return rows, last
 
 
-def _row(data: bytes, line: int, stop: int) -> Row | None:
+def _row(data: bytes, line: int, stop: int, first: bool) -> Row | None:
+    """The dump line from ``line`` to ``stop``, or None; ``first`` of its block (a line cut
+    by the runner, which keeps an output's head and tail, may be the first, cut at its start,
+    or the last before the runner's mark, cut at its end: a group cut short is read for the
+    digits it has)."""
     found = _ROW.match(data, line, stop)
+    if found is None and first:  # what is left of an offset column, cut: after it
+        junk = _WORD.match(data, line, stop)
+        found = None if junk is None else _ROW.match(data, junk.end(), stop)
     if found is None:
         if _C_ROW.match(data, line, stop) is None:
             return None
@@ -185,17 +268,33 @@ def _row(data: bytes, line: int, stop: int) -> Row | None:
     area = found.start(3)
     tokens = [token.span() for token in _TOKEN.finditer(data, area, found.end(3))]
     offset, colon = found.group(1), found.group(2)
-    if offset is not None and not colon and len(offset) == tokens[0][1] - tokens[0][0]:
-        tokens.insert(0, (found.start(1), found.end(1)))  # a group, not an offset
-    elif offset is None and len(tokens) == 1 and tokens[0][1] - tokens[0][0] < 16:
-        return None  # one short group alone: not a dump
     width = tokens[0][1] - tokens[0][0]
+    if offset is not None and not colon and (len(offset) == width or len(offset) < 4):
+        tokens.insert(0, found.span(1))  # a group (or what is left of one), not an offset
+    elif (
+        offset is None and len(tokens) == 1 and width < 16 and first and not _after_cut(data, line)
+    ):
+        return None  # one short group alone, not where the runner cut: not a dump
+    if len(tokens) == 1 and width % 2:  # `xxd -p`'s line, cut: before the mark, at its end
+        start, end = tokens[0]
+        cut_at_end = _CUT_LINE.match(data, stop + 1) is not None
+        tokens = [(start, end - 1) if cut_at_end else (start + 1, end)]
+        width -= 1
+    elif len(tokens) > 1 and tokens[0][1] - tokens[0][0] < tokens[1][1] - tokens[1][0]:
+        width = tokens[1][1] - tokens[1][0]
+        start, end = tokens[0]  # the end of a group: its last whole bytes
+        tokens[0] = (end - (end - start) // 2 * 2, end)
+        if tokens[0][0] == end:
+            del tokens[0]
+    else:
+        width = tokens[0][1] - tokens[0][0]
     if width % 2:
         return None
     kept = 0
-    for start, end in tokens:
+    for index, (start, end) in enumerate(tokens):
         kept += 1
-        if end - start != width:  # shorter: the last group; another width: the ASCII column
+        if end - start != width and not (index == 0 and end - start < width):
+            # shorter: the last group; another width: the ASCII column
             if end - start > width or (end - start) % 2:
                 kept -= 1
             break
@@ -205,12 +304,17 @@ def _row(data: bytes, line: int, stop: int) -> Row | None:
     row = _made(data, tokens, stop)
     if row.ascii < 0 and tokens[-1][1] < stop:
         # The ASCII column may start with what looks like groups (`xxd`: "  cafe babe"):
-        # the first line with fewer groups whose rest spells its bytes, if any.
+        # fewer groups, where the rest then spells their bytes from the first group left out.
         for kept in range(len(tokens) - 1, max(0, len(tokens) - _MAX_TAKEN), -1):
             shorter = _made(data, tokens[:kept], stop)
-            if shorter.ascii >= 0:
+            if shorter.ascii == tokens[kept][0]:
                 return shorter
     return row
+
+
+def _after_cut(data: bytes, line: int) -> bool:
+    """Whether the line before ``line`` is the runner's mark."""
+    return _CUT_LINE.match(data, data.rfind(b"\n", 0, max(0, line - 1)) + 1) is not None
 
 
 def _made(data: bytes, tokens: list[tuple[int, int]], stop: int, spaced: bool = True) -> Row:
@@ -230,10 +334,10 @@ def _made(data: bytes, tokens: list[tuple[int, int]], stop: int, spaced: bool = 
 def _swapped(written: bytes, widths: list[int]) -> bytes:
     """Each group of two to eight bytes reversed (a little-endian word); a longer group is a
     run of bytes."""
-    width = widths[0]
-    if not 2 <= width <= 8:
+    if max(widths) < 2 or min(widths) > 8:
         return written
-    if len(written) == width * len(widths):  # all of one width: a slice a byte of the word
+    if min(widths) == max(widths):  # all of one width: a slice a byte of the word
+        width = widths[0]
         swapped = bytearray(len(written))
         for at in range(width):
             swapped[at::width] = written[width - 1 - at :: width]
