@@ -128,23 +128,25 @@ class HexDumps:
         read across the lines (a column cut by the runner at the end of one line, and the
         column of the next)."""
         parts: list[bytes] = []
-        places: list[int] = []
+        bases = [0]  # where each line's column starts in the joined columns
+        firsts = []  # and in the text
         line = start
         while line <= stop:
             end = _end(data, line)
             first, last = _column(data, line, end)
             parts.append(data[first:last])
-            places += range(first, last)
+            bases.append(bases[-1] + last - first)
+            firsts.append(first)
             line = end + 1
         spans = []
         for run in self._runs(b"".join(parts)):
-            begin = previous = places[run.start]
-            for at in places[run.start + 1 : run.end]:  # one span a line
-                if at != previous + 1:
-                    spans.append((begin, previous + 1, f"{run.label}-hexdump"))
-                    begin = at
-                previous = at
-            spans.append((begin, previous + 1, f"{run.label}-hexdump"))
+            part = bisect.bisect_right(bases, run.start) - 1
+            while part < len(firsts) and bases[part] < run.end:  # one span a line
+                begin = max(run.start, bases[part]) - bases[part] + firsts[part]
+                end = min(run.end, bases[part + 1]) - bases[part] + firsts[part]
+                if begin < end:
+                    spans.append((begin, end, f"{run.label}-hexdump"))
+                part += 1
         return spans
 
     def _literal(self, data: bytes, start: int, stop: int) -> list[tuple[int, int, str]]:
