@@ -18,6 +18,11 @@ at an odd end), and the rest of the line, which is taken for an ASCII column whe
 the line's bytes (``|...|``, ``>...<``, or the line's last characters). A line of hex digits
 alone (``xxd -p``) is a dump line with one group; so is each byte of a line of ``xxd -i``'s C
 array (``0x22, 0x73,``).
+
+A dump longer than ``max_output`` is cut by the runner, which keeps its head and its tail
+around ``[... N characters cut ...]``: the line after that mark is read for what is left of
+it, the line before it as cut at its end, and the ASCII columns of a block and of the lines
+around it are also read across lines as text (a column cut short, then the next line's).
 """
 
 from __future__ import annotations
