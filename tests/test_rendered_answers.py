@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from invoking import run
 from markdown_it import MarkdownIt
 from turns import step
 
@@ -28,6 +30,7 @@ from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
+from codingagent.sources import pagetext
 from codingagent.sources.pagetext import answer_from_html, fenced, read_copy
 from codingagent.transaction.crashpoints import CRASH_ENV
 from codingagent.transaction.store import SessionStore
@@ -211,27 +214,123 @@ def test_a_copy_without_html_is_taken_as_it_is():
 
 
 def test_a_copy_from_an_editor_is_taken_as_it_is():
-    """An editor puts its colours beside the text: spans and divs, nothing markdown makes."""
+    """An editor puts its colours beside the text: preformatted divs and spans, nothing a
+    markdown renderer makes."""
     plain = '[CREATE_FILE path="pkg/__init__.py"]\n**x**\n[/CREATE_FILE]\n'
-    html = "<meta charset='utf-8'><div><div><span>[CREATE_FILE path=</span>...</div></div>"
+    html = (
+        "<meta charset='utf-8'><div style=\"color: #ccc; white-space: pre;\"><div>"
+        '<span>[CREATE_FILE path="pkg/__init__.py"]</span></div><div>**x**</div></div>'
+    )
     assert read_copy(plain, html) == (plain, False)
 
 
+def test_a_selection_inside_one_paragraph_is_rendered():
+    """Chromium leaves the paragraph out of a selection inside one: spans and line breaks
+    only, yet the text was rendered (the escapes and the underscores are gone)."""
+    html = "<span>[RUN_COMMAND]<br>find . -name *.pyc -delete<br>[/RUN_COMMAND]</span>"
+    plain = "[RUN_COMMAND]\nfind . -name *.pyc -delete\n[/RUN_COMMAND]"
+    copy = read_copy(plain, html)
+    assert copy.rendered
+    (command,) = commands_and_slips(copy.text, rendered=True)[0]
+    assert isinstance(command, ParseError) and command.message == RENDERED_REFUSAL
+
+
+def test_a_prose_line_that_looks_like_a_fence_opens_no_block():
+    """Inline code at the start of a paragraph shows as ```python: read back, it must not
+    open a code block around the damaged commands after it."""
+    reply = (
+        '`` ```python `` opens a block\n\n[CREATE_FILE path="pkg/__init__.py"]\nx\n[/CREATE_FILE]\n'
+    )
+    html = CHAT.render(reply)
+    text = answer_from_html(html)
+    assert "    ```python opens a block" in text
+    (command,) = commands_and_slips(text, rendered=True)[0]
+    assert isinstance(command, ParseError) and command.message == RENDERED_REFUSAL
+    assert read_copy(re.sub(r"(?m)^ +", "", text), html).rendered
+
+
+def test_code_lines_the_browser_did_not_show_so_are_not_trusted():
+    """A highlighter whose lines are blocks with no line break between them: the browser
+    shows four lines, the HTML's text has one run-together line."""
+    html = (
+        "<pre><code>"
+        + "".join(
+            f'<span style="display: block">{line}</span>'
+            for line in [
+                '[CREATE_FILE path="a.py"]',
+                "import os",
+                "print(os.name)",
+                "[/CREATE_FILE]",
+            ]
+        )
+        + "</code></pre>"
+    )
+    shown = '[CREATE_FILE path="a.py"]\nimport os\nprint(os.name)\n[/CREATE_FILE]\n'
+    (command,) = commands_and_slips(answer_from_html(html, shown), rendered=True)[0]
+    assert isinstance(command, CreateFile) and command.content == "import os\nprint(os.name)\n"
+    glued = '<pre><code><span>[CREATE_FILE path="a.py"]</span><span>import os</span></code></pre>'
+    text = answer_from_html(glued, '[CREATE_FILE path="a.py"]\nimport os\n')
+    assert "```" not in text  # read as prose, so whatever it holds is refused
+
+
+def test_several_code_elements_in_one_pre_keep_their_line_breaks():
+    html = "<pre><code>[RUN_COMMAND]</code>\n<code>ls -a</code>\n<code>[/RUN_COMMAND]</code></pre>"
+    (command,) = commands_and_slips(answer_from_html(html), rendered=True)[0]
+    assert isinstance(command, RunCommand) and command.command == "ls -a"
+
+
+@pytest.mark.parametrize(
+    "gutter",
+    [
+        '<span class="line-number">1</span>',
+        '<span aria-hidden="true">1</span>',
+        '<span style="user-select: none">1</span>',
+        "<span hidden>1</span>",
+        '<span style="display:none">1</span>',
+    ],
+)
+def test_each_kind_of_gutter_is_left_out(gutter):
+    html = f"<pre><code>{gutter}[RUN_COMMAND]\n{gutter}ls\n{gutter}[/RUN_COMMAND]</code></pre>"
+    (command,) = commands_and_slips(answer_from_html(html), rendered=True)[0]
+    assert isinstance(command, RunCommand) and command.command == "ls"
+
+
+def test_a_wrapper_named_for_copying_keeps_its_code():
+    html = (
+        '<div class="relative group/copy"><pre><code>[RUN_COMMAND]\nls\n[/RUN_COMMAND]</code>'
+        "</pre></div>"
+    )
+    (command,) = commands_and_slips(answer_from_html(html), rendered=True)[0]
+    assert isinstance(command, RunCommand)
+
+
 def test_a_chats_copy_button_gives_the_markdown_source():
-    """A chat's Copy writes the markdown as text, its rendering as HTML: the text has the
-    fence lines the page does not show, and is taken as it is."""
-    reply = files_reply("one block")
-    assert read_copy(reply, CHAT.render(reply)) == (reply, False)
+    """A chat's Copy writes the markdown as text, its rendering as HTML: the text's code
+    blocks are the page's, one for one, and it is taken as it is."""
+    for style in FENCED:
+        reply = files_reply(style)
+        assert read_copy(reply, CHAT.render(reply)) == (reply, False)
+
+
+def test_an_unfenced_source_with_its_rendering_is_read_as_rendered():
+    """With no code block, nothing proves the text is the source: read as rendered (so its
+    commands are refused, as the PROTOCOL asks for code blocks: docs/protocol.md 4.6), never
+    taken as exact."""
+    reply = files_reply("unfenced", content="from pkg.__init__ import x\n")
+    assert read_copy(reply, CHAT.render(reply)).rendered
 
 
 @pytest.mark.parametrize("style", [*FENCED, *UNFENCED])
 def test_a_selection_of_the_rendered_page_is_read_from_its_html(style):
     html = CHAT.render(files_reply(style))
-    shown = answer_from_html(html)
-    # What Ctrl+C puts as text: the page's text, markdown gone (simulated here by the
-    # reconstruction without its fence lines).
-    plain = "\n".join(line for line in shown.split("\n") if not line.startswith("```"))
-    assert read_copy(plain, html) == (shown, True)
+    assert read_copy(browser_text(html), html) == (answer_from_html(html), True)
+
+
+def browser_text(html: str) -> str:
+    """What Ctrl+C puts as text (simulated): the page's prose and code, no fence lines.
+    tests/test_exact_answers_browser.py has the real one."""
+    parts = pagetext._read(html)._parts
+    return "\n".join(text if code else pagetext._prose_lines(text) for code, text in parts)
 
 
 # --- through the session --------------------------------------------------------------------
@@ -302,3 +401,21 @@ def test_a_turn_recovered_after_a_crash_is_still_read_as_rendered(tmp_path):
 
 def options() -> TurnOptions:
     return TurnOptions(shell=Shell(timeout=10))
+
+
+def test_a_refused_rendered_reply_applied_with_force_is_still_read_as_rendered(tmp_path):
+    """The refusal's advice (step the kept reply with --force) must not turn a rendered
+    reply into raw text: the kept reply is marked, and read as rendered again."""
+    store, sid = started(tmp_path)
+    text = answer_from_html(CHAT.render(files_reply("unfenced", session="0badc0de")))
+    reply = Reply(text.encode(), "<clipboard>", rendered=True)
+    report = apply_reply(store, sid, reply, options())
+    assert report.skipped and report.refusal is not None
+    kept = report.refusal.folder / "reply.txt"
+    assert "--force" in report.refusal.note and str(kept) in report.refusal.note
+    result = run(tmp_path, "step", sid, str(kept), "--force", "--sandbox", "none")
+    assert result.exit_code == 0, result.output
+    assert not [p for p in (tmp_path / "workspace").rglob("*") if p.is_file()]
+    assert RENDERED_REFUSAL in store.outbox_path(sid, 2).read_text()
+    applied = json.loads((store.turn_dir(sid, 1) / "meta.json").read_text())
+    assert applied["rendered"] is True

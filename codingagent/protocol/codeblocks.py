@@ -49,10 +49,8 @@ def code_blocks(lines: Sequence[str]) -> list[int]:
     marker = ""  # the open block's fence, "" outside a block
     for line in lines:
         if not marker:
-            opening = _OPENING.fullmatch(line)
-            if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-                marker = opening.group(1)
-                count += 1
+            marker = _fence(line)
+            count += bool(marker)
             found.append(0)
             continue
         closing = _CLOSING.fullmatch(line)
@@ -66,6 +64,19 @@ def code_blocks(lines: Sequence[str]) -> list[int]:
         else:
             found.append(count)
     return found
+
+
+def opens_block(line: str) -> bool:
+    """Whether ``line`` would open a code block (a fence line)."""
+    return bool(_fence(line))
+
+
+def _fence(line: str) -> str:
+    """The fence ``line`` opens a code block with (```` ``` ````, ``~~~~``), or ""."""
+    opening = _OPENING.fullmatch(line)
+    if opening is None or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+        return ""
+    return opening.group(1)
 
 
 def refuse_unfenced(lines: Sequence[str], spans: Sequence[Span]) -> list[Command]:

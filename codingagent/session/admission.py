@@ -28,10 +28,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codingagent.fsio import atomic_write
 from codingagent.protocol.scan import reply_echo
 from codingagent.state import SessionState
-from codingagent.transaction.history import TurnRecord, turn_record
+from codingagent.transaction.history import TurnRecord, keep_reply, turn_record
 from codingagent.transaction.store import SessionStore
 
 REFUSED = "refused"  # the session's folder of replies not applied
@@ -111,12 +110,14 @@ def check(
     force: bool,
     answers: int | None = None,
     echo_needed: bool = True,
+    rendered: bool = False,
 ) -> Admission:
     """Whether the reply ``data`` is applied to the session; ``answers``: the prompt its
     source knows it answers (None: the source does not know); ``echo_needed`` False: the tool
-    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note."""
+    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note; ``rendered``: read
+    from a rendered page, and kept so if refused (``history.keep_reply``)."""
     if state.question is not None:
-        return Admission(_while_asking(store, state, data, source))
+        return Admission(_while_asking(store, state, data, source, rendered))
     if force:
         return Admission()
     digest = reply_digest(data)
@@ -126,14 +127,16 @@ def check(
     echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
     ruling = rule(echo, state.session_id, state.sequence_number, answers, echo_needed)
     if ruling.refuse:
-        return Admission(_refuse(store, state, ruling.why, data, source, digest))
+        kept = _keep_refused(store, state, data, digest, rendered)
+        return Admission(_refuse(state, ruling.why, kept, source))
     grown = _grown_from(store, state, data) if answers is None else None
     if grown is not None:
         why = (
             f"it begins with the whole reply applied in turn {grown} and goes on: the same file, "
             "written to again after it was read. Send the rest as a reply of its own"
         )
-        return Admission(_refuse(store, state, why, data, source, digest))
+        kept = _keep_refused(store, state, data, digest, rendered)
+        return Admission(_refuse(state, why, kept, source))
     return Admission(notes=(ruling.note,) if ruling.note else ())
 
 
@@ -172,12 +175,9 @@ def _skipped(state: SessionState, folder: Path, why: str) -> Refusal:
     return Refusal(note, folder, f"it is {why}, so it was not applied again")
 
 
-def _refuse(
-    store: SessionStore, state: SessionState, why: str, data: bytes, source: str, digest: str
-) -> Refusal:
+def _refuse(state: SessionState, why: str, kept: Path, source: str) -> Refusal:
     """The refusal of a reply for another session or prompt (docs/admission.md), or grown
-    after it was read; the reply is kept (see :func:`_keep_refused`)."""
-    kept = _keep_refused(store, state, data, digest)
+    after it was read; the reply is ``kept`` (see :func:`_keep_refused`)."""
     note = (
         f"The reply {source} was not applied: {why}. It is kept as {kept}; if it is right "
         f"after all, apply it with 'codingagent step {state.session_id} {kept} --force'. "
@@ -202,10 +202,12 @@ def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | 
     )
 
 
-def _while_asking(store: SessionStore, state: SessionState, data: bytes, source: str) -> Refusal:
+def _while_asking(
+    store: SessionStore, state: SessionState, data: bytes, source: str, rendered: bool
+) -> Refusal:
     """Why the reply is not applied: the LLM's question waits for the user's answer (even with
     ``force``: the prompt it answers does not exist yet)."""
-    kept = _keep_refused(store, state, data, reply_digest(data))
+    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
     note = (
         f"The reply {source} was not applied: the session waits for your answer to the LLM's "
         f"question ({state.question}). Answer it with 'codingagent answer "
@@ -214,12 +216,13 @@ def _while_asking(store: SessionStore, state: SessionState, data: bytes, source:
     return Refusal(note, kept.parent, "the user must first answer your question")
 
 
-def _keep_refused(store: SessionStore, state: SessionState, data: bytes, digest: str) -> Path:
+def _keep_refused(
+    store: SessionStore, state: SessionState, data: bytes, digest: str, rendered: bool
+) -> Path:
     """Keep a refused reply in ``refused/``, in a folder named by the prompt it came to and
-    its content (the same reply twice is kept once); its path."""
+    its content (the same reply twice is kept once), marked when it was read from a rendered
+    page; its path."""
     name = f"{state.sequence_number:04d}-{digest[:12]}"
     folder = store.sessions / state.session_id / REFUSED / name
     folder.mkdir(parents=True, exist_ok=True)
-    kept = TurnRecord(folder).reply_path
-    atomic_write(kept, data)
-    return kept
+    return keep_reply(folder, data, rendered)

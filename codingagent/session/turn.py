@@ -107,6 +107,7 @@ def apply_reply(
         force,
         reply.answers,
         echo_needed=not reply.tool_bound,
+        rendered=reply.rendered,
     )
     if verdict.refusal is not None:
         return _skipped(store, state, verdict.refusal, options.prompt)
@@ -260,7 +261,7 @@ def _open_turn(
         record.clear_outcome()
     elif record.folder.exists():
         store.set_aside(state.session_id, record.folder, "aborted")
-    record.write_opening(reply.data, state)
+    record.write_opening(reply.data, state, reply.rendered)
     journal = Journal(
         journal_path, record, state.sequence_number, reply.source, preimage_cap, reply.rendered
     )

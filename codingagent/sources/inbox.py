@@ -20,7 +20,7 @@ from codingagent.session.seams import Prompt, Reply, TurnReport
 from codingagent.sources.watching import InboxWatcher
 from codingagent.sources.writers import open_for_writing
 from codingagent.state import SessionError, utc_now
-from codingagent.transaction.history import TurnRecord
+from codingagent.transaction.history import TurnRecord, kept_rendered
 from codingagent.workspace import display_name
 
 # --- the reply source ------------------------------------------------------------------------
@@ -47,6 +47,7 @@ def read_reply_file(path: Path, max_reply_bytes: int) -> FileReply:
         path=path,
         identity=_identity(before),
         oversized=len(data) > max_reply_bytes,
+        rendered=kept_rendered(path),  # a reply the agent kept after reading it from a page
     )
 
 

@@ -22,116 +22,32 @@ import re
 from html.parser import HTMLParser
 from typing import NamedTuple
 
-from codingagent.protocol.codeblocks import code_blocks
+from codingagent.protocol.codeblocks import code_blocks, opens_block
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
 
 # Elements that end a line of prose (the CSS default is a block, or a line of its own).
-_BLOCKS = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "body",
-        "caption",
-        "dd",
-        "details",
-        "dialog",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hgroup",
-        "hr",
-        "html",
-        "li",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "tr",
-        "ul",
-    ]
+_BLOCKS = _words(
+    "address article aside blockquote body caption dd details dialog div dl dt fieldset "
+    "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html li main nav ol p "
+    "section summary table tbody td tfoot th thead tr ul"
 )
 # What a page shows that is not the answer's text.
-_SKIPPED = frozenset(
-    [
-        "button",
-        "script",
-        "style",
-        "svg",
-        "template",
-        "noscript",
-        "head",
-        "title",
-        "select",
-        "textarea",
-        "input",
-        "codingagent-apply",
-        "codingagent-relay",
-    ]
+_SKIPPED = _words(
+    "button script style svg template noscript head title select textarea input "
+    "codingagent-apply codingagent-relay"
 )
-_VOID = frozenset(
-    [
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    ]
-)
-# What only a markdown renderer makes: a copy without any is plain text in colours.
-_RENDERED = frozenset(
-    [
-        "p",
-        "pre",
-        "code",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "strong",
-        "em",
-        "ul",
-        "ol",
-        "li",
-        "blockquote",
-        "table",
-        "hr",
-    ]
-)
-# Line-number gutters and copy-button labels, by the class names highlighters give them.
-_GUTTER = re.compile(r"line-?numbers?|linenumber|lineno|gutter|hljs-ln-n|copy", re.IGNORECASE)
+_VOID = _words("area base br col embed hr img input link meta param source track wbr")
+# What only a markdown renderer makes: a copy with any of it is a rendered page's.
+_RENDERED = _words("p pre code h1 h2 h3 h4 h5 h6 strong em b i ul ol li blockquote table hr")
+# Line-number gutters, by the class names highlighters give them (a <pre> or <code> itself
+# may carry one: it is never hidden).
+_GUTTER = re.compile(r"line-?numbers?|linenumber|lineno|gutter|hljs-ln-n", re.IGNORECASE)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|user-select\s*:\s*none", re.IGNORECASE)
+_PREFORMATTED = re.compile(r"white-space\s*:\s*(pre|pre-wrap|break-spaces)\b", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _BACKTICKS = re.compile(r"`+")
 
@@ -144,28 +60,29 @@ class Copy(NamedTuple):
 
 
 def read_copy(plain: str, html: str | None) -> Copy:
-    """The text a clipboard copy stands for: ``plain`` as it is, unless ``html`` shows it is
-    the rendered text of a chat's page; then the answer read from the HTML, rendered."""
+    """The text a clipboard copy stands for: ``plain`` as it is where the copy shows it is
+    exact, else the answer read from ``html``, rendered.
+
+    Exact only on evidence: no HTML; HTML whose text is all preformatted, with nothing a
+    markdown renderer makes (an editor's or a terminal's colours); or a text whose code blocks
+    are, one for one, the page's code blocks (a chat's Copy writes the markdown source beside
+    its rendering). Any other copy with HTML is a selection of a rendered page.
+    """
     if not html or not html.strip():
         return Copy(plain, False)
     page = _read(html)
-    if not page.tags & _RENDERED:
-        return Copy(plain, False)  # an editor's or a terminal's colours: the text is exact
-    shown = {line for code in page.codes for line in code.splitlines()}
-    lines = plain.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    blocks = code_blocks(lines)
-    for index, line in enumerate(lines):
-        opens = blocks[index] == 0 and index + 1 < len(blocks) and blocks[index + 1] != 0
-        if opens and line not in shown:
-            # A fence line the page does not show: the plain text is the markdown source (a
-            # chat's Copy button), exact as the model wrote it.
-            return Copy(plain, False)
-    return Copy(page.text(), True)
+    if page.preformatted_only and not page.tags & _RENDERED:
+        return Copy(plain, False)
+    if page.codes and _code_of(plain) == page.codes:
+        return Copy(plain, False)
+    return Copy(page.text(plain), True)
 
 
-def answer_from_html(html: str) -> str:
-    """The answer a rendered page shows: code blocks verbatim between fences, prose as lines."""
-    return _read(html).text()
+def answer_from_html(html: str, shown: str | None = None) -> str:
+    """The answer a rendered page shows: code blocks verbatim between fences, prose as lines.
+    ``shown``: the page's text as the browser copied it, to check each code block's lines
+    against (a block whose lines the browser did not show so is read as prose)."""
+    return _read(html).text(shown)
 
 
 def _read(html: str) -> _Page:
@@ -175,11 +92,31 @@ def _read(html: str) -> _Page:
     return page
 
 
+def _code_of(text: str) -> list[str]:
+    """The contents of the text's fenced code blocks, in order."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    found: dict[int, list[str]] = {}
+    for line, block in zip(lines, code_blocks(lines), strict=True):
+        if block:
+            found.setdefault(block, []).append(line)
+    return ["\n".join(block) for block in found.values()]
+
+
 def fenced(code: str) -> str:
     """``code`` between fence lines longer than any run of backticks in it."""
     longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{code}\n{fence}"
+
+
+def _as_shown(code: str, shown: str | None) -> bool:
+    """Whether every line of ``code`` is shown by the browser's own text of the page: as a
+    line, or within one (a "Copy code" label glued before it). A highlighter whose lines are
+    blocks with no line break between them reads as one run-together line, which is not."""
+    if shown is None:
+        return True
+    lines = set(shown.replace("\r\n", "\n").split("\n"))
+    return all(line in lines or line in shown for line in code.split("\n") if line.strip())
 
 
 class _Page(HTMLParser):
@@ -191,11 +128,18 @@ class _Page(HTMLParser):
         self.codes: list[str] = []  # each code block's text
         self._parts: list[tuple[bool, str]] = []  # (is code, text)
         self._prose: list[str] = []
-        self._open: list[tuple[str, bool]] = []  # open elements: (name, skipped)
+        self._open: list[tuple[str, bool, bool]] = []  # (name, skipped, preformatted)
         self._skipping = 0  # open elements whose text is not the answer's
+        self._formatted = 0  # open elements that keep their text as it is (white-space: pre)
+        self._loose = False  # text seen outside any such element
         self._pre: list[tuple[bool, str]] | None = None  # inside a <pre>: (in <code>, text)
         self._pre_depth = 0
         self._code_depth = 0
+
+    @property
+    def preformatted_only(self) -> bool:
+        """Whether all the text stands in elements that show it as it is (an editor's copy)."""
+        return not self._loose
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.add(tag)
@@ -204,8 +148,12 @@ class _Page(HTMLParser):
             return
         if tag in _VOID:
             return
-        skipped = tag in _SKIPPED or (tag not in ("pre", "code") and _hidden(dict(attrs)))
-        self._open.append((tag, skipped))
+        attributes = dict(attrs)
+        style = attributes.get("style") or ""
+        skipped = tag in _SKIPPED or (tag not in ("pre", "code") and _hidden(attributes))
+        formatted = tag == "pre" or _PREFORMATTED.search(style) is not None
+        self._open.append((tag, skipped, formatted))
+        self._formatted += formatted
         if skipped:
             self._skipping += 1
             return
@@ -220,17 +168,18 @@ class _Page(HTMLParser):
         if self._pre is not None:
             if tag == "code":
                 self._code_depth += 1
-            elif tag in _BLOCKS:
+            elif tag in _BLOCKS or "display:block" in style.replace(" ", ""):
                 self._pre_line_break()
             return
         if tag in _BLOCKS:
             self._prose.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _VOID or not any(name == tag for name, _ in self._open):
+        if tag in _VOID or not any(name == tag for name, _, _ in self._open):
             return
         while self._open:
-            name, skipped = self._open.pop()
+            name, skipped, formatted = self._open.pop()
+            self._formatted -= formatted
             if skipped:
                 self._skipping -= 1
             elif not self._skipping:
@@ -258,6 +207,8 @@ class _Page(HTMLParser):
     def _text(self, data: str) -> None:
         if self._skipping:
             return
+        if not self._formatted and data.strip():
+            self._loose = True
         if self._pre is not None:
             self._pre.append((self._code_depth > 0, data))
         else:
@@ -271,11 +222,18 @@ class _Page(HTMLParser):
 
     def _end_pre(self) -> None:
         """The code block's text: its ``<code>`` when it has one (a header with the language
-        and a Copy button may sit beside it in the ``<pre>``), less one final line break."""
+        and a Copy button may sit beside it in the ``<pre>``), with the line breaks between
+        several ``<code>``, less one final line break."""
         assert self._pre is not None
-        inside = [text for in_code, text in self._pre if in_code]
-        code = "".join(inside if inside else (text for _, text in self._pre))
-        code = code.removesuffix("\n")
+        pieces = self._pre
+        if any(in_code for in_code, _ in pieces):
+            first = next(i for i, (in_code, _) in enumerate(pieces) if in_code)
+            pieces = [
+                (in_code, text)
+                for i, (in_code, text) in enumerate(pieces)
+                if in_code or (i > first and not text.strip() and "\n" in text)
+            ]
+        code = "".join(text for _, text in pieces).removesuffix("\n")
         self.codes.append(code)
         self._parts.append((True, code))
         self._pre = None
@@ -294,26 +252,30 @@ class _Page(HTMLParser):
             self._end_pre()
         self._flush_prose()
 
-    def text(self) -> str:
+    def text(self, shown: str | None = None) -> str:
+        """The answer: each code block between fences (read as prose where the browser's own
+        text ``shown`` does not show its lines so), the prose as lines."""
         out: list[str] = []
         for is_code, text in self._parts:
-            out.append(fenced(text) if is_code else _prose_lines(text))
+            code = is_code and _as_shown(text, shown)
+            out.append(fenced(text) if code else _prose_lines(text))
         return "\n".join(part for part in out if part) + "\n"
 
 
 def _prose_lines(text: str) -> str:
     """Prose as the page shows it: spaces run together, each line trimmed, at most one blank
-    line in a row."""
+    line in a row; a line that would read as a code fence is indented, so that it cannot
+    open a code block the page did not have."""
     lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
     kept: list[str] = []
     for line in lines:
         if line or (kept and kept[-1]):
-            kept.append(line)
+            kept.append(f"    {line}" if opens_block(line) else line)
     return "\n".join(kept).strip("\n")
 
 
 def _hidden(attributes: dict[str, str | None]) -> bool:
-    """Whether an element is not part of the answer's text: hidden, a gutter, a label."""
+    """Whether an element is not part of the answer's text: hidden, or a gutter."""
     if "hidden" in attributes or attributes.get("aria-hidden") == "true":
         return True
     if _HIDDEN_STYLE.search(attributes.get("style") or ""):

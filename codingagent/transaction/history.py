@@ -58,11 +58,15 @@ class TurnRecord:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def write_opening(self, reply: bytes, state_before: SessionState) -> None:
-        """The reply and the state before the turn, durable (the journal names this folder)."""
+    def write_opening(
+        self, reply: bytes, state_before: SessionState, rendered: bool = False
+    ) -> None:
+        """The reply and the state before the turn, durable (the journal names this folder);
+        ``rendered``: the reply was read from a chat's rendered page (see :func:`keep_reply`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         with folder_syncs_grouped():  # the folder is fsynced once, after all three
-            self._write({self.REPLY: reply, self.STATE_BEFORE: state_before.to_json()})
+            keep_reply(self.folder, reply, rendered)
+            self._write({self.STATE_BEFORE: state_before.to_json()})
             (self.folder / self.PREIMAGES).touch()
 
     def clear_outcome(self) -> None:
@@ -389,6 +393,25 @@ def _whole_lines_end(fd: int) -> int:
             return start + newline + 1
         end = start
     return 0
+
+
+RENDERED = "rendered"  # beside a kept reply.txt: it was read from a chat's rendered page
+
+
+def keep_reply(folder: Path, reply: bytes, rendered: bool) -> Path:
+    """Keep a reply as ``folder/reply.txt`` (a turn's, a refused one's), marked when it was
+    read from a chat's rendered page: applied again from there (``step FILE --force``), it is
+    read as rendered again (docs/protocol.md 4.6), never as raw text."""
+    kept = folder / TurnRecord.REPLY
+    atomic_write(kept, reply)
+    if rendered:
+        atomic_write(folder / RENDERED, b"")
+    return kept
+
+
+def kept_rendered(path: Path) -> bool:
+    """Whether ``path`` is a reply the agent kept after reading it from a rendered page."""
+    return path.name == TurnRecord.REPLY and (path.parent / RENDERED).is_file()
 
 
 def turn_record(store: SessionStore, session_id: str, sequence: int) -> TurnRecord:
