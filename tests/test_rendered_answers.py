@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from chat_render import chat_html
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import run
@@ -31,6 +32,7 @@ from codingagent.session.recovery import recover
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources import pagetext
+from codingagent.sources.clipboard import what_it_would_do
 from codingagent.sources.pagetext import answer_from_html, fenced, read_copy
 from codingagent.transaction.crashpoints import CRASH_ENV
 from codingagent.transaction.store import SessionStore
@@ -419,3 +421,19 @@ def test_a_refused_rendered_reply_applied_with_force_is_still_read_as_rendered(t
     assert RENDERED_REFUSAL in store.outbox_path(sid, 2).read_text()
     applied = json.loads((store.turn_dir(sid, 1) / "meta.json").read_text())
     assert applied["rendered"] is True
+
+
+def test_a_clipboard_candidate_is_shown_as_it_will_be_read():
+    """A copy naming no session waits for the user's y: what it would do is said as it will
+    be read, from the copy's HTML (the rendered text hides a command behind a glued label)."""
+    reply = '```\n[DELETE_FILE path="old.py"]\n[RUN_COMMAND]\nrm -rf build\n[/RUN_COMMAND]\n```\n'
+    html = chat_html(reply)
+    plain = "textCopy code" + browser_text(html)  # the label glued to the first line
+    assert what_it_would_do(plain) == "  RUN_COMMAND: rm -rf build"  # DELETE_FILE hidden
+    assert what_it_would_do(*read_copy(plain, html)) == (
+        "  DELETE_FILE old.py\n  RUN_COMMAND: rm -rf build"
+    )
+    unfenced = CHAT.render('[DELETE_FILE path="__old__.py"]\n')
+    assert what_it_would_do(*read_copy(browser_text(unfenced), unfenced)) == (
+        "  DELETE_FILE: refused (outside a code block of a rendered page)"
+    )

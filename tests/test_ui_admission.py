@@ -6,13 +6,12 @@ offered back before the next prompt is copied. Real server, headless Chromium, r
 # ruff: noqa: F811  (the fixtures imported from test_ui are parameters of the tests)
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
-from test_rendered_answers import CHAT, CONTENT, PATHS, files_reply
+from test_rendered_answers import CHAT, CONTENT, PATHS, browser_text, files_reply
 from test_ui import (  # noqa: F401  (browser, serve and tab are fixtures)
     browser,
     open_page,
@@ -95,7 +94,7 @@ def test_the_console_says_a_reply_had_no_command(tmp_path: Path):
 
 def page_text(html: str) -> str:
     """The text a browser copies of a rendered page: what it shows, no fence lines."""
-    return re.sub(r"(?m)^```+\n", "", answer_from_html(html))
+    return browser_text(html)
 
 
 PASTE = """([text, html]) => {
@@ -110,18 +109,24 @@ PASTE = """([text, html]) => {
 
 
 @pytest.mark.parametrize("style", ["a block each", "unfenced"])
+@pytest.mark.parametrize("edited", [False, True])
 def test_a_selection_of_a_chat_pasted_on_the_page_is_read_from_its_html(
-    serve, tab, tmp_path, style
+    serve, tab, tmp_path, style, edited
 ):
     """A selection copied from a chat page and pasted into the reply box brings the page's
-    HTML: code blocks are read from it; the rendered text alone would write pkg/init.py."""
+    HTML: the box gets the answer read from it (code blocks exact, between fences), and the
+    reply stays marked rendered even when the box is edited after the paste."""
     page = serve()
     root = tmp_path / "run"
     sid = start_on(page, root)
     open_page(tab, page)
     html = CHAT.render(files_reply(style, session=sid))
     tab.evaluate(PASTE, [page_text(html), html])
-    assert ("pkg/init.py" in tab.input_value("#reply")) == (style == "unfenced")
+    tab.wait_for_function("() => document.querySelector('#reply').value.includes('```')")
+    assert tab.input_value("#reply") == answer_from_html(html, page_text(html))
+    if edited:
+        tab.locator("#reply").press("End")
+        tab.locator("#reply").type("\nThanks!")
     tab.click("#apply")
     if style != "unfenced":  # the page asks before the answer's command runs
         tab.click("#approvals button.allow")
@@ -142,17 +147,16 @@ def test_a_selection_of_a_chat_pasted_on_the_page_is_read_from_its_html(
 def test_a_rendered_paste_for_a_watcher_is_saved_only_when_exact(serve, tmp_path):
     page = serve()
     sid = start_on(page, tmp_path / "run")
-    unfenced = CHAT.render(files_reply("unfenced", session=sid))
-    text = page_text(unfenced)
+    unfenced = answer_from_html(CHAT.render(files_reply("unfenced", session=sid)))
     with page.store.lock(sid):  # a terminal watcher holds the session
         refused = httpx.post(
             f"{page.url}api/sessions/{sid}/apply",
-            json={"reply": text, "sequence": 1, "html": unfenced},
+            json={"reply": unfenced, "sequence": 1, "rendered": True},
         ).json()
-        fenced = CHAT.render(files_reply("one block", session=sid))
+        fenced = answer_from_html(CHAT.render(files_reply("one block", session=sid)))
         queued = httpx.post(
             f"{page.url}api/sessions/{sid}/apply",
-            json={"reply": page_text(fenced), "sequence": 1, "html": fenced},
+            json={"reply": fenced, "sequence": 1, "rendered": True},
         ).json()
     assert "copied from a chat's rendered page" in refused.get("error", ""), refused
     saved = Path(queued["queued"]).read_text()

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from codingagent.prompt.render import is_prompt
-from codingagent.protocol.commands import RunCommand
+from codingagent.protocol.codeblocks import RENDERED_REFUSAL
+from codingagent.protocol.commands import ParseError, RunCommand
 from codingagent.protocol.reasoning import split_reasoning
 from codingagent.protocol.scan import commands_and_slips, has_command_line, reply_echo
 from codingagent.session.admission import reply_digest
@@ -93,11 +94,15 @@ def names_session(text: str, prompt: Prompt) -> bool:
     return reply_echo(text)[0] == prompt.session_id
 
 
-def what_it_would_do(text: str) -> str:
-    """The commands of a candidate, one a line: name, path, first line of a RUN_COMMAND."""
+def what_it_would_do(text: str, rendered: bool = False) -> str:
+    """The commands of a candidate, one a line: name, path, first line of a RUN_COMMAND;
+    ``rendered``: read from a rendered page, where some are refused (and said so)."""
     shown = []
-    for command in commands_and_slips(split_reasoning(text).answer)[0]:  # never a draft
-        if isinstance(command, RunCommand):
+    commands = commands_and_slips(split_reasoning(text).answer, rendered)[0]  # never a draft
+    for command in commands:
+        if isinstance(command, ParseError) and command.message == RENDERED_REFUSAL:
+            shown.append(f"  {command.name}: refused (outside a code block of a rendered page)")
+        elif isinstance(command, RunCommand):
             first = (command.command.strip().splitlines() or [""])[0]
             shown.append(f"  RUN_COMMAND: {first}")
         else:
@@ -227,7 +232,7 @@ class ClipboardSource:
         if (
             waiting is not None
             and self._takes(waiting.text, prompt)
-            and self._admits(waiting.text, prompt)
+            and self._admits(waiting, prompt)
         ):
             return self._handing(waiting)
         while True:
@@ -237,7 +242,7 @@ class ClipboardSource:
                 return reply
             if copied is None:
                 return None
-            if self._admits(copied.text, prompt):
+            if self._admits(copied, prompt):
                 return self._handing(copied)
 
     def _first(self, prompt: Prompt, stop: threading.Event) -> tuple[Reply | None, Copied | None]:
@@ -264,12 +269,14 @@ class ClipboardSource:
             return reply, None
         return None, copied[0] if copied else None
 
-    def _admits(self, text: str, prompt: Prompt) -> bool:
+    def _admits(self, copied: Copied, prompt: Prompt) -> bool:
         """Whether a copied text is applied: at once if it names this session; a candidate
-        (it names none) only on the user's ``y``, and only if no other session claimed it."""
+        (it names none) only on the user's ``y`` (shown what the copy will do, as it will be
+        read: :mod:`.pagetext`), and only if no other session claimed it."""
+        text = copied.text
         if names_session(text, prompt):
             return True
-        would = what_it_would_do(text) or "  (no command)"
+        would = what_it_would_do(*read_copy(text, copied.html)) or "  (no command)"
         if self._confirm is None:
             self._note(
                 "Copied text that names no session was not applied; it would do:\n"

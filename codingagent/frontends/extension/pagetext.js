@@ -16,8 +16,10 @@
     /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|CAPTION|DD|DETAILS|DIALOG|DIV|DL|DT|FIELDSET|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HGROUP|HR|LI|MAIN|NAV|OL|P|SECTION|SUMMARY|TABLE|TBODY|TD|TFOOT|TH|THEAD|TR|UL)$/;
   const SKIPPED =
     /^(BUTTON|SCRIPT|STYLE|SVG|TEMPLATE|NOSCRIPT|SELECT|TEXTAREA|INPUT|CODINGAGENT-APPLY|CODINGAGENT-RELAY)$/i;
-  // Line-number gutters and copy-button labels, by the class names highlighters give them.
-  const GUTTER = /line-?numbers?|linenumber|lineno|gutter|hljs-ln-n|copy/i;
+  // Line-number gutters, by the class names highlighters give them.
+  const GUTTER = /line-?numbers?|linenumber|lineno|gutter|hljs-ln-n/i;
+  // A line that would open a code block (CommonMark's fence): prose must never look like one.
+  const FENCE = /^ {0,3}(`{3,}(?!.*`)|~{3,})/;
 
   function skipped(el) {
     if (SKIPPED.test(el.tagName) || el.hidden || el.getAttribute("aria-hidden") === "true") return true;
@@ -38,7 +40,7 @@
     const kept = [];
     for (const raw of text.split("\n")) {
       const line = raw.replace(/[ \t\f\v\u00a0]+/g, " ").trim();
-      if (line || (kept.length && kept[kept.length - 1])) kept.push(line);
+      if (line || (kept.length && kept[kept.length - 1])) kept.push(FENCE.test(line) ? `    ${line}` : line);
     }
     return kept.join("\n").replace(/^\n+|\n+$/g, "");
   }
@@ -78,15 +80,25 @@
         if (node.nodeType !== Node.ELEMENT_NODE || skipped(node)) return;
         if (node.tagName === "BR") return void pieces.push([inCode, "\n"]);
         const code = inCode || node.tagName === "CODE";
-        const block = BLOCK.test(node.tagName);
+        const block = BLOCK.test(node.tagName) || /^(block|flex|grid|list-item|table)/.test(getComputedStyle(node).display);
         if (block) lineBreak(code);
         for (const child of children(node)) walk(child, code);
         if (block) lineBreak(code);
       };
       for (const child of children(pre)) walk(child, false);
-      const inside = pieces.filter(([inCode]) => inCode);
-      const text = (inside.length ? inside : pieces).map(([, t]) => t).join("");
-      parts.push({ code: true, text: text.replace(/\n$/, "") });
+      // Its <code> when it has one (a header with the language and a Copy button may sit
+      // beside it), with the line breaks between several <code>.
+      const first = pieces.findIndex(([inCode]) => inCode);
+      const kept =
+        first < 0 ? pieces : pieces.filter(([inCode, t], i) => inCode || (i > first && !t.trim() && t.includes("\n")));
+      const text = kept.map(([, t]) => t).join("").replace(/\n$/, "");
+      // Every line as the browser shows the block (or within a line of it: a label glued
+      // before it); a block read otherwise is prose, so what it holds is refused.
+      const shown = pre.innerText || "";
+      const lines = new Set(shown.split("\n"));
+      const exact = text.split("\n").every((line) => !line.trim() || lines.has(line) || shown.includes(line));
+      if (exact) parts.push({ code: true, text });
+      else parts.push({ code: false, text });
     }
 
     const walk = (node) => {

@@ -29,7 +29,7 @@ from codingagent.session.seams import Reply
 from codingagent.settings import Settings
 from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
-from codingagent.sources.pagetext import Copy, read_copy
+from codingagent.sources.pagetext import Copy
 from codingagent.state import SessionError
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
@@ -72,13 +72,14 @@ class SessionActions:
         return state.session_id
 
     def apply(
-        self, session_id: str, text: str, sequence: int | None = None, html: str | None = None
+        self, session_id: str, text: str, sequence: int | None = None, rendered: bool = False
     ) -> dict[str, Any]:
         """Apply a reply pasted on the page, or save it into ``inbox/`` when another process
         holds the session. ``sequence``: the prompt the page showed, which the reply answers
         (docs/admission.md); its own Session/Sequence line is then no reason to refuse it.
-        ``html``: what the browser pasted beside the text; a selection of a chat's rendered
-        page is read from it (docs/protocol.md, "Answers read from a rendered page")."""
+        ``rendered``: the text came from a selection of a chat's rendered page (read from the
+        HTML pasted with it: ``POST /api/paste``; docs/protocol.md, "Answers read from a
+        rendered page")."""
         if not text.strip():
             raise SessionError("The reply box is empty: paste the LLM's answer into it")
         if is_prompt(text):
@@ -86,7 +87,7 @@ class SessionActions:
                 "That is the prompt, not the LLM's reply: paste the answer from the chat"
             )
         session_id = self.store.resolve(session_id)
-        copy = read_copy(text, html)
+        copy = Copy(text, rendered)
         with self._slot(session_id), ExitStack() as stack:
             loop = self._loop(session_id)
             try:

@@ -11,8 +11,9 @@ a cap gets 413 before it is read (:mod:`.intake`).
     POST /api/sessions              start one: {"task", "workspace"}
     GET  /api/sessions/{id}         its prompt, turns, diffs and open approvals
     GET  /api/sessions/{id}/full    its prompt with the full PROTOCOL, for a new chat
-    POST /api/sessions/{id}/apply   {"reply", "sequence", "html"}: one turn (or into inbox/ for a
-                                    terminal watcher); "sequence": the prompt shown
+    POST /api/sessions/{id}/apply   {"reply", "sequence", "rendered"}: one turn (or into inbox/
+                                    for a terminal watcher); "sequence": the prompt shown
+    POST /api/paste                 {"text", "html"}: what a paste from a browser stands for
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/sessions/{id}/answer  {"answer"}: the answer to the LLM's [ASK]
     GET  /api/workspace?folder=...  the folder a New session would work on, and why not
@@ -57,6 +58,7 @@ from codingagent.queue.tasks import QueueStore
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.sources import loopback
 from codingagent.sources.loopback import HOST
+from codingagent.sources.pagetext import read_copy
 from codingagent.state import SessionError
 from codingagent.transaction.changeset import changes, unified
 from codingagent.transaction.store import SessionStore
@@ -179,14 +181,23 @@ def create_app(
 
     async def apply(request: Request) -> Response:
         body = await _body(request)
-        reply, sequence, html = _text(body, "reply"), body.get("sequence"), body.get("html")
+        reply, sequence = _text(body, "reply"), body.get("sequence")
+        rendered = body.get("rendered", False)
         if sequence is not None and (type(sequence) is not int or sequence < 1):
             raise SessionError("'sequence' must be the number of the prompt the page showed")
-        if html is not None and not isinstance(html, str):
-            raise SessionError("'html' must be the HTML pasted with the reply, or null")
+        if not isinstance(rendered, bool):
+            raise SessionError("'rendered' must be true or false")
         session = request.path_params["session"]
-        done = await run_in_threadpool(actions.apply, session, reply, sequence, html)
+        done = await run_in_threadpool(actions.apply, session, reply, sequence, rendered)
         return JSONResponse(done)
+
+    async def paste(request: Request) -> Response:
+        body = await _body(request)
+        text, html = body.get("text"), body.get("html")
+        if not isinstance(text, str) or not isinstance(html, str):
+            raise SessionError("'text' and 'html' must be what the browser pasted")
+        copy = read_copy(text, html)
+        return JSONResponse({"text": copy.text, "rendered": copy.rendered})
 
     async def answer_question(request: Request) -> Response:
         text = _text(await _body(request), "answer")
@@ -232,6 +243,7 @@ def create_app(
         Route("/api/sessions/{session}/full", _api(full)),
         Route("/api/sessions/{session}/diff", _api(diff)),
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
+        Route("/api/paste", _api(paste), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
         Route("/api/sessions/{session}/answer", _api(answer_question), methods=["POST"]),
         Route("/api/workspace", _api(workspace)),

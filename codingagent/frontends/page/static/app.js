@@ -365,21 +365,21 @@ async function copyPrompt(full) {
   $("copy-status").textContent = `Copied ${text.length.toLocaleString("en")} characters.`;
 }
 
-// A paste from a browser brings the page's HTML beside its rendered text: kept while the box
-// holds that paste unchanged, and sent with it, so the server reads code blocks from the HTML
-// (docs/protocol.md, "Answers read from a rendered page").
-let pasted = null; // {html, value}
+// A paste from a browser brings the page's HTML beside its rendered text. The server reads
+// it (POST api/paste): a selection of a chat's rendered page goes into the box as read from
+// its HTML (code blocks exact, between fences), and the reply stays marked rendered until the
+// box is emptied, edits and all (docs/protocol.md, "Answers read from a rendered page").
+let pastedRendered = false;
 
-function pasteReply(event) {
+async function pasteReply(event) {
   const html = event.clipboardData && event.clipboardData.getData("text/html");
-  if (!html) {
-    pasted = null;
-    return;
-  }
+  if (!html) return;
   event.preventDefault();
   const box = $("reply");
-  box.setRangeText(event.clipboardData.getData("text/plain"), box.selectionStart, box.selectionEnd, "end");
-  pasted = { html, value: box.value };
+  const [start, end] = [box.selectionStart, box.selectionEnd];
+  const read = await api("api/paste", { text: event.clipboardData.getData("text/plain"), html });
+  box.setRangeText(read.text, start, end, "end");
+  if (read.rendered) pastedRendered = true;
 }
 
 async function applyReply() {
@@ -389,14 +389,15 @@ async function applyReply() {
   $("apply-status").textContent = "Applying…";
   const before = view.session.sequence;
   try {
-    const html = pasted && pasted.value === reply ? pasted.html : null;
-    const done = await api(`api/sessions/${current}/apply`, { reply, sequence: before, html });
-    pasted = null;
+    const rendered = pastedRendered;
+    const done = await api(`api/sessions/${current}/apply`, { reply, sequence: before, rendered });
     $("reply").value = "";
+    pastedRendered = false;
     if (done.queued) waitForWatcher(done.queued, before);
     else await refresh();
     if (done.skipped) {
       $("reply").value = reply;
+      pastedRendered = rendered;
       notice(done.notes.join("\n"));
     } else if (done.noCommand) offerTakeBack(reply, done.notes);
   } finally {
@@ -460,7 +461,10 @@ window.addEventListener("DOMContentLoaded", async () => {
   $("copy").addEventListener("click", () => act($("copy"), copyPrompt));
   $("copy-full").addEventListener("click", () => act($("copy-full"), () => copyPrompt(true)));
   $("apply").addEventListener("click", () => act($("apply"), applyReply));
-  $("reply").addEventListener("paste", pasteReply);
+  $("reply").addEventListener("paste", (e) => act($("apply"), () => pasteReply(e)));
+  $("reply").addEventListener("input", () => {
+    if (!$("reply").value) pastedRendered = false;
+  });
   $("start-form").addEventListener("submit", (e) => act($("start"), () => startSession(e)));
   $("queue-skip").addEventListener("click", () => act($("queue-skip"), skipTask));
   $("answer-send").addEventListener("click", () => act($("answer-send"), answerQuestion));
