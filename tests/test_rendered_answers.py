@@ -63,12 +63,19 @@ PATHS = ["pkg/__init__.py", "docs/__notes__.md", "my_module_name.py"]
 RUN = "python3 -c \"open('__ran__.txt', 'w').write('**ran** <&>')\" __a__ *b*"
 
 
-def files_reply(style: str, content: str = CONTENT, session: str = "1a2b3c4d") -> str:
-    """An answer writing ``content`` to each of PATHS and running RUN, in one of the four
-    styles the issue names."""
-    commands = [f'[CREATE_FILE path="{path}"]\n{content}[/CREATE_FILE]' for path in PATHS]
+def files_reply(
+    style: str,
+    content: str = CONTENT,
+    session: str = "1a2b3c4d",
+    sequence: int = 1,
+    folder: str = "",
+) -> str:
+    """An answer writing ``content`` to each of PATHS (under ``folder``) and running RUN, in
+    one of the four styles the issue names."""
+    paths = [folder + path for path in PATHS]
+    commands = [f'[CREATE_FILE path="{path}"]\n{content}[/CREATE_FILE]' for path in paths]
     commands.append(f"[RUN_COMMAND]\n{RUN}\n[/RUN_COMMAND]")
-    head = f"Session: {session} Sequence: 1\nI'll write the files for **you**.\n\n"
+    head = f"Session: {session} Sequence: {sequence}\nI'll write the files for **you**.\n\n"
     if style == "one block":
         return head + fenced("\n".join(commands)) + "\n\nThat is __all__.\n"
     if style == "a block each":
@@ -78,7 +85,7 @@ def files_reply(style: str, content: str = CONTENT, session: str = "1a2b3c4d") -
     # Tag lines as prose, each file's content fenced: a common habit.
     parts = [
         f'[CREATE_FILE path="{path}"]\n{fenced(content.removesuffix(chr(10)))}\n[/CREATE_FILE]'
-        for path in PATHS
+        for path in paths
     ]
     return head + "\n\n".join(parts) + f"\n\n[RUN_COMMAND]\n{RUN}\n[/RUN_COMMAND]\n"
 
