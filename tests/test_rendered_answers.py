@@ -33,7 +33,8 @@ from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources import pagetext
 from codingagent.sources.clipboard import what_it_would_do
-from codingagent.sources.pagetext import answer_from_html, fenced, read_copy
+from codingagent.sources.pagetext import answer_from_html, exact_text, fenced, read_copy
+from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import CRASH_ENV
 from codingagent.transaction.store import SessionStore
 
@@ -227,7 +228,8 @@ def test_a_copy_from_an_editor_is_taken_as_it_is():
     markdown renderer makes."""
     plain = '[CREATE_FILE path="pkg/__init__.py"]\n**x**\n[/CREATE_FILE]\n'
     html = (
-        "<meta charset='utf-8'><div style=\"color: #ccc; white-space: pre;\"><div>"
+        "<meta charset='utf-8'><div style=\"font-family: Consolas, 'Courier New', monospace; "
+        'color: #ccc; white-space: pre;"><div>'
         '<span>[CREATE_FILE path="pkg/__init__.py"]</span></div><div>**x**</div></div>'
     )
     assert read_copy(plain, html) == (plain, False)
@@ -444,3 +446,43 @@ def test_a_clipboard_candidate_is_shown_as_it_will_be_read():
     assert what_it_would_do(*read_copy(browser_text(unfenced), unfenced)) == (
         "  DELETE_FILE: refused (outside a code block of a rendered page)"
     )
+
+
+def test_prose_a_chat_keeps_as_written_is_still_rendered():
+    """A chat may style its prose white-space: pre-wrap (in its own, proportional font): a
+    selection of it carries no markdown element, yet backslashes and marks are gone."""
+    html = (
+        '<span style="white-space: pre-wrap; font-family: ui-sans-serif, system-ui">'
+        '[CREATE_FILE path="sep.py"]\nSEP = "a\\nb"\nPAT = r"foo|bar"\n[/CREATE_FILE]</span>'
+    )
+    plain = '[CREATE_FILE path="sep.py"]\nSEP = "a\\nb"\nPAT = r"foo|bar"\n[/CREATE_FILE]'
+    copy = read_copy(plain, html)
+    assert copy.rendered
+    with pytest.raises(SessionError, match="selection of a chat's rendered page"):
+        exact_text(copy)  # `codingagent paste` and a watcher's inbox refuse to keep it
+
+
+def test_a_gutter_in_table_cells_makes_the_block_untrusted():
+    html = (
+        "<pre><code><table><tr><td>1</td><td>[RUN_COMMAND]</td></tr>"
+        "<tr><td>2</td><td>rm -rf build</td></tr><tr><td>3</td><td>[/RUN_COMMAND]</td></tr>"
+        "</table></code></pre>"
+    )
+    shown = "1\t[RUN_COMMAND]\n2\trm -rf build\n3\t[/RUN_COMMAND]\n"
+    (command,) = commands_and_slips(answer_from_html(html, shown), rendered=True)[0]
+    assert isinstance(command, ParseError) and command.message == RENDERED_REFUSAL
+
+
+def test_no_break_spaces_in_code_are_spaces_to_the_line_check():
+    html = (
+        '<pre><code>[CREATE_FILE path="a.py"]\ndef f():\n&nbsp;&nbsp;return 1\n[/CREATE_FILE]'
+        "</code></pre>"
+    )
+    shown = '[CREATE_FILE path="a.py"]\ndef f():\n  return 1\n[/CREATE_FILE]\n'
+    (command,) = commands_and_slips(answer_from_html(html, shown), rendered=True)[0]
+    assert isinstance(command, CreateFile)
+
+
+def test_an_exact_rendered_copy_is_kept_as_read():
+    html = CHAT.render(files_reply("one block"))
+    assert exact_text(read_copy(browser_text(html), html)) == answer_from_html(html)

@@ -158,6 +158,35 @@ def test_a_rendered_paste_for_a_watcher_is_saved_only_when_exact(serve, tmp_path
             f"{page.url}api/sessions/{sid}/apply",
             json={"reply": fenced, "sequence": 1, "rendered": True},
         ).json()
-    assert "copied from a chat's rendered page" in refused.get("error", ""), refused
+    assert "selection of a chat's rendered page" in refused.get("error", ""), refused
     saved = Path(queued["queued"]).read_text()
     assert 'path="pkg/__init__.py"' in saved and CONTENT in saved
+
+
+def test_a_plain_paste_over_the_whole_box_is_raw_again(serve, tab, tmp_path):
+    """A rendered paste, then all of it replaced by a paste with no HTML (a file's text):
+    the box holds raw text again, and it is applied as such."""
+    page = serve()
+    root = tmp_path / "run"
+    sid = start_on(page, root)
+    open_page(tab, page)
+    html = CHAT.render(files_reply("unfenced", session=sid))
+    tab.evaluate(PASTE, [page_text(html), html])
+    tab.wait_for_function("() => document.querySelector('#reply').value.includes('[CREATE')")
+    raw = f'Session: {sid} Sequence: 1\n[CREATE_FILE path="raw.txt"]\nraw\n[/CREATE_FILE]\n'
+    tab.evaluate(PLAIN_PASTE, raw)
+    tab.click("#apply")
+    tab.wait_for_selector("#prompt-size:has-text('Prompt 2')")
+    assert (root / "project" / "raw.txt").read_text() == "raw\n"
+
+
+PLAIN_PASTE = """(text) => {
+  const box = document.querySelector('#reply');
+  box.focus();
+  box.select();
+  const data = new DataTransfer();
+  data.setData('text/plain', text);
+  const event = new ClipboardEvent('paste', {clipboardData: data, bubbles: true,
+    cancelable: true});
+  if (box.dispatchEvent(event)) box.setRangeText(text, 0, box.value.length, 'end');
+}"""

@@ -305,8 +305,8 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
+    from codingagent.sources.clipboard import copied_reply as read_clipboard
     from codingagent.sources.inbox import save_reply
-    from codingagent.sources.pasteboard import paste as read_clipboard
     from codingagent.state import SessionError
     from codingagent.transaction.store import SessionStore
 

@@ -60,7 +60,7 @@ from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes
 from codingagent.sources.inbox import FileReply, InboxSource
-from codingagent.sources.pagetext import read_copy
+from codingagent.sources.pagetext import exact_text, read_copy
 
 CLAIM_SECONDS = 600  # how long a candidate claimed by one session is kept from the others
 SOURCE = "<clipboard>"  # a clipboard reply's name on the console and in the history
@@ -87,6 +87,16 @@ def is_reply(text: str, prompt: Prompt, prompts: Iterable[str] = ()) -> bool:
     if session is not None and sequence is not None:
         return True
     return has_command_line(text) or has_command_line(split_reasoning(text).answer)
+
+
+def copied_reply() -> tuple[str | None, str | None]:
+    """The reply on the clipboard to keep as raw text (``codingagent paste``) and None, or
+    None and why there is none: a selection of a chat's rendered page is read from its HTML,
+    and kept only when exact (:func:`.pagetext.exact_text`)."""
+    text, problem = clipboard.paste()
+    if text is None:
+        return None, problem
+    return exact_text(read_copy(text, clipboard.paste_html())), None
 
 
 def names_session(text: str, prompt: Prompt) -> bool:

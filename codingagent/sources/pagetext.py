@@ -22,7 +22,10 @@ import re
 from html.parser import HTMLParser
 from typing import NamedTuple
 
-from codingagent.protocol.codeblocks import code_blocks, opens_block
+from codingagent.protocol.codeblocks import RENDERED_REFUSAL, code_blocks, opens_block
+from codingagent.protocol.commands import ParseError
+from codingagent.protocol.scan import commands_and_slips
+from codingagent.state import SessionError
 
 
 def _words(text: str) -> frozenset[str]:
@@ -42,12 +45,21 @@ _SKIPPED = _words(
 )
 _VOID = _words("area base br col embed hr img input link meta param source track wbr")
 # What only a markdown renderer makes: a copy with any of it is a rendered page's.
-_RENDERED = _words("p pre code h1 h2 h3 h4 h5 h6 strong em b i ul ol li blockquote table hr")
+_RENDERED = _words(
+    "p pre code h1 h2 h3 h4 h5 h6 strong em b i u ul ol li blockquote table hr a del s sup sub "
+    "img math"
+)
 # Line-number gutters, by the class names highlighters give them (a <pre> or <code> itself
 # may carry one: it is never hidden).
 _GUTTER = re.compile(r"line-?numbers?|linenumber|lineno|gutter|hljs-ln-n", re.IGNORECASE)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|user-select\s*:\s*none", re.IGNORECASE)
 _PREFORMATTED = re.compile(r"white-space\s*:\s*(pre|pre-wrap|break-spaces)\b", re.IGNORECASE)
+# An editor's or a terminal's copy names a fixed-width font where it keeps the text as it is;
+# a chat's prose kept with white-space: pre-wrap is in a proportional one.
+_MONOSPACE = re.compile(
+    r"font-family\s*:[^;]*(monospace|consolas|menlo|monaco|courier|mono\b|fira code|cascadia)",
+    re.IGNORECASE,
+)
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _BACKTICKS = re.compile(r"`+")
 
@@ -63,10 +75,11 @@ def read_copy(plain: str, html: str | None) -> Copy:
     """The text a clipboard copy stands for: ``plain`` as it is where the copy shows it is
     exact, else the answer read from ``html``, rendered.
 
-    Exact only on evidence: no HTML; HTML whose text is all preformatted, with nothing a
-    markdown renderer makes (an editor's or a terminal's colours); or a text whose code blocks
-    are, one for one, the page's code blocks (a chat's Copy writes the markdown source beside
-    its rendering). Any other copy with HTML is a selection of a rendered page.
+    Exact only on evidence: no HTML; HTML whose text is all kept as it is in a fixed-width
+    font, with nothing a markdown renderer makes (an editor's or a terminal's colours); or a
+    text whose code blocks are, one for one, the page's code blocks (a chat's Copy writes the
+    markdown source beside its rendering). Any other copy with HTML is a selection of a
+    rendered page.
     """
     if not html or not html.strip():
         return Copy(plain, False)
@@ -110,13 +123,40 @@ def fenced(code: str) -> str:
 
 
 def _as_shown(code: str, shown: str | None) -> bool:
-    """Whether every line of ``code`` is shown by the browser's own text of the page: as a
-    line, or within one (a "Copy code" label glued before it). A highlighter whose lines are
-    blocks with no line break between them reads as one run-together line, which is not."""
+    """Whether every line of ``code`` is a line of the browser's own text of the page (the
+    first may end one: a "Copy code" label glued before it). A highlighter whose lines are
+    blocks with no line break between them reads as one run-together line, which is not;
+    nor is a gutter in a table cell beside each line. No-break spaces count as spaces (the
+    browser's text has them as spaces)."""
     if shown is None:
         return True
-    lines = set(shown.replace("\r\n", "\n").split("\n"))
-    return all(line in lines or line in shown for line in code.split("\n") if line.strip())
+    seen = _nbsp_free(shown).replace("\r\n", "\n").split("\n")
+    lines = set(seen)
+    first, *rest = _nbsp_free(code).split("\n")
+    return (first in lines or any(line.endswith(first) for line in seen)) and all(
+        line in lines for line in rest if line.strip()
+    )
+
+
+def _nbsp_free(text: str) -> str:
+    return text.replace("\u00a0", " ")
+
+
+def exact_text(copy: Copy) -> str:
+    """The text of ``copy`` to keep where it will be read as raw text (a file in ``inbox/``):
+    a selection of a rendered page only when all it would change or run stands in code
+    blocks, so its text is exact; else a SessionError saying why."""
+    if copy.rendered and any(
+        isinstance(command, ParseError) and command.message == RENDERED_REFUSAL
+        for command in commands_and_slips(copy.text, rendered=True)[0]
+    ):
+        raise SessionError(
+            "This reply is a selection of a chat's rendered page, where markdown changes text "
+            "outside code blocks, and commands in it stand outside one: kept as it is, it "
+            "would be applied damaged. Use the chat's Copy button, or ask the LLM to put its "
+            "commands in a code block"
+        )
+    return copy.text
 
 
 class _Page(HTMLParser):
@@ -151,7 +191,9 @@ class _Page(HTMLParser):
         attributes = dict(attrs)
         style = attributes.get("style") or ""
         skipped = tag in _SKIPPED or (tag not in ("pre", "code") and _hidden(attributes))
-        formatted = tag == "pre" or _PREFORMATTED.search(style) is not None
+        formatted = tag == "pre" or (
+            _PREFORMATTED.search(style) is not None and _MONOSPACE.search(style) is not None
+        )
         self._open.append((tag, skipped, formatted))
         self._formatted += formatted
         if skipped:

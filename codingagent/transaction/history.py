@@ -403,9 +403,9 @@ def keep_reply(folder: Path, reply: bytes, rendered: bool) -> Path:
     read from a chat's rendered page: applied again from there (``step FILE --force``), it is
     read as rendered again (docs/protocol.md 4.6), never as raw text."""
     kept = folder / TurnRecord.REPLY
-    atomic_write(kept, reply)
-    if rendered:
+    if rendered:  # first: a reply.txt is never there unmarked
         atomic_write(folder / RENDERED, b"")
+    atomic_write(kept, reply)
     return kept
 
 

@@ -92,11 +92,16 @@
       const kept =
         first < 0 ? pieces : pieces.filter(([inCode, t], i) => inCode || (i > first && !t.trim() && t.includes("\n")));
       const text = kept.map(([, t]) => t).join("").replace(/\n$/, "");
-      // Every line as the browser shows the block (or within a line of it: a label glued
-      // before it); a block read otherwise is prose, so what it holds is refused.
-      const shown = pre.innerText || "";
-      const lines = new Set(shown.split("\n"));
-      const exact = text.split("\n").every((line) => !line.trim() || lines.has(line) || shown.includes(line));
+      // Every line a line of the block as the browser shows it (the first may end one: a
+      // label glued before it); a block read otherwise is prose, so what it holds is refused.
+      // No-break spaces count as spaces.
+      const nbsp = (s) => s.replace(/\u00a0/g, " ");
+      const seen = nbsp(pre.innerText || "").split("\n");
+      const lines = new Set(seen);
+      const [top, ...rest] = nbsp(text).split("\n");
+      const exact =
+        (lines.has(top) || seen.some((line) => line.endsWith(top))) &&
+        rest.every((line) => !line.trim() || lines.has(line));
       if (exact) parts.push({ code: true, text });
       else parts.push({ code: false, text });
     }

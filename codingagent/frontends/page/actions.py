@@ -21,15 +21,13 @@ from typing import Any
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
 from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
-from codingagent.protocol.codeblocks import RENDERED_REFUSAL
-from codingagent.protocol.scan import commands_and_slips
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
 from codingagent.settings import Settings
 from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
-from codingagent.sources.pagetext import Copy
+from codingagent.sources.pagetext import Copy, exact_text
 from codingagent.state import SessionError
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
@@ -93,7 +91,7 @@ class SessionActions:
             try:
                 stack.enter_context(loop)
             except SessionError:  # another process holds the lock: its watcher applies it
-                path = save_reply(self.store.inbox, session_id, _raw(copy))
+                path = save_reply(self.store.inbox, session_id, exact_text(copy))
                 self.hub.publish({"type": "queued", "session": session_id, "path": str(path)})
                 return {"queued": str(path)}
             reply = Reply(
@@ -160,20 +158,3 @@ class SessionActions:
         finally:
             with self._guard:
                 self._busy.discard(session_id)
-
-
-def _raw(copy: Copy) -> str:
-    """The text to save into ``inbox/`` for a watcher, which reads it as raw: a paste of a
-    rendered page only when all it would run or write stands in code blocks (then its text
-    is exact)."""
-    if copy.rendered and any(
-        getattr(command, "message", None) == RENDERED_REFUSAL
-        for command in commands_and_slips(copy.text, rendered=True)[0]
-    ):
-        raise SessionError(
-            "This paste was copied from a chat's rendered page, where markdown changes text "
-            "outside code blocks, and its commands stand outside one; a terminal watcher holds "
-            "the session, and reads replies as raw text. Use the chat's Copy button, or ask "
-            "the LLM to put its commands in a code block"
-        )
-    return copy.text

@@ -373,10 +373,12 @@ let pastedRendered = false;
 
 async function pasteReply(event) {
   const html = event.clipboardData && event.clipboardData.getData("text/html");
-  if (!html) return;
-  event.preventDefault();
   const box = $("reply");
   const [start, end] = [box.selectionStart, box.selectionEnd];
+  const whole = start === 0 && end === box.value.length; // the paste replaces all there was
+  if (whole) pastedRendered = false;
+  if (!html) return;
+  event.preventDefault();
   const read = await api("api/paste", { text: event.clipboardData.getData("text/plain"), html });
   box.setRangeText(read.text, start, end, "end");
   if (read.rendered) pastedRendered = true;
@@ -399,13 +401,13 @@ async function applyReply() {
       $("reply").value = reply;
       pastedRendered = rendered;
       notice(done.notes.join("\n"));
-    } else if (done.noCommand) offerTakeBack(reply, done.notes);
+    } else if (done.noCommand) offerTakeBack(reply, done.notes, rendered);
   } finally {
     $("apply-status").textContent = "";
   }
 }
 
-function offerTakeBack(reply, notes) {
+function offerTakeBack(reply, notes, rendered) {
   // A paste with no command: say so, and offer to take it back before the next prompt is copied.
   notice([...notes, "No command found in the reply: the next prompt asks the LLM to write " +
     "commands. If you pasted the wrong text, take it back first."].join("\n"));
@@ -413,6 +415,7 @@ function offerTakeBack(reply, notes) {
   button.addEventListener("click", () => act(button, async () => {
     await api(`api/sessions/${current}/undo`, {});
     $("reply").value = reply;
+    pastedRendered = rendered;
     notice("The paste was taken back; paste the LLM's answer instead.");
     await refresh();
   }));
