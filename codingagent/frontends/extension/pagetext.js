@@ -92,16 +92,21 @@
       const kept =
         first < 0 ? pieces : pieces.filter(([inCode, t], i) => inCode || (i > first && !t.trim() && t.includes("\n")));
       const text = kept.map(([, t]) => t).join("").replace(/\n$/, "");
-      // Every line a line of the block as the browser shows it (the first may end one: a
-      // label glued before it); a block read otherwise is prose, so what it holds is refused.
-      // No-break spaces count as spaces.
+      // The block as the browser draws it (its <code>'s innerText, or the <pre>'s) has as many
+      // lines, each ending with ours (a gutter's number or a glued label may stand before it):
+      // else the lines were not read as drawn (a highlighter's lines without breaks, a gutter
+      // in table cells), and the block is prose, so what it holds is refused. No-break spaces
+      // count as spaces. A selection ending inside the block compares its lines only.
+      const codes = pre.querySelectorAll("code");
+      const drawnIn = codes.length === 1 ? codes[0] : pre;
       const nbsp = (s) => s.replace(/\u00a0/g, " ");
-      const seen = nbsp(pre.innerText || "").split("\n");
-      const lines = new Set(seen);
-      const [top, ...rest] = nbsp(text).split("\n");
+      const seen = nbsp(drawnIn.innerText || "").replace(/\n$/, "").split("\n");
+      const ours = nbsp(text).split("\n");
+      const offset = range ? seen.findIndex((line) => line.endsWith(ours[0])) : seen.length - ours.length;
       const exact =
-        (lines.has(top) || seen.some((line) => line.endsWith(top))) &&
-        rest.every((line) => !line.trim() || lines.has(line));
+        offset >= 0 &&
+        (range ? offset + ours.length <= seen.length : offset === 0) &&
+        ours.every((line, i) => (range && i === ours.length - 1 ? seen[offset + i].includes(line) : seen[offset + i].endsWith(line)));
       if (exact) parts.push({ code: true, text });
       else parts.push({ code: false, text });
     }
