@@ -258,19 +258,16 @@ class Firefox:
         chat.wait("window.fixtureLog !== undefined", f"the fixture {page}")
         return chat
 
-    def background(self) -> str:
-        """The add-on's event page: "running", "stopped", ... as Firefox says."""
+    def stop_background(self) -> str:
+        """Stop the event page as Firefox does when it idles (about:debugging's Terminate);
+        its state once the stop is done (an event may wake it at once: a content script's
+        greeting, the relay's answer)."""
         return str(
             self.chrome.evaluate(
-                f'WebExtensionPolicy.getByID("{ADDON_ID}").extension.backgroundState'
+                f'WebExtensionPolicy.getByID("{ADDON_ID}").extension'
+                ".terminateBackground({ignoreDevToolsAttached: true})"
+                f'.then(() => WebExtensionPolicy.getByID("{ADDON_ID}").extension.backgroundState)'
             )
-        )
-
-    def stop_background(self) -> None:
-        """Stop the event page as Firefox does when it idles (about:debugging's Terminate)."""
-        self.chrome.evaluate(
-            f'WebExtensionPolicy.getByID("{ADDON_ID}").extension'
-            ".terminateBackground({ignoreDevToolsAttached: true}).then(() => true)"
         )
 
     def permissions(self) -> dict[str, Any]:

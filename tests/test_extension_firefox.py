@@ -116,8 +116,9 @@ def test_the_turns_go_on_after_firefox_stops_the_idle_event_page(
         chat = browser.open_chat("mistral.html")
         browser.attach(chat)
         wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
-        browser.stop_background()
-        wait_until(lambda: browser.background() == "stopped", "the event page stopped")
+        # Stopped when the stop is done; a content script's greeting may wake it at once (so
+        # waiting to see "stopped" later was a race, lost under load).
+        assert browser.stop_background() != "running"
         run_turns(chat, tmp_path, 2, body)
         assert len(sent(chat)) == 2  # prompt 1 was not sent again after the restart
         chat.close()
