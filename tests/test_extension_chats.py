@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from chat_render import streamed
+from chat_turns import wait_until
 from relaying import Forwarder, relay_agent
 from test_ui import QUIET_CHROMIUM
 
@@ -276,15 +277,6 @@ def scripted(turns: int) -> Answerer:
         )
 
     return answer
-
-
-def wait_until(test: Callable[[], Any], what: str, seconds: float = 20) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (value := test()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-    return value
 
 
 def sent(chat: Any) -> list[str]:

@@ -13,7 +13,7 @@ from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.history import Restored, TurnRecord, turn_record
+from codingagent.transaction.history import Restored, TurnRecord, kept_rendered, turn_record
 from codingagent.transaction.journal import Journal
 from codingagent.transaction.outbox import open_workspace
 from codingagent.transaction.store import SessionStore
@@ -65,7 +65,7 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
         atomic_write(journal_path, json.dumps(marked))
         crash_point("rolled-back")
     data = reply.read_bytes()
-    rendered = bool(journal.get("rendered"))  # read from a rendered page: refused as then
+    rendered = kept_rendered(reply)  # read from a rendered page: refused as then
     report = apply_admitted(store, state, Reply(data, source, rendered=rendered), options)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "

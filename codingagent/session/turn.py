@@ -262,9 +262,7 @@ def _open_turn(
     elif record.folder.exists():
         store.set_aside(state.session_id, record.folder, "aborted")
     record.write_opening(reply.data, state, reply.rendered)
-    journal = Journal(
-        journal_path, record, state.sequence_number, reply.source, preimage_cap, reply.rendered
-    )
+    journal = Journal(journal_path, record, state.sequence_number, reply.source, preimage_cap)
     crash_point("journal")
     return record, journal
 

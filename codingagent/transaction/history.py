@@ -70,9 +70,10 @@ class TurnRecord:
             (self.folder / self.PREIMAGES).touch()
 
     def clear_outcome(self) -> None:
-        """Remove all but the reply, for the reply to be applied again in this folder."""
+        """Remove all but the reply (and its mark), for the reply to be applied again in this
+        folder."""
         for entry in self.folder.iterdir():
-            if entry.name == self.REPLY:
+            if entry.name in (self.REPLY, RENDERED):
                 continue
             if entry.is_dir():
                 shutil.rmtree(entry)

@@ -58,18 +58,15 @@ class Journal:
         sequence: int,
         source: str,
         preimage_cap: int = PREIMAGE_CAP,
-        rendered: bool = False,
     ) -> None:
         self.path = path
         self.turn = record
         self.paths: list[str] = []
         self.preimage_cap = preimage_cap
         self.saved = 0  # bytes of pre-images kept so far
-        # The reply's name, and whether it was read from a rendered page, are all recovery
-        # needs besides reply.txt; meta.json comes at the end.
+        # The reply's name is all recovery needs besides reply.txt (and its mark, when it was
+        # read from a rendered page: history.keep_reply); meta.json comes at the end.
         opened = {"sequence": sequence, "turn": record.folder.name, "replyFile": source}
-        if rendered:
-            opened["rendered"] = True
         atomic_write(self.path, json.dumps(opened))
 
     @staticmethod
