@@ -122,20 +122,24 @@ def fenced(code: str) -> str:
     return f"{fence}\n{code}\n{fence}"
 
 
-def _as_shown(code: str, shown: str | None) -> bool:
+def _as_shown(code: str, seen: list[str] | None) -> bool:
     """Whether every line of ``code`` is a line of the browser's own text of the page (the
     first may end one: a "Copy code" label glued before it). A highlighter whose lines are
     blocks with no line break between them reads as one run-together line, which is not;
     nor is a gutter in a table cell beside each line. No-break spaces count as spaces (the
-    browser's text has them as spaces)."""
-    if shown is None:
+    browser's text has them as spaces). ``seen``: that text's lines (:func:`_lines_of`)."""
+    if seen is None:
         return True
-    seen = _nbsp_free(shown).replace("\r\n", "\n").split("\n")
     lines = set(seen)
     first, *rest = _nbsp_free(code).split("\n")
     return (first in lines or any(line.endswith(first) for line in seen)) and all(
         line in lines for line in rest if line.strip()
     )
+
+
+def _lines_of(shown: str | None) -> list[str] | None:
+    """The lines of the browser's text, no-break spaces as spaces; split once a page."""
+    return None if shown is None else _nbsp_free(shown).replace("\r\n", "\n").split("\n")
 
 
 def _nbsp_free(text: str) -> str:
@@ -298,8 +302,9 @@ class _Page(HTMLParser):
         """The answer: each code block between fences (read as prose where the browser's own
         text ``shown`` does not show its lines so), the prose as lines."""
         out: list[str] = []
+        seen = _lines_of(shown)
         for is_code, text in self._parts:
-            code = is_code and _as_shown(text, shown)
+            code = is_code and _as_shown(text, seen)
             out.append(fenced(text) if code else _prose_lines(text))
         return "\n".join(part for part in out if part) + "\n"
 
