@@ -1,19 +1,24 @@
 """The extension's Firefox bench (docs/relay.md, "How the tests map fixtures to chats"): Debian's
 Firefox ESR with the extension installed over WebDriver BiDi, the fixture chat pages of
 tests/chat_fixtures served as for Chromium (tests/test_extension_chats.py), the popup driven as
-a user drives it.
+a user drives it. Everything here works on every Firefox the manifest admits (128 and later):
+Debian 12's firefox-esr 140 and newer ESRs alike; ``CODINGAGENT_TEST_FIREFOX`` names another
+binary to run the same tests on.
 
 - **Firefox, no driver.** ``firefox-esr --headless --remote-debugging-port=PORT`` with a fresh
   profile; :mod:`bidi` speaks WebDriver BiDi to it; ``webExtension.install`` loads the
   unpacked extension folder as a temporary add-on, as about:debugging does. Firefox (128 and
-  later) grants an add-on's ``host_permissions`` at install, which the test checks.
-- **The popup.** BiDi does not script extension pages (Firefox keeps them out of its contexts),
-  so the browser is started with ``--remote-allow-system-access``: the test evaluates in the
-  browser window's own (chrome) context, opens the popup in a tab there and reaches its
-  document, which needs the add-on in the parent process (the profile sets
-  ``extensions.webextensions.remote`` to false; everything else runs as for a user). The
-  extension's internal UUID is fixed by the profile (``extensions.webextensions.uuids``), so
-  its origin is known: ``moz-extension://<UUID>``.
+  later) grants an add-on's ``host_permissions`` at install, which the test checks. The add-on
+  runs in its own process, as for a user.
+- **The popup** is its page opened as an ordinary tab in the background
+  (``moz-extension://<UUID>/popup/popup.html``; the chat tab stays the active one, which "Use
+  this tab" takes), scripted there like any page; its buttons are pressed as a user presses
+  them. The extension's internal UUID is fixed by the profile (``extensions.webextensions.uuids``),
+  so its origin is known.
+- **The event page's idle stop.** Firefox stops an idle event page after
+  ``extensions.background.idle.timeout`` (30 s); a bench started with ``idle_ms`` shortens it,
+  and the popup sees whether the event page runs (``extension.getViews()``, which does not
+  wake it).
 - **The chats' domains.** Firefox has no ``--host-resolver-rules``: the profile names a proxy
   for HTTPS (:class:`ConnectProxy`, on 127.0.0.1) that tunnels a ``CONNECT`` to one of the
   chats' domains to the fixture server's HTTPS port and refuses any other; the self-signed
@@ -26,6 +31,7 @@ a user drives it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -39,7 +45,11 @@ from typing import Any
 from bidi import Bidi
 from relaying import Forwarder
 
-FIREFOX = shutil.which("firefox-esr") or "/usr/bin/firefox-esr"
+FIREFOX = (
+    os.environ.get("CODINGAGENT_TEST_FIREFOX")
+    or shutil.which("firefox-esr")
+    or "/usr/bin/firefox-esr"
+)
 ADDON_ID = "relay@codingagent.dev"  # manifest.json's browser_specific_settings.gecko.id
 UUID = "5c0d1a2b-3e4f-4a5b-8c6d-7e8f9a0b1c2d"  # the add-on's internal UUID, fixed by the profile
 ORIGIN = f"moz-extension://{UUID}"
@@ -104,10 +114,9 @@ class ConnectProxy:
             threading.Thread(target=Forwarder._pump, args=(a, b), daemon=True).start()
 
 
-def profile_prefs(proxy_port: int) -> dict[str, object]:
-    return {
+def profile_prefs(proxy_port: int, idle_ms: int | None = None) -> dict[str, object]:
+    prefs: dict[str, object] = {
         "extensions.webextensions.uuids": json.dumps({ADDON_ID: UUID}),
-        "extensions.webextensions.remote": False,  # the popup's document reachable (above)
         "network.proxy.type": 1,
         "network.proxy.ssl": "127.0.0.1",
         "network.proxy.ssl_port": proxy_port,
@@ -115,6 +124,9 @@ def profile_prefs(proxy_port: int) -> dict[str, object]:
         "browser.shell.checkDefaultBrowser": False,
         "browser.startup.page": 0,
     }
+    if idle_ms is not None:
+        prefs["extensions.background.idle.timeout"] = idle_ms
+    return prefs
 
 
 class FirefoxTab:
@@ -182,16 +194,22 @@ class Firefox:
     def __init__(self, bidi: Bidi, fixtures: Any) -> None:
         self.bidi = bidi
         self.fixtures = fixtures
-        tree = bidi.call("browsingContext.getTree", {"moz:scope": "chrome"})
-        self.chrome = FirefoxTab(bidi, tree["contexts"][0]["context"])
-        self._popup = False
+        self._popup: FirefoxTab | None = None
 
     def _popup_js(self, body: str) -> Any:
-        """``body`` run in the browser window with ``doc``, the popup tab's document, and
-        ``until(test)`` that polls; the popup tab is opened the first time."""
-        opened = "true" if self._popup else "false"
-        self._popup = True
-        return self.chrome.evaluate(
+        """``body`` run in the popup with ``doc`` (its document), ``shown(id)`` and
+        ``until(test, what)`` that polls; the popup is opened, in the background, the first
+        time."""
+        if self._popup is None:
+            made = self.bidi.command("browsingContext.create", type="tab", background=True)
+            self._popup = FirefoxTab(self.bidi, made["context"])
+            self.bidi.command(
+                "browsingContext.navigate",
+                context=self._popup.context,
+                url=f"{ORIGIN}/popup/popup.html",
+                wait="complete",
+            )
+        return self._popup.evaluate(
             f"""(async () => {{
             const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
             const until = async (test, what) => {{
@@ -202,16 +220,8 @@ class Firefox:
               }}
               throw new Error("popup: timed out waiting for " + what);
             }};
-            if (!{opened}) {{
-              window.__relayPopup = gBrowser.addTab("{ORIGIN}/popup/popup.html", {{
-                triggeringPrincipal: Services.scriptSecurityManager.getSystemPrincipal(),
-              }});
-            }}
-            const browser = window.__relayPopup.linkedBrowser;
-            const doc = await until(() => {{
-              const d = browser.contentWindow && browser.contentWindow.document;
-              return d && d.readyState === "complete" && d.getElementById("pair") ? d : null;
-            }}, "the popup");
+            const doc = document;
+            await until(() => doc.getElementById("pair"), "the popup");
             const shown = (id) => !doc.getElementById(id).hidden;
             {body}
             }})()"""
@@ -258,25 +268,19 @@ class Firefox:
         chat.wait("window.fixtureLog !== undefined", f"the fixture {page}")
         return chat
 
-    def stop_background(self) -> str:
-        """Stop the event page as Firefox does when it idles (about:debugging's Terminate);
-        its state once the stop is done (an event may wake it at once: a content script's
-        greeting, the relay's answer)."""
-        return str(
-            self.chrome.evaluate(
-                f'WebExtensionPolicy.getByID("{ADDON_ID}").extension'
-                ".terminateBackground({ignoreDevToolsAttached: true})"
-                f'.then(() => WebExtensionPolicy.getByID("{ADDON_ID}").extension.backgroundState)'
+    def background_running(self) -> bool:
+        """Whether the event page runs (the popup's view of the extension's pages; asking
+        does not wake it)."""
+        return bool(
+            self._popup_js(
+                "return browser.extension.getViews()"
+                '.some((w) => w.location.pathname.includes("background"));'
             )
         )
 
     def permissions(self) -> dict[str, Any]:
         """What the add-on holds (as the popup's chrome.permissions.getAll says)."""
-        got = self._popup_js(
-            "const api = doc.defaultView.wrappedJSObject.chrome;"
-            "return JSON.stringify(await api.permissions.getAll());"
-        )
-        return dict(json.loads(got))
+        return dict(self._popup_js("return await chrome.permissions.getAll();"))
 
 
 def _free_port() -> int:
@@ -287,16 +291,17 @@ def _free_port() -> int:
 
 @contextmanager
 def firefox_browser(
-    folder: Path, fixtures: Any, hosts: set[str], extension: Path
+    folder: Path, fixtures: Any, hosts: set[str], extension: Path, idle_ms: int | None = None
 ) -> Iterator[Firefox]:
     """Firefox ESR on a fresh profile in ``folder``, the extension at ``extension`` installed,
-    ``hosts`` tunnelled to ``fixtures``' HTTPS port."""
+    ``hosts`` tunnelled to ``fixtures``' HTTPS port; ``idle_ms``: how long Firefox lets the
+    event page idle before it stops it (its own default, 30 s, when None)."""
     proxy = ConnectProxy(hosts, fixtures.https_port)
     profile = folder / "firefox-profile"
     profile.mkdir(parents=True, exist_ok=True)
     lines = [
         f"user_pref({json.dumps(k)}, {json.dumps(v)});"
-        for k, v in profile_prefs(proxy.port).items()
+        for k, v in profile_prefs(proxy.port, idle_ms).items()
     ]
     (profile / "user.js").write_text("\n".join(lines) + "\n")
     port = _free_port()
@@ -305,6 +310,7 @@ def firefox_browser(
             FIREFOX,
             "--headless",
             f"--remote-debugging-port={port}",
+            # Newer Firefox lets BiDi open an extension's page only with this (140 needs none).
             "--remote-allow-system-access",
             "--no-remote",
             "--profile",

@@ -106,19 +106,22 @@ def test_a_long_prompt_goes_in_whole(browser: Firefox, tmp_path: Path) -> None:
 
 
 def test_the_turns_go_on_after_firefox_stops_the_idle_event_page(
-    browser: Firefox, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """Firefox stops an idle event page (after 30 s) as Chrome stops a service worker: what it
-    knows is in storage, and the next Apply starts it again."""
-    browser.fixtures.answer = scripted(2)
-    with relay_agent(tmp_path, task="t") as agent:
-        browser.pair(agent.port, agent.code)
-        chat = browser.open_chat("mistral.html")
-        browser.attach(chat)
-        wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
-        # Stopped when the stop is done; a content script's greeting may wake it at once (so
-        # waiting to see "stopped" later was a race, lost under load).
-        assert browser.stop_background() != "running"
-        run_turns(chat, tmp_path, 2, body)
-        assert len(sent(chat)) == 2  # prompt 1 was not sent again after the restart
-        chat.close()
+    """Firefox stops an idle event page as Chrome stops a service worker (here after 2 s, its
+    own pref shortened from 30 s): what it knows is in storage, and the next Apply starts it
+    again. Its own browser, so the other tests keep Firefox's default."""
+    folder = tmp_path_factory.mktemp("firefox-idle")
+    with (
+        fixture_server(folder) as fixtures,
+        firefox_browser(folder, fixtures, set(CHAT_HOSTS), EXTENSION, idle_ms=2000) as browser,
+    ):
+        fixtures.answer = scripted(2)
+        with relay_agent(tmp_path, task="t") as agent:
+            browser.pair(agent.port, agent.code)
+            chat = browser.open_chat("mistral.html")
+            browser.attach(chat)
+            wait_until(lambda: len(sent(chat)) == 1, "prompt 1 sent")
+            wait_until(lambda: not browser.background_running(), "the event page stopped")
+            run_turns(chat, tmp_path, 2, body)
+            assert len(sent(chat)) == 2  # prompt 1 was not sent again after the restart
