@@ -430,14 +430,14 @@ def test_preimages_beyond_the_cap_are_refused_and_sparse_files_cost_what_they_ho
 def test_a_flood_of_commands_runs_the_first_ten_thousand_and_the_prompt_stays_in_budget(store, sid):
     report = step(store, sid, "[DONE]\n" * 12_000, prompt=PromptOptions(token_budget=3000))
     assert report.notes == [
-        "Your reply had 12,000 commands; only the first 10,000 were run. Send fewer commands "
-        "a reply"
+        "Your reply had more than 10,000 commands (2,000 more command tags after them); only "
+        "the first 10,000 were run. Send fewer commands a reply"
     ]
     assert len(report.outcome.results) == 10_001
     assert report.outbox is not None
     text = report.outbox.read_text()
     assert len(text) <= 3000 * 4
-    assert "[FAILED] REPLY: Your reply had 12,000 commands" in text
+    assert "[FAILED] REPLY: Your reply had more than 10,000 commands" in text
     shown = text.count("[FAILED] DONE")
     assert 0 < shown < 10_000
     assert f"({10_000 - shown:,} more results not shown: over the prompt's size limit)" in text

@@ -11,9 +11,17 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from codingagent.frontends.console import STYLE, console, error, safe_text, say, shorten
+from codingagent.frontends.console import (
+    STYLE,
+    aligned,
+    console,
+    error,
+    printable,
+    safe_text,
+    say,
+    shorten,
+)
 from codingagent.frontends.options import root_option, session_argument
 
 
@@ -37,6 +45,8 @@ def log(session: str, root: Path, as_json: bool, thinking: bool) -> None:
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
+    from rich.console import Console
+
     out = Console(soft_wrap=True, highlight=False, markup=False)
     if not entries:
         out.print(f"Session {session_id} has no turns yet")
@@ -95,8 +105,6 @@ def _thought(reply: Path) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first (damaged ones too, marked so)."""
-    from rich.table import Table
-
     from codingagent.transaction.summaries import age, summaries
 
     folder = root.resolve() / "sessions"
@@ -111,16 +119,17 @@ def sessions(root: Path, as_json: bool) -> None:
     if not rows:
         console.print(safe_text(f"No sessions in {folder}"))
         return
-    table = Table("id", "task", "turn", "state", "age")
-    for row in rows:
-        table.add_row(
+    table = [("id", "task", "turn", "state", "age")] + [
+        (
             row.session_id,
-            safe_text(shorten(row.task, 50)),
+            printable(shorten(row.task, 50)),
             str(row.sequence),
             row.status,
             age(row.updated_at),
         )
-    Console(soft_wrap=True, markup=False).print(table)
+        for row in rows
+    ]
+    click.echo(aligned(table))
     for row in rows:
         if row.damaged:
             error(f"damaged session file: {row.damaged}")

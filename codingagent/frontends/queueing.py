@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from codingagent.frontends.console import console, safe_text, say, shorten
 from codingagent.frontends.exits import Exit
 from codingagent.frontends.options import root_option, run_settings, session_loop
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from codingagent.queue.tasks import QueueState
     from codingagent.session.loop import SessionLoop
     from codingagent.session.seams import ReplySource
@@ -175,6 +175,8 @@ class ConsoleQueueListener:
 
 
 def summary_table(store: SessionStore, queue: QueueState) -> Table:
+    from rich.table import Table
+
     from codingagent.queue.tasks import summary_rows
 
     table = Table(
@@ -221,4 +223,6 @@ def queue_command(queue_ref: str, root: Path, as_json: bool, skip: bool) -> None
         value["succeeded"] = queue.succeeded
         click.echo(json.dumps(value, indent=2, ensure_ascii=False))
     else:
+        from rich.console import Console
+
         Console(soft_wrap=True, markup=False, highlight=False).print(summary_table(store, queue))

@@ -90,7 +90,7 @@ def _fences_balanced(lines: list[str], outer: str) -> bool:
 
 def _lines_text(lines: list[str]) -> str:
     """File content is verbatim: every line keeps its indentation and gets its newline back."""
-    return "".join(f"{line}\n" for line in lines)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def chat_residue(lines: list[str]) -> tuple[list[str], tuple[str, ...]]:

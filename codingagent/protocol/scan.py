@@ -25,6 +25,7 @@ from codingagent.protocol.parser import (
     closing_name,
     opening_tag,
     parse_spans,
+    read_spans,
     scan_attributes,
     split_lines,
     tag_text,
@@ -53,6 +54,15 @@ class Slip(NamedTuple):
     note: str
 
 
+class Scanned(NamedTuple):
+    """A reply's commands, its slips and how many opening tags were left unread (over the
+    limit :func:`read_commands` was given)."""
+
+    commands: list[Command]
+    slips: list[Slip]
+    unread: int = 0
+
+
 def commands_and_slips(text: str, rendered: bool = False) -> tuple[list[Command], list[Slip]]:
     """The reply's commands (as :func:`~codingagent.protocol.parser.parse` reads them) and
     its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest).
@@ -60,9 +70,17 @@ def commands_and_slips(text: str, rendered: bool = False) -> tuple[list[Command]
     ``rendered``: the text was read from a chat's rendered page, so a command that changes
     the workspace or runs something is refused unless it stood inside a code block
     (:mod:`codingagent.protocol.codeblocks`)."""
+    scanned = read_commands(text, rendered)
+    return scanned.commands, scanned.slips
+
+
+def read_commands(text: str, rendered: bool = False, limit: int | None = None) -> Scanned:
+    """:func:`commands_and_slips`, reading at most ``limit`` commands: the lines after the
+    last one read are not looked at for slips, and the opening tags among them are counted."""
     lines = split_lines(text)
-    spans = parse_spans(lines)
-    found = slips(lines, spans)
+    spans, unread = read_spans(lines, limit)
+    end = spans[-1].end if unread else len(lines)
+    found = slips(lines, spans, end)
     if len(found) > MAX_SLIPS:
         rest = len(found) - MAX_SLIPS
         found = [
@@ -70,11 +88,12 @@ def commands_and_slips(text: str, rendered: bool = False) -> tuple[list[Command]
             Slip(found[MAX_SLIPS].line, f"and {rest} more lines like these were not run either"),
         ]
     commands = refuse_unfenced(lines, spans) if rendered else [span.command for span in spans]
-    return commands, found
+    return Scanned(commands, found, unread)
 
 
-def slips(lines: list[str], spans: list[Span]) -> list[Slip]:
-    """Every line that holds a tag outside a command's body and was not run, in line order."""
+def slips(lines: list[str], spans: list[Span], end: int | None = None) -> list[Slip]:
+    """Every line that holds a tag outside a command's body and was not run, in line order
+    (up to the line index ``end``, by default all)."""
     found: list[Slip] = []
     outside = 0  # the first line not yet looked at
     for span in spans:
@@ -82,7 +101,7 @@ def slips(lines: list[str], spans: list[Span]) -> list[Slip]:
         if not isinstance(span.command, ParseError) and TAGS[span.command.kind].body is None:
             found += _second_tag(lines[span.start], span.start + 1)
         outside = span.end
-    return found + _prose_slips(lines, outside, len(lines))
+    return found + _prose_slips(lines, outside, len(lines) if end is None else end)
 
 
 def _prose_slips(lines: list[str], start: int, end: int) -> list[Slip]:

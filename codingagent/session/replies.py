@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from codingagent.protocol.commands import Command, ParseError
 from codingagent.protocol.reasoning import split_reasoning
-from codingagent.protocol.scan import commands_and_slips, unwrapped_diff
+from codingagent.protocol.scan import read_commands, unwrapped_diff
 from codingagent.state import CommandResult
 
 REPLY_SIZE_CAP = 5 * 1024 * 1024
@@ -33,16 +33,17 @@ def read_reply(
         text = reasoned.answer
         if reasoned.unclosed is not None:
             problems.append(_problem(reasoned.unclosed))
-    commands, slips = commands_and_slips(text, rendered) if text is not None else ([], [])
-    problems += [note_result(slip.note) for slip in slips]
-    if len(commands) > MAX_COMMANDS:
+    scanned = read_commands(text or "", rendered, MAX_COMMANDS)
+    commands = scanned.commands
+    problems += [note_result(slip.note) for slip in scanned.slips]
+    if scanned.unread:
         problems.append(
             _problem(
-                f"Your reply had {len(commands):,} commands; only the first "
-                f"{MAX_COMMANDS:,} were run. Send fewer commands a reply"
+                f"Your reply had more than {MAX_COMMANDS:,} commands ({scanned.unread:,} more "
+                f"command tags after them); only the first {MAX_COMMANDS:,} were run. Send "
+                "fewer commands a reply"
             )
         )
-        commands = commands[:MAX_COMMANDS]
     if not commands and text is not None and all(p.success for p in problems):
         problems += filter(None, [_unwrapped_diff(text)])
     return commands, problems
