@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from codingagent.sandbox.shell import Shell
+from codingagent.session import turn
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply
-from codingagent.session import turn
 from codingagent.session.turn import TurnOptions
 from codingagent.transaction.store import SessionStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import make_tree, turn_reply  # noqa: E402  (the latency benchmark's tree and reply)
+from run import make_tree, turn_reply  # the latency benchmark's tree and reply
 
 # (depth, label, module, attribute): attributes of a class are "Class.method".
 STEPS = [

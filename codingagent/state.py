@@ -144,6 +144,9 @@ class SessionState(BaseModel):
     # output (the failing part first) while it fails; None when there is no check or it passed.
     check: CheckRun | None = None
     check_failure: str | None = None
+    # The digest (admission.reply_digest) of each applied turn's reply, in turn order: what a
+    # reply dropped again is checked against, without reading every turn's record.
+    reply_digests: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -62,25 +62,33 @@ def listing_change(
     only its digest ``before_digest`` for a large workspace) since message ``since``;
     ``since`` None: the full listing."""
     now = dict(files)
-    digest = fingerprint(now)
-    if since is None or (before is None and digest != before_digest):
-        return ListingChange(None, now if len(now) <= LISTED_FILES else None, digest)
+    if since is None:
+        return _whole(now)
     unchanged = [f"(unchanged since message {since})"]
     if before is None:
+        digest = fingerprint(now)
+        if digest != before_digest:
+            return _whole(now, digest)
         return ListingChange(unchanged, None, digest)
     added = [path for path in now if path not in before]
     removed = [path for path in before if path not in now]
     changed = [path for path in now if path in before and resized(before[path], now[path])]
-    if not (added or removed or changed):
-        return ListingChange(unchanged, dict(before), fingerprint(before))
+    if not (added or removed or changed):  # the digest kept is that of ``before``
+        return ListingChange(unchanged, dict(before), before_digest or fingerprint(before))
     known = {path: now[path] if path in added or path in changed else before[path] for path in now}
     if len(added) + len(removed) + len(changed) > CHANGES_SHOWN or len(known) > LISTED_FILES:
-        return ListingChange(None, now if len(now) <= LISTED_FILES else None, digest)
+        return _whole(now)
     lines = [f'(changes since message {since}; READ_FILE path="." lists every file)']
     lines += [f"  added: {path}{_size(now[path])}" for path in sorted(added)]
     lines += [f"  removed: {path}" for path in sorted(removed)]
     lines += [f"  changed: {path}{_size(now[path])}" for path in sorted(changed)]
     return ListingChange(lines, known, fingerprint(known))
+
+
+def _whole(now: dict[str, int], digest: str | None = None) -> ListingChange:
+    """The full listing: the state keeps every file's size (None past ``LISTED_FILES``)."""
+    known = now if len(now) <= LISTED_FILES else None
+    return ListingChange(None, known, digest or fingerprint(now))
 
 
 def _size(size: int) -> str:

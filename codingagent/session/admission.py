@@ -153,8 +153,17 @@ _TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
 
 def _duplicate(store: SessionStore, state: SessionState, digest: str) -> Refusal | None:
     """Why the reply is skipped, if this content was applied before in the session (whatever
-    its echo says), or rolled back by a Ctrl-C."""
-    for folder in store.turns(state.session_id, state.sequence_number):
+    its echo says), or rolled back by a Ctrl-C. The state keeps the applied replies' digests;
+    a session begun before it did has each turn's record read."""
+    if len(state.reply_digests) == state.sequence_number - 1:
+        turns = [
+            turn_record(store, state.session_id, n).folder
+            for n, kept in enumerate(state.reply_digests, 1)
+            if kept == digest
+        ]
+    else:
+        turns = store.turns(state.session_id, state.sequence_number)
+    for folder in turns:
         meta = TurnRecord(folder).meta()
         if meta.get("normalizedSha256") == digest:
             why = f"identical to the one applied in turn {meta['sequence']} ({meta['replyFile']})"

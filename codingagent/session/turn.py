@@ -127,6 +127,7 @@ def apply_admitted(
     reply again); ``told``: what admission tells the model about the reply (it sees it
     first)."""
     data, source = reply.data, reply.source
+    digest = reply_digest(data)
     started = time.perf_counter()
     received = utc_now()
     session_id = state.session_id
@@ -153,6 +154,7 @@ def apply_admitted(
                 checking.settle(outcome)
             auto_run = _auto_run(ws, commands, outcome, began_ns, watch.placed)
             _advance(state, outcome)
+            state.reply_digests.append(digest)
             if checking is not None:
                 checking.record(state)
             state.parse_failed = unreadable(commands)
@@ -174,7 +176,7 @@ def apply_admitted(
                     "sequence": answered,
                     "replyFile": source,
                     "sha256": hashlib.sha256(data).hexdigest(),
-                    "normalizedSha256": reply_digest(data),
+                    "normalizedSha256": digest,
                     "receivedAt": received.isoformat(),
                     "appliedAt": state.updated_at.isoformat(),
                     "durationMs": round((time.perf_counter() - started) * 1000, 1),
