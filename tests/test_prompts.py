@@ -3,7 +3,9 @@ prompts, through real sessions, workspaces, shells and the command line."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -307,7 +309,9 @@ def test_show_full_shows_the_environment_whatever_was_shown(tmp_path):
     assert body_of(text, "Environment").startswith("OS: Linux 6.1")
 
 
-def test_the_probe_runs_without_approval_and_finds_this_python(tmp_path):
+def test_the_probe_runs_without_approval_and_finds_this_python(tmp_path, monkeypatch):
+    # A PATH no probe of this process ran with: the script runs, not a kept answer.
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}:{tmp_path}/bin")
     asked: list[str] = []
 
     def approve(command: str) -> bool:
@@ -322,6 +326,38 @@ def test_the_probe_runs_without_approval_and_finds_this_python(tmp_path):
     assert "sh" in Path(env.shell).name or env.shell.endswith("dash")
     # Commands run under bash with pipefail wherever bash is installed (it is, here).
     assert env.pipefail == (SHELL != "/bin/sh") and env.shell.endswith("bash") == env.pipefail
+
+
+def test_a_workspace_whose_version_file_picks_another_python_is_probed_on_its_own(
+    tmp_path, monkeypatch
+):
+    """The facts are kept for the process, but a shim (pyenv, asdf) reads a version file in
+    the folder a command runs in: there the probe runs again."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / "python3"
+    shim.write_text(  # as pyenv's: the nearest .python-version, in this folder or above
+        "#!/bin/sh\n"
+        "d=$PWD\n"
+        "while :; do\n"
+        '  [ -f "$d/.python-version" ] && echo "python=$3 $(cat "$d/.python-version")" && exit\n'
+        '  [ "$d" = / ] && break\n'
+        '  d=$(dirname "$d")\n'
+        "done\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    plain, pinned, below = tmp_path / "plain", tmp_path / "pinned", tmp_path / "pinned" / "src"
+    below.mkdir(parents=True)
+    plain.mkdir()
+    (pinned / ".python-version").write_text("3.99.1\n")
+    shell = Shell(timeout=10, sandbox="none")
+    found = probe(shell, plain).pythons["python3"]
+    assert found == ".".join(map(str, sys.version_info[:3]))
+    assert probe(shell, tmp_path / "plain").pythons["python3"] == found  # kept
+    assert probe(shell, pinned).pythons["python3"] == "3.99.1"
+    assert probe(shell, below).pythons["python3"] == "3.99.1"  # the file in a folder above
 
 
 @bwrap_works

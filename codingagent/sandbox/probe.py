@@ -9,8 +9,11 @@ The network probe sends nothing: it asks the kernel for a route to a documentati
 (RFC 5737) by connecting a UDP socket, which fails at once where there is no network (as
 inside bubblewrap).
 
-Probed once per process for a given sandbox, workspace and ``PATH``; the facts are kept in
-the session state, so a prompt written later without a shell (``show``) shows the same."""
+Probed once per process for a given sandbox and ``PATH``, and again for a workspace in which a
+version manager's shims would choose another Python (a ``.python-version`` or ``.tool-versions``
+in it or a folder above it): nothing else the script finds depends on the folder it runs in.
+The facts are kept in the session state, so a prompt written later without a shell (``show``)
+shows the same."""
 
 from __future__ import annotations
 
@@ -50,19 +53,32 @@ echo "os=$(uname -sr 2>/dev/null)"
 (. /etc/os-release 2>/dev/null && echo "distro=$PRETTY_NAME")
 echo "sh=$(readlink -f "${{BASH:-/bin/sh}}" 2>/dev/null)"
 (set -o 2>/dev/null | grep -q 'pipefail[[:space:]]*on') && echo "pipefail=on"
-for p in python3 python; do "$p" -c '{_PYTHON_FACTS}' "$p" 2>/dev/null; done
+first=""
+for p in python3 python; do
+  real=$(readlink -f "$(command -v "$p" 2>/dev/null)" 2>/dev/null) || continue
+  [ -n "$real" ] || continue
+  if [ "$real" = "$first" ]; then  # the same program: its facts under this name
+    echo "$facts" | sed -e "s/=python3 /=$p /" -e "s/=python3\\$/=$p/"; continue
+  fi
+  facts=$("$p" -c '{_PYTHON_FACTS}' "$p" 2>/dev/null) && echo "$facts" && first=$real
+done
 for t in {" ".join(TOOLS)} pytest; do command -v "$t" >/dev/null 2>&1 && echo "tool=$t"; done
 true
 """
 
+
+# The files a version manager's shims read to choose a tool's version (pyenv, asdf, mise).
+VERSION_FILES = (".python-version", ".tool-versions", "mise.toml", ".mise.toml")
 
 _cache: dict[tuple, Environment] = {}
 
 
 def probe(shell: Shell, workspace: Path) -> Environment:
     """The environment commands run in, found by running the probe script through ``shell``
-    in ``workspace`` (once per process for the same sandbox, workspace and ``PATH``)."""
-    key = (shell.sandbox_layer, str(workspace), shell.read_only, os.environ.get("PATH"))
+    in ``workspace`` (once per process for the same sandbox and ``PATH``, and per workspace
+    where a version file is in force: see the module's doc)."""
+    pinned = str(workspace) if _version_file_above(workspace) else None
+    key = (shell.sandbox_layer, shell.hides_files, pinned, os.environ.get("PATH"))
     if key not in _cache:
         unattended = copy.copy(shell)  # the same sandbox and limits, but no approval question
         unattended.approve = None
@@ -75,6 +91,14 @@ def probe(shell: Shell, workspace: Path) -> Environment:
         facts = parse_probe(output, shell.backend.model_note())
         _cache[key] = facts.model_copy(update={"hides_files": shell.hides_files})
     return _cache[key]
+
+
+def _version_file_above(folder: Path) -> bool:
+    """Whether ``folder`` or a folder above it holds one of :data:`VERSION_FILES`."""
+    for each in (folder, *folder.parents):
+        if any(os.path.lexists(os.path.join(each, name)) for name in VERSION_FILES):
+            return True
+    return False
 
 
 def parse_probe(output: str, sandbox: str | None = None) -> Environment:
