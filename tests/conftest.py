@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 
 import pytest
+import sampling
+from hypothesis import settings
 
 from codingagent.workspace import Workspace
 
@@ -17,6 +19,10 @@ def pytest_configure(config: pytest.Config) -> None:
     is reset to the default by ``exec``, so the processes the tests start get Python's
     KeyboardInterrupt again."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if "not slow" in (config.getoption("markexpr") or ""):  # the fast tier: fewer examples
+        sampling.fast = True
+        settings.register_profile("fast", max_examples=sampling.FAST_DEFAULT)
+        settings.load_profile("fast")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import Run
+from sampling import examples
 
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.secrecy.masking import Masker, UnknownMask
@@ -362,7 +363,7 @@ WHOLE[PEM] = PRIVATE_KEY_BODY
         max_size=12,
     )
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_masked_text_is_put_back_exactly(parts: list[str]) -> None:
     text = "\n".join(parts)
     masker = Masker()

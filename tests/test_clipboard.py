@@ -27,6 +27,7 @@ import xserver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invoking import run
+from sampling import examples
 from xserver import clipboard_text, copy, xclip_servers
 
 from codingagent.session.lifecycle import start_session
@@ -90,7 +91,7 @@ def real_prompt(tmp_path_factory) -> Prompt:
     return Prompt(state.session_id, 1, outbox, outbox.read_text())
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_no_piece_of_our_prompt_is_a_reply(real_prompt, data):
     text = real_prompt.text
@@ -100,7 +101,7 @@ def test_no_piece_of_our_prompt_is_a_reply(real_prompt, data):
     assert not is_reply(piece, real_prompt, [text])
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     prose=st.text(st.characters(blacklist_characters="[\\"), max_size=300),
     number=st.integers(1, 10**6),
@@ -111,7 +112,7 @@ def test_text_without_tags_is_a_reply_only_with_the_current_echo(prose, number):
     assert not is_reply(prose.replace("Session", "").replace("Sequence", ""), PROMPT)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     before=st.text(st.characters(blacklist_characters="[\\*_`\r\n\x0b\x0c\x1c\x1d\x1e\x85\ufeff"))
     .map(str.strip)

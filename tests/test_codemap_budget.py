@@ -14,6 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 from scripted_model import Say, ScriptedModel
 from test_local_windows import DONE, docs_profile
 from test_project_context import three_hundred_modules
@@ -207,7 +208,7 @@ plains = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(plains, st.lists(names, max_size=2), st.lists(st.integers(0, 7), max_size=2))
 def test_every_definition_is_ranked_once_and_a_kept_graph_ranks_alike(
     files: list[tuple[list[str], dict[str, int]]], task: list[str], named: list[int]
@@ -245,7 +246,7 @@ def _plains(files: list[tuple[list[str], dict[str, int]]]) -> dict[str, Plain]:
     }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(plains, st.data())
 def test_a_graph_patched_for_new_definitions_is_the_graph_built(
     files: list[tuple[list[str], dict[str, int]]], data: st.DataObject
@@ -319,7 +320,7 @@ def test_after_an_edit_the_map_is_the_map_made_afresh(tmp_path: Path) -> None:
     assert again.parsed == 0 and again.text == afresh()
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 2600), st.integers(1, 6))
 def test_definitions_come_by_flow_as_one_stable_sort_would_order_them(
     seed: int, count: int, values: int

@@ -7,6 +7,7 @@ import pytest
 from executing import STALE, TEN, edit, headlines, only, posix_only, put, run, sha
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sampling import examples
 
 from codingagent.execute import execute
 from codingagent.protocol.commands import CreateFile, DeleteFile, RunCommand
@@ -192,7 +193,7 @@ def test_edit_keeps_the_file_mode(ws: Workspace) -> None:
     assert path.read_text() == "#!/bin/sh\necho b\n"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data(), lines=st.lists(_LINE, max_size=8), new=st.lists(_LINE, max_size=4))
 def test_edit_matches_a_list_model(
     module_ws: Workspace, data: st.DataObject, lines: list[str], new: list[str]
@@ -212,7 +213,7 @@ def test_edit_matches_a_list_model(
     assert path.read_bytes().decode() == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(n=st.integers(0, 6), start=st.integers(-2, 9), end=st.integers(-2, 9))
 def test_edit_accepts_exactly_the_documented_ranges(
     module_ws: Workspace, n: int, start: int, end: int
@@ -388,7 +389,9 @@ def test_what_the_llm_wrote_counts_as_seen(ws) -> None:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(edit_runs())
 def test_edit_runs_equal_a_list_model(module_ws, case) -> None:

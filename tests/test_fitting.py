@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 
 from codingagent.prompt.fitting import (
     MESSAGE_TOKENS,
@@ -135,7 +136,7 @@ def counting(text: str) -> int:
     return len(text.split()) // 2 + text.count("|") + 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     files=st.lists(st.integers(0, 1500), max_size=4),
     outputs=st.lists(st.integers(0, 800), max_size=4),

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invoking import Run
+from sampling import examples
 from test_secrets_in_code import library_files, needs_bwrap
 
 from codingagent.sandbox.process import Capture
@@ -313,7 +314,7 @@ def dumped(tool: str, data: bytes) -> str:
 
 @pytest.mark.slow
 @given(st.binary(min_size=1, max_size=200), around)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_the_formatters_print_what_the_tools_print(data: bytes, more: bytes) -> None:
     for tool, formatter in FORMATTERS.items():
         assert formatter(data + more) == dumped(tool, data + more), tool
@@ -343,7 +344,7 @@ def masked_dump(secret: str, text: str, indent: str, rstrip: bool = False) -> st
     st.integers(1, 6),
     st.integers(0, 100),
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_known_secret_at_any_offset_in_any_bytes_is_masked_in_a_dump(
     secret: str,
     before: bytes,
@@ -369,7 +370,7 @@ def test_a_known_secret_at_any_offset_in_any_bytes_is_masked_in_a_dump(
 
 @pytest.mark.slow
 @given(secrets, around, around, st.sampled_from(sorted(FORMATTERS)), st.integers(100, 1200))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_a_dump_cut_by_the_runner_shows_no_piece_of_a_secret(
     secret: str, before: bytes, after: bytes, tool: str, limit: int
 ) -> None:
@@ -406,7 +407,7 @@ def test_an_ascii_column_whose_trailing_spaces_were_taken_off_is_masked(tail: by
 
 
 @given(st.binary(min_size=1, max_size=300), secrets, st.sampled_from(sorted(FORMATTERS)))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_a_dump_without_a_known_secret_is_left_alone(data: bytes, secret: str, tool: str) -> None:
     text = FORMATTERS[tool](data)
     assert masked_dump(secret, text, "    ") == text
@@ -418,7 +419,7 @@ REAL += ["od -tx1z", "xxd -g1 -c 10", "xxd -u -g4", "od -Ax -tx8", "xxd -i"]
 
 @pytest.mark.slow
 @given(secrets, around, around, st.sampled_from(REAL))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_a_known_secret_is_masked_in_the_dumps_of_the_real_tools(
     secret: str, before: bytes, after: bytes, tool: str
 ) -> None:

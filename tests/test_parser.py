@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
+from sampling import examples
 
 from codingagent.protocol.commands import (
     Command,
@@ -713,7 +714,7 @@ def render_tag(name: str, fields: dict[str, object], style: Style) -> str:
     st.sampled_from(["\n", "\r\n", "\r"]),
     st.booleans(),
 )
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_round_trip(
     parts: list[tuple[list[str], tuple[str, dict[str, object], list[str]], Style]],
     tail: list[str],
@@ -1096,7 +1097,7 @@ def test_a_parse_makes_no_reference_cycles() -> None:
         gc.enable()
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=60).map("".join))
 def test_tag_soup_makes_no_reference_cycles(text: str) -> None:
     gc.collect(0)  # the youngest generation then holds only what the parse makes

@@ -8,6 +8,7 @@ import difflib
 from executing import headlines, put, run_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sampling import examples
 
 TEN = "".join(f"line {i}\n" for i in range(1, 11))
 
@@ -182,7 +183,9 @@ def test_a_patch_outside_the_workspace_is_rejected_before_anything_is_written(ws
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     lines=st.lists(st.sampled_from(["a", "b", "c", "", "  d", "\te", "f  "]), max_size=30),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 
 from codingagent.workspace import PathRejected, Workspace
 from codingagent.workspace.pathguard import BACKSLASH, EMPTY, FOLDER, NUL, OUTSIDE, STREAM
@@ -193,7 +194,7 @@ def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(parts=st.lists(_COMPONENTS, min_size=1, max_size=8), odd=st.sampled_from(["", "\\", "\0"]))
 def test_resolve_never_leaves_the_root(maze: Path, parts: list[str], odd: str) -> None:
     rel = "/".join(parts) + odd

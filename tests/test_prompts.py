@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import run
+from sampling import examples
 
 from codingagent.prompt.changes import (
     CHANGES_SHOWN,
@@ -450,7 +451,7 @@ def test_too_many_folders_for_a_line_each_are_counted_on_one(tmp_path):
     assert re.fullmatch(r"  \./ 1,9\d\d more folders, 1,9\d\d files, [\d.]+ KB", lines[-1])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(

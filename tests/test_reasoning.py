@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 from scripted_model import Say, ScriptedModel
 
 from codingagent.frontends.cli import main
@@ -124,7 +125,7 @@ def test_line_numbers_of_the_answer_stay_those_of_the_reply():
     assert commands[0].line == 5
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     drafted=st.lists(
         st.sampled_from(

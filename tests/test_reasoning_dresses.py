@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples, sampled
 from scripted_model import Say, ScriptedModel
 from test_reasoning import ANSWER, DONE, DRAFTS, agent, turn_meta
 
@@ -85,7 +86,7 @@ def assert_applied(workspace: Path, closed: bool) -> None:
     assert [p.name for p in workspace.iterdir()] == (["hello.py"] if closed else [])
 
 
-@pytest.mark.parametrize(("dress", "closed"), CASES)
+@pytest.mark.parametrize(("dress", "closed"), sampled(CASES))
 def test_a_reply_in_each_dress_through_step(tmp_path: Path, dress: str, closed: bool) -> None:
     assert agent(tmp_path, "start", "Write hello.py", "--no-watch").exit_code == 0
     reply = tmp_path / "reply.txt"
@@ -103,7 +104,7 @@ def test_a_reply_in_each_dress_through_step(tmp_path: Path, dress: str, closed: 
     assert "| touch ran-in-thinking" in agent(tmp_path, "log", "--thinking").output
 
 
-@pytest.mark.parametrize(("dress", "closed"), CASES)
+@pytest.mark.parametrize(("dress", "closed"), sampled(CASES, first=1))
 def test_a_reply_in_each_dress_from_an_endpoint(tmp_path: Path, dress: str, closed: bool) -> None:
     with ScriptedModel(Say(REPLIES[dress][0 if closed else 1]), Say(DONE)) as model:
         (tmp_path / "codingagent.toml").write_text(
@@ -160,7 +161,7 @@ HARMONY_MARKERS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|retu
 PIECES = [DRAFTS, ANSWER, DONE, "prose\n", "\n", "  ", "analysis", "final", "<", "|", "[", "\r\n"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(PIECES) | st.text(max_size=8), max_size=12))
 def test_text_without_a_dress_marker_is_returned_unchanged(pieces: list[str]) -> None:
     text = "".join(pieces)
@@ -169,7 +170,7 @@ def test_text_without_a_dress_marker_is_returned_unchanged(pieces: list[str]) ->
     assert split_reasoning(text).answer == text and split_reasoning(text).thinking == ""
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.sampled_from(PIECES + MARKERS + HARMONY_MARKERS), max_size=16))
 def test_the_answer_keeps_the_replys_lines(pieces: list[str]) -> None:
     text = "".join(pieces)
@@ -179,7 +180,7 @@ def test_the_answer_keeps_the_replys_lines(pieces: list[str]) -> None:
         assert read_reply(text.encode(), 10**6, None)[0] == [] or text.strip() == ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     drafted=st.lists(st.sampled_from([DRAFTS, ANSWER, "prose\n", "\n", *HARMONY_MARKERS[2:]])),
     dress=st.sampled_from(DRESSES),

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import run
 from markdown_it import MarkdownIt
+from sampling import examples
 from turns import step
 
 from codingagent.protocol.codeblocks import RENDERED_REFUSAL, code_blocks
@@ -167,7 +168,7 @@ safe_line = st.text(alphabet=st.sampled_from(list("ab _*#>-1.`~<>&;[]\\|\t ")), 
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(safe_line, max_size=12))
 def test_any_file_content_survives_a_fenced_answer_read_from_the_page(lines):
     content = "".join(f"{line}\n" for line in lines)

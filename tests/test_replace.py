@@ -9,6 +9,7 @@ import pytest
 from executing import headlines, put, replace, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sampling import examples
 
 from codingagent.execute import execute
 from codingagent.execute.matching import Ambiguous, Layer, Match, NotFound, find
@@ -197,7 +198,9 @@ def test_replace_on_a_directory_or_binary_file(ws) -> None:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(st.sampled_from(["a", "b", "  a", "c ", ""]), max_size=8),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 from test_replies import CALC, Case, check_case
 
 from codingagent.prompt.render import NO_COMMANDS_NOTE as NO_COMMANDS
@@ -145,7 +146,7 @@ pieces = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(pieces, max_size=25))
 def test_every_line_that_gives_a_tag_is_run_noted_or_refused(lines: list[str]) -> None:
     text = "\n".join(lines)

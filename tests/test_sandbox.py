@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import gone, needs_proc
+from sampling import examples
 
 from codingagent.sandbox.backends import SandboxUnavailable, default_approval, sandbox_status
 from codingagent.sandbox.shell import Limits, Shell, ShellResult
@@ -330,7 +331,7 @@ _COMPONENTS = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     parts=st.lists(_COMPONENTS, min_size=1, max_size=7),
     prefix=st.sampled_from(["", "a/", "a/b/", "abs/", "inner/", "/"]),

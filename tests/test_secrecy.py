@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import Run
+from sampling import examples
 
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.shell import Shell
@@ -255,7 +256,7 @@ def disguise(secret: str, how: str, before: str, after: str) -> str:
     SURROUNDING,
     SURROUNDING,
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_a_known_secret_is_masked_in_disguise(secret: str, how: str, before: str, after: str):
     masker = Masker()
     masker.learn(secret, "token")

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import Run
+from sampling import examples
 
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.secrecy import file_scan, matcher, prefilter, rules
@@ -332,7 +333,7 @@ ALPHABET = string.ascii_letters + string.digits + "/+_-"
     st.sampled_from(["API_KEY", "secret", "db_password", "authToken"]),
     st.sampled_from(['{} = "{}"', "{}: '{}'", '"{}": "{}",', "export {}={}"]),
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_random_value_of_a_secret_name_is_learned_from_code(value: str, name: str, shape: str):
     text = f"# config\n{shape.format(name, value)}\nprint(1)\n"
     found = [secret for secret, _ in file_scan.secrets_in(text.encode(), True).secrets]

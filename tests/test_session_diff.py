@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invoking import Run
+from sampling import examples
 
 from codingagent.transaction.changeset import FileChange, unified
 
@@ -117,7 +118,7 @@ def test_diff_colors_on_request_and_says_when_nothing_changed(tmp_path: Path) ->
 lines = st.lists(st.sampled_from(["a", "b", "c", "", "  d", "é"]), max_size=8)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(old=lines, new=lines, old_end=st.booleans(), new_end=st.booleans())
 def test_any_text_change_reverses_with_patch(
     tmp_path_factory: pytest.TempPathFactory,

@@ -19,6 +19,7 @@ import pytest
 from executing import headlines, put, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sampling import examples
 from test_crash import (
     BIG_TURN,
     REPLIES,
@@ -116,7 +117,7 @@ def test_a_preimage_torn_by_a_full_disk_rolls_the_turn_back_whole(tiny_disk):
     assert store.load(state.session_id).sequence_number == 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(st.text(max_size=30), st.integers(min_value=0, max_value=80), st.booleans()),

@@ -12,6 +12,7 @@ runs every registered backend through the same contract).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -118,9 +119,11 @@ class NoSandbox:
 SANDBOXES = "codingagent.sandboxes"
 
 
+@functools.cache
 def backends() -> dict[str, Callable[[], Sandbox]]:
     """The registry: each sandbox backend registered in the package's entry points (group
-    ``codingagent.sandboxes`` in pyproject.toml), by the name the ``sandbox`` setting uses."""
+    ``codingagent.sandboxes`` in pyproject.toml), by the name the ``sandbox`` setting uses.
+    Read once a process: the installed packages' entry points are read from disk."""
     return {entry.name: entry.load() for entry in entry_points(group=SANDBOXES)}
 
 

@@ -151,12 +151,19 @@ def for_session(session_id: str) -> Masker:
 def environment_secrets(environment: Mapping[str, str]) -> list[tuple[str, str]]:
     """(value, label) of each secret in ``environment``: the value of a secret-looking name
     (not a path, not a word), and each secret of a known format in any value."""
+    return list(_secrets_of(tuple(environment.items())))
+
+
+@functools.lru_cache(maxsize=8)
+def _secrets_of(environment: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """:func:`environment_secrets`, looked for once a process for the same environment (each
+    session's masker asks)."""
     found = []
-    for name, value in environment.items():
+    for name, value in environment:
         if rules.secret_name(name) and not value.startswith("/") and rules.is_value(value):
             found.append((value, rules.label_of(name)))
         found += [(value[f.start : f.end], f.label) for f in rules.find(value) if not f.keyword]
-    return found
+    return tuple(found)
 
 
 @functools.cache
