@@ -258,6 +258,8 @@ def test_where_the_run_folder_is(tmp_path, state):
     repo = write_tree(tmp_path / "repo", {"pkg/a.py": "x = 1\n"})
     (repo / ".git").mkdir()
     (repo / "workspace").mkdir()
+    assert place(repo / "pkg") == Place(agent_folder(repo), repo)  # a workspace/ alone: none
+    (repo / "sessions").mkdir()
     assert place(repo / "pkg") == Place(repo)
     assert place(repo) == Place(repo)
     other = tmp_path / "other"
@@ -368,3 +370,20 @@ def test_agents_md_and_check_win_over_the_declared_check(clone):
     given = cli("start", TASK, "--no-watch", "--sandbox", "none", "--check", "")
     assert given.exit_code == 0, given.output
     assert "names a check command" not in given.stderr and "declares" not in given.stderr
+
+
+def test_the_page_in_a_project_starts_sessions_on_the_project(clone):
+    from codingagent.frontends.page.actions import SessionActions
+    from codingagent.frontends.page.events import Approvals, EventHub
+
+    attach(place(clone))  # as `codingagent ui` run in the project does
+    store = SessionStore(agent_folder(clone))
+    hub = EventHub()
+    actions = SessionActions(
+        store, load_settings(store.root, {"sandbox": "none"}), hub, Approvals(hub)
+    )
+    assert actions.workspace("") == {"path": str(clone), "problem": None}
+    assert actions.workspace("tests")["path"] == str(clone / "tests")  # relative to the project
+    session = actions.start(TASK, "")
+    assert store.load(session).workspace == str(clone)
+    assert status(clone) == ""

@@ -38,8 +38,10 @@ class Place(NamedTuple):
 
 
 def is_run_folder(folder: Path) -> bool:
-    """Whether ``folder`` has the seed layout (its ``workspace/`` or its ``sessions/``)."""
-    return (folder / "workspace").is_dir() or (folder / "sessions").is_dir()
+    """Whether ``folder`` has the seed layout: its ``workspace/`` and one of ``outbox/``,
+    ``inbox/``, ``sessions/`` (a project's own ``workspace/`` or ``sessions/`` folder alone
+    does not make it one)."""
+    return (folder / "workspace").is_dir() and any((folder / name).is_dir() for name in SEED[1:])
 
 
 def agent_folder(project: Path) -> Path:
