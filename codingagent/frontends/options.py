@@ -220,30 +220,19 @@ def _terminal() -> bool:
 def instructed_check(
     root: Path, workspace: Path | None, folder: Path, flags: dict[str, Any], kept: dict[str, Any]
 ) -> Settings:
-    """The settings of a new session, with the check command the workspace's AGENTS.md (or
-    kin) names, else the test command its project files declare (pytest's configuration,
-    package.json, ...), when none is set and the user confirms it on a terminal: then it is
-    in ``flags`` and ``kept`` (the session keeps it). Without a terminal it is not used, and
+    """The settings of a new session, with the check command the workspace offers (see
+    :func:`_offered_check`) when none is set and the user confirms it on a terminal: then it
+    is in ``flags`` and ``kept`` (the session keeps it). Without a terminal it is not used, and
     the console says how to use it (docs/prompts.md, "The check")."""
     from codingagent.frontends.approval import confirm_check
-    from codingagent.prompt.instructions import named_check
-    from codingagent.workspace import Workspace
-    from codingagent.workspace.declared import declared_check
 
     settings = run_settings(root, flags, workspace)
-    said = command = None
-    if settings.check is None and folder.is_dir():
-        ws = Workspace(folder)
-        named = named_check(ws, settings.instructions)
-        declared = declared_check(ws) if named is None else None
-        if named is not None:
-            said, command = f"{named[0]} names a check command", named[1]
-        elif declared is not None:
-            said, command = f"{declared.source} declares the project's tests", declared.command
-    if said is None or command is None:
+    offered = _offered_check(folder, settings) if settings.check is None else None
+    if offered is None:
         if settings.check:
             say(f"Running the check before the first prompt: {settings.check}")
         return settings
+    said, command = offered
     if not _terminal():
         say(
             f"{said}, '{command}'; it is not run without a terminal to confirm it: start "
@@ -256,6 +245,26 @@ def instructed_check(
     flags["check"] = kept["check"] = command
     say(f"Running the check before the first prompt: {command}")
     return run_settings(root, flags, workspace)
+
+
+def _offered_check(folder: Path, settings: Settings) -> tuple[str, str] | None:
+    """The check command ``folder`` offers, and how it is said: the one its AGENTS.md (or
+    kin) names, else the test command its project files declare (pytest's configuration,
+    package.json, ...); None for neither."""
+    from codingagent.prompt.instructions import named_check
+    from codingagent.workspace import Workspace
+    from codingagent.workspace.declared import declared_check
+
+    if not folder.is_dir():
+        return None
+    ws = Workspace(folder)
+    named = named_check(ws, settings.instructions)
+    if named is not None:
+        return f"{named[0]} names a check command", named[1]
+    declared = declared_check(ws)
+    if declared is None:
+        return None
+    return f"{declared.source} declares the project's tests", declared.command
 
 
 def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:

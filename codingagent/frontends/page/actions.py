@@ -54,9 +54,8 @@ class SessionActions:
         """A new session for ``task`` on ``workspace`` (relative to the run directory, or to the
         project of a project's; empty: its ``workspace``); its first prompt is ready when this
         returns. A folder too broad to hand to the LLM is refused, with no way to insist from
-        the page. ``files`` and the
-        task's ``@path`` words name files shown whole in the first prompt, as ``start
-        --file`` does; a name that matches nothing makes no session."""
+        the page. ``files`` and the task's ``@path`` words name files shown whole in the first
+        prompt, as ``start --file`` does; a name that matches nothing makes no session."""
         folder = self._folder(workspace)
         named: list[str] = []
         where = folder or self.store.workspace
