@@ -197,8 +197,7 @@ def test_a_run_folder_holding_a_project_keeps_its_layout_and_says_the_workspace_
 ):
     here = write_tree(tmp_path / "run", {"pyproject.toml": "[project]\nname = 'x'\n"})
     for name in ("workspace", "outbox", "inbox", "sessions"):
-        (here / name).mkdir()
-    (here / "workspace/.gitkeep").write_text("")
+        (here / name).mkdir()  # as an older codingagent left them
     monkeypatch.chdir(here)
     started = cli("start", "Fix x", "--no-watch", "--sandbox", "none")
     assert started.exit_code == 0, started.output
@@ -210,6 +209,14 @@ def test_a_run_folder_holding_a_project_keeps_its_layout_and_says_the_workspace_
     )
     assert f"started on {here / 'workspace'}\n" in after
     assert not state.exists()
+    # A run folder that ships its empty workspace/ (this repository, for its demo) meant it.
+    shipped = write_tree(tmp_path / "shipped", {"pyproject.toml": "[project]\nname = 'x'\n"})
+    for name in ("workspace", "outbox", "inbox", "sessions"):
+        write_tree(shipped, {f"{name}/.gitkeep": ""})
+    monkeypatch.chdir(shipped)
+    demo = cli("start", "Create hello.py", "--no-watch", "--sandbox", "none")
+    assert demo.exit_code == 0, demo.output
+    assert demo.stderr.startswith("Session ") and not state.exists()
 
 
 def test_an_explicit_root_wins_and_an_empty_workspace_beside_the_project_is_said(

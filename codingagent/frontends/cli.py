@@ -159,6 +159,10 @@ def start(
     settings = run_settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch and not relay:
         require_clipboard()
+    store = SessionStore(root)
+    folder = workspace.resolve() if workspace is not None else store.workspace
+    if place.project is None:  # before any prompt is written, for a queue's too
+        starting.empty_workspace_note(folder, root, tasks[0] if len(tasks) == 1 else "TASK")
     if queue:
         queued = queueing.task_list(tasks, task_file, settings.tasks)
         if model is not None and not no_watch:
@@ -167,11 +171,7 @@ def start(
             root, queued, workspace, stop_on_failure, flags, model, _source, watch=not no_watch
         )
         return
-    store = SessionStore(root)
-    folder = workspace.resolve() if workspace is not None else store.workspace
     named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
-    if place.project is None:
-        starting.empty_workspace_note(folder, root, tasks[0])
     settings = instructed_check(root, workspace, folder, flags, options)  # AGENTS.md
     window = None  # the model's window, asked of its server: the code map's budget follows it
     if model is not None and not no_watch:

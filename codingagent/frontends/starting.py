@@ -72,8 +72,9 @@ def say_started(session_id: str, workspace: Path, place: Place) -> None:
 
 
 def _holds_files(folder: Path) -> bool:
-    """Whether ``folder`` holds anything but a ``.gitkeep`` (a missing folder holds nothing)."""
+    """Whether ``folder`` holds anything (a missing folder holds nothing). A ``.gitkeep`` counts:
+    a run folder that ships its empty ``workspace/`` (this repository, for its demo) meant it."""
     try:
-        return any(path.name != ".gitkeep" for path in folder.iterdir())
+        return any(folder.iterdir())
     except OSError:
         return False
