@@ -143,6 +143,8 @@ def test_every_command_finds_the_sessions_from_a_folder_inside_the_project(clone
     assert listed.exit_code == 0 and TASK in listed.stdout
     assert "=== HEADER ===" in cli("show").stdout
     assert cli("log").exit_code == 0
+    resumed = cli("resume", "--no-watch")
+    assert resumed.exit_code == 0 and str(agent_folder(clone) / "outbox") in resumed.stderr
     pasted = CliRunner().invoke(main, ["paste"], input=FIX)
     assert pasted.exit_code == 0, pasted.output
     assert str(agent_folder(clone) / "inbox") in pasted.stderr
