@@ -123,10 +123,9 @@ def _sources(folder: Path, names: list[str]) -> list[str]:
     """Source files at the top of ``folder`` or one folder down, hidden and heavy folders
     skipped, looking at ``SCAN_ENTRIES`` entries at most."""
     found: list[str] = []
-    budget = SCAN_ENTRIES
+    budget = SCAN_ENTRIES - min(len(names), SCAN_ENTRIES)
     below: list[str] = []
-    for name in names:
-        budget -= 1
+    for name in names[:SCAN_ENTRIES]:
         if _is_source(name):
             found.append(name)
         elif not name.startswith(".") and name not in NOT_SOURCES and (folder / name).is_dir():
