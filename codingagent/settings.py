@@ -382,18 +382,23 @@ def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
 
 def _file_settings(root: Path) -> list[tuple[str, dict[str, Any], Path]]:
     """The user's file, then ``pyproject.toml``'s ``[tool.codingagent]``, then
-    ``codingagent.toml`` (later wins)."""
+    ``codingagent.toml`` (later wins): the project's, when the root is a project's run folder
+    (:mod:`codingagent.transaction.runfolder`; inside the workspace, so they may only tighten),
+    then the root's own."""
     found = []
     user = user_settings_path()
     if user.is_file():
         found.append((str(user), _table(_read_toml(user), user), user))
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        table = _read_toml(pyproject).get("tool", {}).get("codingagent", {})
-        found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject), pyproject))
-    own = root / SETTINGS_FILE
-    if own.is_file():
-        found.append((str(own), _table(_read_toml(own), own), own))
+    link = root / "workspace"  # a project's run folder: the project's own files first
+    folders = [Path(os.path.realpath(link)), root] if link.is_symlink() else [root]
+    for folder in folders:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            table = _read_toml(pyproject).get("tool", {}).get("codingagent", {})
+            found.append((f"{pyproject} [tool.codingagent]", _table(table, pyproject), pyproject))
+        own = folder / SETTINGS_FILE
+        if own.is_file():
+            found.append((str(own), _table(_read_toml(own), own), own))
     return found
 
 

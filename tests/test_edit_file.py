@@ -142,7 +142,12 @@ def test_edit_missing_file(ws: Workspace) -> None:
 def test_edit_refuses_non_utf8(ws: Workspace) -> None:
     path = put(ws, "latin1.txt", b"caf\xe9\n")
     result = only(run(ws, edit("latin1.txt", 1, 1, "x\n")))
-    assert result.headline == "[FAILED] EDIT_FILE: 'latin1.txt' is not a UTF-8 text file"
+    assert result.headline == (
+        "[FAILED] EDIT_FILE: 'latin1.txt' is not a UTF-8 text file (from line 1; it reads as "
+        "cp1252): EDIT_FILE, REPLACE and PATCH never re-encode a file. Change it with a "
+        "RUN_COMMAND that keeps its encoding, or write it whole with CREATE_FILE (it is then "
+        "UTF-8)"
+    )
     assert path.read_bytes() == b"caf\xe9\n"
 
 

@@ -388,10 +388,13 @@ def test_reading_a_binary_file_shows_a_note_not_its_bytes(agent):
     assert "--- blob.bin ---\n(binary file, 10,240 bytes, not shown)\n--- end blob.bin ---" in text
 
 
-def test_reading_a_latin1_file_shows_replacement_characters(agent):
+def test_reading_a_latin1_file_shows_it_decoded_and_says_it_is_not_utf8(agent):
     (agent.ws / "legacy.txt").write_bytes("café\n".encode("latin-1"))
     text = agent.apply('[READ_FILE path="legacy.txt"]\n')
-    assert "--- legacy.txt ---\n   1 | caf\ufffd\n--- end legacy.txt ---" in text
+    assert (
+        "--- legacy.txt ---\n   1 | café\n(not UTF-8 (from line 1): shown decoded as cp1252, "
+        "one character a byte; EDIT_FILE, REPLACE and PATCH refuse it)\n--- end legacy.txt ---"
+    ) in text
 
 
 def test_a_file_deleted_after_being_requested_is_reported_not_shown(agent):

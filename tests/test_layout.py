@@ -18,7 +18,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "codingagent"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-BASE = {"fsio", "faults", "settings", "state"}
+BASE = {"fsio", "faults", "folders", "settings", "state"}
 
 
 def _relative(path: Path) -> str:

@@ -17,6 +17,7 @@ from codingagent.secrecy import masking
 from codingagent.secrecy.secret_files import SecretFiles
 from codingagent.state import CommandResult, ReadRequest
 from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.text import decoded, refusal
 
 _CLIP = 60
 
@@ -133,25 +134,31 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_text(path: str, turn: Turn) -> str:
-    """The text of a file the LLM edits; fails if it is missing, a folder, or not UTF-8."""
-    text = read_text_if_any(path, turn)
+def read_text(path: str, turn: Turn, editing: bool = True) -> str:
+    """The text of a file the LLM edits; fails if it is missing, a folder, or not UTF-8
+    (``editing`` False: a file only read, decoded as its view shows it)."""
+    text = read_text_if_any(path, turn, editing)
     if text is None:
         raise not_found(path)
     return text
 
 
-def read_text_if_any(path: str, turn: Turn) -> str | None:
+def read_text_if_any(path: str, turn: Turn, editing: bool = True) -> str | None:
     """The text of a file the LLM edits, None if it is missing; fails if it is a folder or
-    not UTF-8."""
+    not UTF-8: an edit never writes a file back re-encoded (``editing`` False: a file only
+    read, decoded as its view shows it: :mod:`codingagent.workspace.text`)."""
     if turn.workspace.is_dir(path):
         raise is_a_directory(path)
     try:
-        return turn.workspace.read_bytes(path).decode("utf-8")
+        data = turn.workspace.read_bytes(path)
     except FileNotFoundError:
         return None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise CommandFailed(f"'{path}' is not a UTF-8 text file") from None
+        if not editing:
+            return decoded(data).text
+        raise CommandFailed(refusal(path, data)) from None
 
 
 def write(path: str, text: str, turn: Turn) -> bool:

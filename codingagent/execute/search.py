@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from codingagent.execute.context import CommandFailed, Success, Turn, clip
 from codingagent.protocol.commands import Search, file_lines, plural
 from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.text import Decoded, decoded
 
 SEARCH_HITS = 100  # hits shown per SEARCH; the rest are counted
 SEARCH_CONTEXT = 2  # lines shown before and after each hit unless the SEARCH says otherwise
@@ -94,6 +95,8 @@ class _Grep:
     searched: int = 0
     big: int = 0  # files over SEARCH_FILE_BYTES, not searched
     omitted: int = 0  # files beyond the listing's cap, not searched
+    # Files with hits that are not UTF-8, and what their lines are shown decoded as
+    foreign: dict[str, str] = field(default_factory=dict)
 
     def notes(self) -> list[str]:
         notes = []
@@ -105,6 +108,9 @@ class _Grep:
             notes.append(f"{plural(self.big, 'file')} over {size} MB not searched")
         if self.omitted:
             notes.append(f"{plural(self.omitted, 'file')} not searched: there are too many")
+        for encoding in sorted(set(self.foreign.values())):
+            paths = ", ".join(p for p, e in self.foreign.items() if e == encoding)
+            notes.append(f"not UTF-8, lines shown decoded as {encoding}: {paths}")
         return notes
 
 
@@ -144,12 +150,14 @@ def _scan(workspace: Workspace, pattern: re.Pattern[str], paths: list[str], foun
         if text is None:
             continue
         found.searched += 1
-        lines = file_lines(text)
+        lines = file_lines(text.text)
         hits = [number for number, line in enumerate(lines, 1) if pattern.search(line)]
         if hits:
             found.total += len(hits)
             found.files.add(path)
             _show(found, path, lines, hits)
+            if text.encoding is not None:
+                found.foreign[path] = text.encoding
     return found
 
 
@@ -231,7 +239,7 @@ def _matches(n: int) -> str:
     return f"{n:,} match" if n == 1 else f"{n:,} matches"
 
 
-def _searchable(workspace: Workspace, path: str) -> str | None:
+def _searchable(workspace: Workspace, path: str) -> Decoded | None:
     """A file's text for SEARCH, or None for binary and unreadable files."""
     try:
         data = workspace.read_bytes(path, limit=SEARCH_FILE_BYTES)
@@ -239,7 +247,7 @@ def _searchable(workspace: Workspace, path: str) -> str | None:
         return None
     if b"\0" in data:
         return None
-    return data.decode("utf-8", errors="replace")
+    return decoded(data, whole=len(data) < SEARCH_FILE_BYTES)
 
 
 def _expand_braces(glob: str) -> list[str]:

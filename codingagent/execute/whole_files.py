@@ -79,7 +79,7 @@ def _read_symbol(cmd: ReadFile, symbol: str, turn: Turn) -> Success:
     """READ_FILE ``symbol=``: the lines of each definition of the name, as line ranges."""
     if cmd.start_line is not None or cmd.end_line is not None:
         raise CommandFailed("Give either symbol or start_line/end_line, not both")
-    text = read_text(cmd.path, turn)
+    text = read_text(cmd.path, turn, editing=False)
     found = find_symbol(text, symbol, cmd.path)
     if not found:
         raise CommandFailed(

@@ -46,10 +46,11 @@ def confirm_on_terminal(what: str) -> bool:
     return key.lower() == "y"
 
 
-def confirm_check(path: str, command: str) -> bool:
-    """Whether the check command the workspace's ``path`` names is to be run in the sandbox
-    before the first prompt and after each turn that changes files (asked once, at start)."""
-    console.print(safe_text(f"{path} names a check command:", style="bold yellow"))
+def confirm_check(said: str, command: str) -> bool:
+    """Whether the check command a workspace file offers (``said``: which file, and how it
+    names it) is to be run in the sandbox before the first prompt and after each turn that
+    changes files (asked once, at start)."""
+    console.print(safe_text(f"{said}:", style="bold yellow"))
     console.print(safe_text(command))
     try:
         return click.confirm(

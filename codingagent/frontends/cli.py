@@ -16,7 +16,7 @@ import click
 
 from codingagent import __version__
 from codingagent.frontends import accounts, exits, inspection, queueing, relaying
-from codingagent.frontends.console import console, error, safe_text, say
+from codingagent.frontends.console import error, say
 from codingagent.frontends.options import (
     clipboard_option,
     complete_session,
@@ -132,6 +132,7 @@ def start(
     """Start a session for TASK and watch inbox/ (and with --clipboard, the clipboard) for the
     LLM's replies, or let --model answer. Several TASKs, or --tasks FILE, make a queue: one
     session per task, each started when the one before ends (docs/queue.md)."""
+    from codingagent.frontends import starting
     from codingagent.frontends.kept import keep
     from codingagent.session.lifecycle import new_session
     from codingagent.sources.clipboard import require_clipboard
@@ -152,10 +153,16 @@ def start(
     if workspace is not None:
         check_workspace(workspace.resolve(), allow_broad_workspace, BROAD_OVERRIDE)
     one_source(flags)
+    place = starting.settle(root, workspace)  # in a project: the agent's folder for it
+    root = place.root
     model = model_client(root, flags, workspace)
     settings = run_settings(root, flags, workspace)
     if model is None and not no_watch and settings.clipboard_watch and not relay:
         require_clipboard()
+    store = SessionStore(root)
+    folder = workspace.resolve() if workspace is not None else store.workspace
+    if place.project is None:  # before any prompt is written, for a queue's too
+        starting.empty_workspace_note(folder, root, tasks[0] if len(tasks) == 1 else "TASK")
     if queue:
         queued = queueing.task_list(tasks, task_file, settings.tasks)
         if model is not None and not no_watch:
@@ -164,8 +171,6 @@ def start(
             root, queued, workspace, stop_on_failure, flags, model, _source, watch=not no_watch
         )
         return
-    store = SessionStore(root)
-    folder = workspace.resolve() if workspace is not None else store.workspace
     named = named_files(folder, files, tasks[0])  # a name that matches nothing: no session
     settings = instructed_check(root, workspace, folder, flags, options)  # AGENTS.md
     window = None  # the model's window, asked of its server: the code map's budget follows it
@@ -182,12 +187,8 @@ def start(
         files=named,
         window=window,
     )
-    keep(SessionStore(root), state.session_id, options)
-    console.print(
-        safe_text("Session ")
-        + safe_text(state.session_id, "bold")
-        + safe_text(f" started on {state.workspace}")
-    )
+    keep(store, state.session_id, options)
+    starting.say_started(state.session_id, Path(state.workspace), place)
     if state.check is not None:
         say(f"Check: {state.check.result.headline}")
     _watch(
@@ -378,11 +379,13 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
     """Serve a local web page for SESSION (default: the latest): copy the prompt, paste the
     reply, see each turn's results and diffs, undo. Its address carries a secret token. With
     --relay, the browser extension's relay for SESSION runs beside it."""
+    from codingagent.frontends import starting
     from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
     from codingagent.transaction.store import SessionStore
 
     relay = relaying.take_relay(flags)
+    root = starting.settle(root, None).root  # in a project, the page starts sessions on it
     if SessionStore(root).ids():  # the page of a new run directory starts its own sessions
         flags = kept_flags(root, session, flags)
     try:

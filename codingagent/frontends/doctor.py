@@ -56,6 +56,9 @@ def report(
         (f"model {name}", profile_check(profile, offline))
         for name, profile in settings.models.items()
     ]
+    of = f" (for the project {store.project}, kept outside it)" if store.project else ""
+    of += "" if store.root.is_dir() else " (not made yet)"
+    rows.append(("agent's folders", f"{store.root}{of}"))
     rows.append(("free space", free_space(store.root)))
     rows.append(("RUN_COMMAND changes kept by", capture_row(store, settings, session)))
     rows += [("run folder", problem) for problem in folder_problems(store)]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 from click.shell_completion import CompletionItem
 
 from codingagent.frontends.console import say, shorten
@@ -23,18 +24,42 @@ if TYPE_CHECKING:
     from codingagent.session.loop import SessionLoop
     from codingagent.settings import Settings
     from codingagent.sources.providers.client import ChatClient
+    from codingagent.transaction.runfolder import Place
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
     from codingagent.transaction.summaries import summaries
 
-    root = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT", ".")
+    given = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT")
+    root = Path(given) if given else run_place().root
     return [
         CompletionItem(s.session_id, help=shorten(s.task, 40))
-        for s in summaries(Path(root).resolve() / "sessions")
+        for s in summaries(root.resolve() / "sessions")
         if s.session_id.startswith(incomplete)
     ]
+
+
+def run_place(workspace: Path | None = None) -> Place:
+    """Where the run folder is for a command run here without ``--root`` (``workspace``:
+    ``start --workspace``): the current folder with the seed layout, or the agent's folder of
+    the project the user stands in (docs/commands.md, "Where the agent's folders go")."""
+    from codingagent.transaction.runfolder import place
+
+    return place(Path.cwd(), workspace)
+
+
+def _root(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """``--root`` as given (or ``$CODINGAGENT_ROOT``); when neither, :func:`run_place`."""
+    if ctx.get_parameter_source(param.name or "root") is not ParameterSource.DEFAULT:
+        return value
+    return run_place().root
+
+
+def root_given() -> bool:
+    """Whether the running command was given ``--root`` (or ``$CODINGAGENT_ROOT``)."""
+    source = click.get_current_context().get_parameter_source("root")
+    return source is not ParameterSource.DEFAULT
 
 
 root_option = click.option(
@@ -43,7 +68,9 @@ root_option = click.option(
     default=".",
     show_default=True,
     envvar="CODINGAGENT_ROOT",
-    help="Run directory holding workspace/, outbox/, inbox/ and sessions/.",
+    callback=_root,
+    help="Run directory holding workspace/, outbox/, inbox/ and sessions/ (default: here, or "
+    "in a project the agent's folder for it, outside the project).",
 )
 session_argument = click.argument(
     "session", default="latest", required=False, shell_complete=complete_session
@@ -193,35 +220,51 @@ def _terminal() -> bool:
 def instructed_check(
     root: Path, workspace: Path | None, folder: Path, flags: dict[str, Any], kept: dict[str, Any]
 ) -> Settings:
-    """The settings of a new session, with the check command the workspace's AGENTS.md (or
-    kin) names when none is set and the user confirms it on a terminal: then it is in
-    ``flags`` and ``kept`` (the session keeps it). Without a terminal it is not used, and the
-    console says how to use it (docs/prompts.md, "The check")."""
+    """The settings of a new session, with the check command the workspace offers (see
+    :func:`_offered_check`) when none is set and the user confirms it on a terminal: then it
+    is in ``flags`` and ``kept`` (the session keeps it). Without a terminal it is not used, and
+    the console says how to use it (docs/prompts.md, "The check")."""
     from codingagent.frontends.approval import confirm_check
-    from codingagent.prompt.instructions import named_check
-    from codingagent.workspace import Workspace
 
     settings = run_settings(root, flags, workspace)
-    found = None
-    if settings.check is None and folder.is_dir():
-        found = named_check(Workspace(folder), settings.instructions)
-    if found is None:
+    offered = _offered_check(folder, settings) if settings.check is None else None
+    if offered is None:
         if settings.check:
             say(f"Running the check before the first prompt: {settings.check}")
         return settings
-    path, command = found
+    said, command = offered
     if not _terminal():
         say(
-            f"{path} names a check command, '{command}'; it is not run without a terminal to "
-            f'confirm it: start with --check "{command}" to use it',
+            f"{said}, '{command}'; it is not run without a terminal to confirm it: start "
+            f'with --check "{command}" to use it',
             "yellow",
         )
         return settings
-    if not confirm_check(path, command):
+    if not confirm_check(said, command):
         return settings
     flags["check"] = kept["check"] = command
     say(f"Running the check before the first prompt: {command}")
     return run_settings(root, flags, workspace)
+
+
+def _offered_check(folder: Path, settings: Settings) -> tuple[str, str] | None:
+    """The check command ``folder`` offers, and how it is said: the one its AGENTS.md (or
+    kin) names, else the test command its project files declare (pytest's configuration,
+    package.json, ...); None for neither."""
+    from codingagent.prompt.instructions import named_check
+    from codingagent.workspace import Workspace
+    from codingagent.workspace.declared import declared_check
+
+    if not folder.is_dir():
+        return None
+    ws = Workspace(folder)
+    named = named_check(ws, settings.instructions)
+    if named is not None:
+        return f"{named[0]} names a check command", named[1]
+    declared = declared_check(ws)
+    if declared is None:
+        return None
+    return f"{declared.source} declares the project's tests", declared.command
 
 
 def run_settings(root: Path, flags: dict[str, Any], workspace: Path | None = None) -> Settings:

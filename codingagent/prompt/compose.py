@@ -34,6 +34,7 @@ from codingagent.secrecy.secret_files import SKIP_DIRS, secret_files
 from codingagent.state import FileRange, ReadRequest, SessionState
 from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.listing import UNSIZED
+from codingagent.workspace.text import decoded
 
 LISTING_FILES = 200_000  # files the listing walk keeps; beyond, they are only counted
 LISTING_SIZES = 20_000  # files the listing walk stats for their sizes; beyond, sizes unknown
@@ -138,8 +139,9 @@ def _file_view(
         data = data[: data.rfind(b"\n", 0, FILE_READ_CAP) + 1] or data[:FILE_READ_CAP]
         note = f"the file has {size:,} bytes; only the lines in its first {len(data):,} are shown"
         digest = None
-    text = data.decode("utf-8", errors="replace")
-    return FileView(path, text, note, start, end), digest
+    text = decoded(data, whole=digest is not None)
+    note = "; ".join(filter(None, (text.note, note)))
+    return FileView(path, text.text, note, start, end), digest
 
 
 def _map_view(

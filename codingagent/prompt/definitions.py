@@ -19,6 +19,7 @@ from codingagent.codemap.tags import definitions_of, file_tags
 from codingagent.prompt.mapview import FIRST_MAP_PARSE_MS
 from codingagent.secrecy.rules import redacted
 from codingagent.workspace import Listing, PathRejected, Workspace
+from codingagent.workspace.text import decoded
 
 FILE_BYTES = 1024 * 1024
 MINIFIED_LINE = 2000  # a file with a longer line is minified
@@ -40,6 +41,8 @@ class Tree:
         self.texts: dict[str, str] = {}
         self.generated: set[str] = set()  # files read that are no source to fix: minified
         self.digests: dict[str, str] = {}
+        # A line said under a file's views: that it is not UTF-8, as what it is shown
+        self.notes: dict[str, tuple[str, ...]] = {}
         self.defs: dict[str, list[Definition]] = {}
         cache = cache_file(cache_dir, ws.root) if cache_dir is not None else None
         graph = known_graph(cache, files.stamp)
@@ -90,7 +93,10 @@ class Tree:
             self.generated.add(rel)
             return None
         self.digests[rel] = hashlib.sha256(data).hexdigest()
-        text = self.texts[rel] = data.decode("utf-8", errors="replace")
+        found = decoded(data)
+        text = self.texts[rel] = found.text
+        if found.encoding is not None:
+            self.notes[rel] = (f"({found.note})",)
         if parse and rel not in self.defs:
             self._parse(rel, data)
         return text

@@ -21,6 +21,7 @@ from posixpath import dirname
 
 from codingagent.state import SessionState
 from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.text import decoded
 
 AGENTS = "AGENTS.md"
 FALLBACKS = ("CLAUDE.md", "GEMINI.md", "CONVENTIONS.md", ".github/copilot-instructions.md")
@@ -61,12 +62,14 @@ def instructions_text(ws: Workspace, paths: list[str], budget: int) -> str | Non
     parts = []
     room = budget
     for path in paths:
+        limit = max(room, 0) * 4 + 4
         try:
-            data = ws.read_bytes(path, limit=max(room, 0) * 4 + 4)
+            data = ws.read_bytes(path, limit=limit)
         except (OSError, PathRejected) as e:
             parts.append(f"--- {path} ---\n(cannot be shown: {getattr(e, 'strerror', None) or e})")
             continue
-        text = data.decode("utf-8", errors="replace").rstrip("\n")
+        found = decoded(data, whole=len(data) < limit)
+        text = (f"({found.note})\n" if found.encoding else "") + found.text.rstrip("\n")
         if len(text) > room:
             try:
                 size = ws.file_size(path)

@@ -293,7 +293,8 @@ class _Picker:
         for rel, ranges in self.taken.items():
             lines = file_lines(self.tree.texts[rel])
             for start, end in _merged(ranges):
-                views += [f"--- {rel} ---", *numbered(lines[start - 1 : end], start)]
+                views += [f"--- {rel} ---", *self.tree.notes.get(rel, ())]
+                views += numbered(lines[start - 1 : end], start)
                 views.append(f"--- end {rel} ---")
         if not views:
             return Pointed(None)

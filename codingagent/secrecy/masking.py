@@ -31,9 +31,9 @@ import re
 import secrets
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import NamedTuple
 
+from codingagent.folders import user_state_folder
 from codingagent.secrecy import rules
 from codingagent.secrecy.disguises import MIN_DISGUISED, Disguises
 
@@ -170,8 +170,7 @@ def _secrets_of(environment: tuple[tuple[str, str], ...]) -> tuple[tuple[str, st
 def _key() -> bytes:
     """The HMAC key of mask ids: in the user's state folder, made once; in memory only if
     that cannot be written (ids then change between runs)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    path = Path(base) / "codingagent" / "mask.key"
+    path = user_state_folder() / "mask.key"
     try:
         return path.read_bytes()
     except OSError:

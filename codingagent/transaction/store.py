@@ -7,6 +7,7 @@ prefixes, and hands out the one-watcher-per-session lock."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -23,11 +24,16 @@ if TYPE_CHECKING:
 
 
 class SessionStore:
-    """The run directory: ``workspace/ outbox/ inbox/ sessions/`` under one root."""
+    """The run directory: ``workspace/ outbox/ inbox/ sessions/`` under one root.
+
+    A project's run folder (:mod:`.runfolder`) has ``workspace`` as a link to the project:
+    ``workspace`` and ``project`` are then the project's folder, never made or changed here."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
-        self.workspace = self.root / "workspace"
+        link = self.root / "workspace"
+        self.project = Path(os.path.realpath(link)) if link.is_symlink() else None
+        self.workspace = self.project or link
         self.outbox = self.root / "outbox"
         self.inbox = self.root / "inbox"
         self.sessions = self.root / "sessions"
@@ -44,7 +50,9 @@ class SessionStore:
         return (*self.agent_dirs, self.root / "codingagent.toml")
 
     def ensure_dirs(self) -> None:
-        for folder in (self.workspace, *self.agent_dirs):
+        """The run folder's folders; a project's own folder is never made here."""
+        made = self.agent_dirs if self.project is not None else (self.workspace, *self.agent_dirs)
+        for folder in made:
             folder.mkdir(parents=True, exist_ok=True)
 
     # --- state -------------------------------------------------------------------------

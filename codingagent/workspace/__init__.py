@@ -7,10 +7,12 @@
   :mod:`.snapshot`: stat scans of what a RUN_COMMAND changed; :mod:`.layer`: what a command
   run on an overlay changed, and its commit.
 
-:mod:`.autorun` finds files a turn left that would run code for the user.
+:mod:`.autorun` finds files a turn left that would run code for the user; :mod:`.choice`
+refuses a workspace too broad; :mod:`.declared` reads the test command a project declares;
+:mod:`.text` shows a file's bytes as text, saying when they are not UTF-8.
 :class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
 
-May import: the base (``fsio``).
+May import: the base (``fsio``, ``folders``, ``state``).
 """
 
 from __future__ import annotations

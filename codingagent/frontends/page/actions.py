@@ -51,11 +51,11 @@ class SessionActions:
         self._busy: set[str] = set()
 
     def start(self, task: str, workspace: str, files: tuple[str, ...] = ()) -> str:
-        """A new session for ``task`` on ``workspace`` (relative to the run directory; empty:
-        its ``workspace/``); its first prompt is ready when this returns. A folder too broad
-        to hand to the LLM is refused, with no way to insist from the page. ``files`` and the
-        task's ``@path`` words name files shown whole in the first prompt, as ``start
-        --file`` does; a name that matches nothing makes no session."""
+        """A new session for ``task`` on ``workspace`` (relative to the run directory, or to the
+        project of a project's; empty: its ``workspace``); its first prompt is ready when this
+        returns. A folder too broad to hand to the LLM is refused, with no way to insist from
+        the page. ``files`` and the task's ``@path`` words name files shown whole in the first
+        prompt, as ``start --file`` does; a name that matches nothing makes no session."""
         folder = self._folder(workspace)
         named: list[str] = []
         where = folder or self.store.workspace
@@ -131,7 +131,10 @@ class SessionActions:
         return {"turns": report.turns, "restored": report.restored}
 
     def _folder(self, given: str) -> Path | None:
-        return resolve_workspace(given.strip(), self.store.root) if given.strip() else None
+        """The folder ``given`` names: relative to the project of a project's run folder, else
+        to the run folder."""
+        base = self.store.project or self.store.root
+        return resolve_workspace(given.strip(), base) if given.strip() else None
 
     def _loop(self, session_id: str) -> SessionLoop:
         return SessionLoop(
