@@ -135,10 +135,12 @@ def test_a_command_counts_unless_the_echo_names_another_prompt(before, session, 
 
 @contextmanager
 def running_agent(root: Path, *args: str) -> Iterator[subprocess.Popen]:
-    """``python -m codingagent ARGS --root ROOT``, output captured; killed on the way out if
-    it still runs."""
+    """``python -m codingagent ARGS --root ROOT`` run in ROOT (not in the project pytest runs
+    in), output captured; killed on the way out if it still runs."""
+    root.mkdir(parents=True, exist_ok=True)
     agent = subprocess.Popen(
         [sys.executable, "-m", "codingagent", *args, "--root", str(root)],
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
