@@ -3,7 +3,9 @@ folder that vanishes, a damaged session file.  Each is one clear line and exit 1
 waits out a deleted inbox), never a traceback; a turn one of them stops is rolled back, and is
 applied exactly once when the user retries as the message says.
 
-Every case runs the real ``codingagent`` in a subprocess, so a traceback would show.  The disk
+Every case runs the real ``codingagent`` in a subprocess, so a traceback would show (the disk
+sweep's runs after a fault, once space is freed, run in this process: each costs a start-up
+otherwise, four a level).  The disk
 cases mount a 2 MB tmpfs (root only); the permission cases run the CLI as root without
 CAP_DAC_OVERRIDE (``setpriv``), so permission bits bind it as they bind a user.
 """
@@ -19,12 +21,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from codingagent.faults import TurnNotApplied, is_fault, message
+from codingagent.frontends.cli import main
 from codingagent.session.lifecycle import start_session
 from codingagent.transaction.store import SessionStore
 
@@ -59,6 +64,13 @@ def cli(root: Path, *args: str, unprivileged: bool = False) -> subprocess.Comple
     prefix = UNPRIVILEGED if unprivileged else []
     command = [*prefix, sys.executable, "-m", "codingagent", *args, "--root", str(root)]
     return subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def cli_here(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """:func:`cli` in this process (click's CliRunner), for the runs of the disk sweep that
+    follow a fault, once space is freed: the run that meets the fault stays a real process."""
+    result = CliRunner().invoke(main, [*args, "--root", str(root)])
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def failed_cleanly(result: subprocess.CompletedProcess, *words: str) -> str:
@@ -97,14 +109,17 @@ def sequence(root: Path, sid: str) -> int:
     return json.loads((root / "sessions" / f"{sid}.json").read_text())["sequenceNumber"]
 
 
-def applied_once(root: Path, sid: str, reply: Path, expected: dict) -> None:
-    """The turn is applied, once: the workspace is as expected, and the same reply is skipped."""
+def applied_once(
+    root: Path, sid: str, reply: Path, expected: dict, run: Callable[..., Any] = cli
+) -> None:
+    """The turn is applied, once: the workspace is as expected, and the same reply is skipped
+    (``run``: how the CLI is run)."""
     assert snapshot(root / "workspace") == expected
     assert sequence(root, sid) == 2
     assert [p.name for p in SessionStore(root).turns(sid)] == ["0001"]
     if not reply.exists():
         return
-    again = cli(root, "step", sid, str(reply))
+    again = run(root, "step", sid, str(reply))
     assert again.returncode == 0 and "skipped" in again.stderr, again.stderr
     assert sequence(root, sid) == 2
 
@@ -204,9 +219,9 @@ def turns_on_a_full_disk(disk: Path, applied: dict, levels: Iterable[int]) -> li
             assert not (root / "sessions" / sid / "journal.json").exists()
             assert sequence(root, sid) == 1
             named.append(line.split("(", 2)[2].split(")")[0].replace(str(root), "").split(sid)[-1])
-            retried = cli(root, "step", sid, str(reply))
+            retried = cli_here(root, "step", sid, str(reply))
             assert retried.returncode == 0, retried.stderr
-        applied_once(root, sid, reply, applied)
+        applied_once(root, sid, reply, applied, cli_here)
         shutil.rmtree(root)
     return named
 
