@@ -405,7 +405,10 @@ def test_attaching_another_tab_moves_the_session_there(browser: Browser, tmp_pat
         wait_until(lambda: len(sent(first)) == 1, "prompt 1 sent in the first tab")
         second = browser.open_chat("openwebui.html")
         browser.attach(popup, second)
-        # The first tab is left as it was; the second gets the current prompt and goes on.
+        # The second tab gets the current prompt at once, not when the long poll in flight
+        # for the first tab's next prompt gives up (20 s).
+        wait_until(lambda: len(sent(second)) == 1, "prompt 1 sent in the second tab", seconds=10)
+        # The first tab is left as it was; the second goes on.
         first.locator("codingagent-relay").wait_for(state="detached")
         assert first.locator("codingagent-apply").count() == 0
         run_turns(browser, second, tmp_path, 2)

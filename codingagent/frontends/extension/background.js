@@ -51,7 +51,7 @@ class RelayError extends Error {
   }
 }
 
-async function relay(path, { method = "GET", body, token, relayUrl } = {}) {
+async function relay(path, { method = "GET", body, token, relayUrl, signal } = {}) {
   const stored = await load();
   const base = (relayUrl || stored.relay || "").replace(/\/+$/, "");
   const headers = { Accept: "application/json" };
@@ -65,8 +65,10 @@ async function relay(path, { method = "GET", body, token, relayUrl } = {}) {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
+      signal,
     });
   } catch (error) {
+    if (error.name === "AbortError") throw error; // the poll was woken on purpose
     throw new RelayError(
       `the relay at ${base} does not answer — is \`codingagent start --relay\` running (or its port forwarded)?`,
       0,
@@ -125,6 +127,7 @@ async function attach({ tabId }) {
   if (before != null && moved) await leave(before);
   await save({ tabId, paused: false, blocked: null, ...(moved ? { delivered: null } : {}) });
   await setStatus(`attached to session ${session} — waiting for the prompt`, "info");
+  wake(); // a long poll in flight waits for a prompt newer than the old tab's: not this tab's
   poll();
   return { ok: true, session };
 }
@@ -169,6 +172,13 @@ async function unpair() {
 
 // ---- the loop: prompts into the tab --------------------------------------------------------
 let polling = false;
+let inflight = null; // the long poll's AbortController, while one waits
+
+// End the long poll in flight, so the loop reads what it knows again at once (another tab was
+// attached: it needs the current prompt, not the next one).
+function wake() {
+  if (inflight) inflight.abort();
+}
 
 async function poll() {
   if (polling) return;
@@ -180,14 +190,18 @@ async function poll() {
       if (!stored.token || stored.tabId == null || stored.paused || stored.done) break;
       if (stored.blocked) break; // a prompt failed to go in: wait for the user (Resume, re-attach)
       let prompt;
+      inflight = new AbortController();
       try {
         const after = stored.delivered ? `after=${encodeURIComponent(stored.delivered)}&` : "";
-        prompt = await relay(`/prompt?${after}wait=${WAIT_SECONDS}`);
+        prompt = await relay(`/prompt?${after}wait=${WAIT_SECONDS}`, { signal: inflight.signal });
       } catch (error) {
+        if (error.name === "AbortError") continue; // woken: read the state again
         await setStatus(error.message, "error");
         if (error.status === 401 || error.status === 403) break;
         await new Promise((resolve) => setTimeout(resolve, 3000));
         continue;
+      } finally {
+        inflight = null;
       }
       if (!prompt) continue; // 204: nothing new yet
       if (prompt.done) {
