@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -39,7 +40,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -70,6 +71,8 @@ class Task:
     new: str
     report: str  # the task, as a user writes it; {traceback} where the traceback goes
     crash: str = ""  # code that shows the traceback: Python (pip) or Node.js (npm)
+    check: str = ""  # a shell command passed as --check ({python}: this Python)
+    tests: dict[str, str] = field(default_factory=dict)  # files written into the workspace
 
 
 TASKS = [
@@ -273,16 +276,244 @@ TASKS = [
         "const { match } = require('./dist/index.js');\nmatch('/users/:id')('/users/1');",
     ),
 ]
+WRITTEN_BEFORE = len(TASKS)  # the tasks above came with issue 44; those below with issue 52
+
+SORTED_TESTS_INIT = '''"""Helpers of the sorted containers' tests."""
+
+import warnings
+
+
+class RangeAssertions:
+    """Assertions about the values a range of a container yields (a TestCase mixin)."""
+
+    def assertRange(self, got, expected):
+        self.assertEqual(list(got), list(expected))
+
+    def assertEmptyRange(self, got):
+        self.assertEqual(list(got), [])
+
+
+def assertItemsEqual(case, first, second):
+    """unittest's old name, kept for the tests that still use it."""
+    warnings.warn(
+        "assertItemsEqual is deprecated; use assertCountEqual",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    case.assertCountEqual(first, second)
+
+
+class LoadFactors:
+    """Sub-list sizes to run each container's tests with."""
+
+    SMALL = 4
+    DEFAULT = 1000
+
+
+warnings.warn("tests.LoadFactors will move to tests.sizes", DeprecationWarning)
+'''
+
+SORTED_TESTS = '''"""irange and bisect of every sorted container: one set of tests, run on each container by
+a mixin (make() builds the container under test)."""
+
+import unittest
+
+from sortedcontainers import SortedKeyList, SortedList, SortedSet
+
+from tests import LoadFactors, RangeAssertions
+
+
+class RangeTests(RangeAssertions):
+    """Ranges of a container holding 0..99."""
+
+    def make(self, values):
+        raise NotImplementedError
+
+    def test_irange_inclusive(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20), range(10, 21))
+
+    def test_irange_exclusive_max(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, inclusive=(True, False)), range(10, 20))
+
+    def test_irange_exclusive_min(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, inclusive=(False, True)), range(11, 21))
+
+    def test_irange_open_ended(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(95), range(95, 100))
+        self.assertRange(values.irange(maximum=3, inclusive=(True, False)), range(3))
+
+    def test_irange_reverse(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, reverse=True), range(20, 9, -1))
+
+    def test_irange_outside(self):
+        values = self.make(range(100))
+        self.assertEmptyRange(values.irange(200, 300))
+
+    def test_bisect(self):
+        values = self.make(range(100))
+        self.assertEqual(values.bisect_left(10), 10)
+        self.assertEqual(values.bisect_right(10), 11)
+
+
+class TestSortedList(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedList(values)
+
+
+class TestSortedListSmallLoad(RangeTests, unittest.TestCase):
+    def make(self, values):
+        made = SortedList()
+        made._reset(LoadFactors.SMALL)
+        made.update(values)
+        return made
+
+
+class TestSortedSet(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedSet(values)
+
+
+class TestSortedKeyList(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedKeyList(values, key=lambda value: value)
+'''
+
+QS_TESTS = """'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert');
+
+const qs = require('../');
+
+test('a list in one value', () => {
+    assert.deepStrictEqual(qs.parse('a=b,c', { comma: true }), { a: ['b', 'c'] });
+});
+
+test('one value stays a value', () => {
+    assert.deepStrictEqual(qs.parse('a=b', { comma: true }), { a: 'b' });
+});
+
+test('a list in one value, with brackets', () => {
+    assert.deepStrictEqual(qs.parse('a[]=b,c', { comma: true }), { a: ['b', 'c'] });
+});
+
+test('without the option a value is kept whole', () => {
+    assert.deepStrictEqual(qs.parse('a=b,c'), { a: 'b,c' });
+});
+
+test('stringify and parse agree', () => {
+    const text = qs.stringify({ a: ['b', 'c'] }, { arrayFormat: 'comma', encode: false });
+    assert.deepStrictEqual(qs.parse(text, { comma: true }), { a: ['b', 'c'] });
+});
+"""
+
+TASKS += [
+    Task(
+        "semver (npm) caret range",
+        "semver@7.6.3",
+        "classes/range.js",
+        "replaceCaret",
+        "ret = `>=${M}.${m}.0${z} <${+M + 1}.0.0-0`",
+        "ret = `>=${M}.${m}.0${z} <${M}.${+m + 1}.0-0`",
+        "semver.satisfies('1.5.0', '^1.2') returns false. A caret range should allow minor and "
+        "patch updates: ^1.2 means >=1.2.0 <2.0.0, but it only matches 1.2.x now "
+        "(semver.satisfies('1.2.9', '^1.2') is true).",
+    ),
+    Task(
+        "packaging compatible release",
+        "packaging==24.1",
+        "packaging/specifiers.py",
+        "Specifier._compare_compatible",
+        "list(itertools.takewhile(_is_not_suffix, _version_split(spec)))[:-1]",
+        "list(itertools.takewhile(_is_not_suffix, _version_split(spec)))",
+        "SpecifierSet('~=2.2').contains('2.5') returns False. A compatible release clause "
+        "~=2.2 means >=2.2, ==2.*, so 2.5 should match; only 2.2.x does now.",
+    ),
+    Task(
+        "html2text level-one heading",
+        "html2text==2020.1.16",
+        "html2text/utils.py",
+        "hn",
+        'if "0" < n <= "9":',
+        'if "1" < n <= "9":',
+        "html2text.html2text('<h1>Title</h1>') returns 'Title' without the '# ' in front: a "
+        "level-one heading is not converted, while '<h2>Title</h2>' gives '## Title'. "
+        "HTML2Text().handle('<h1>Title</h1>') does the same.",
+    ),
+    Task(
+        "date-fns two-digit month",
+        "date-fns@3.6.0",
+        "_lib/addLeadingZeros.js",
+        "addLeadingZeros",
+        'padStart(targetLength, "0")',
+        'padStart(targetLength - 1, "0")',
+        "format(new Date(2024, 2, 5), 'yyyy-MM-dd') gives '2024-3-5' instead of "
+        "'2024-03-05', and formatISO(new Date(2024, 2, 5), { representation: 'date' }) gives "
+        "'2024-3-5' too. Times the same: format(new Date(2024, 2, 5, 9, 7), 'HH:mm') is "
+        "'9:7'.",
+    ),
+    Task(
+        "tabulate failing suite",
+        "sdist:tabulate==0.9.0",
+        "tabulate/__init__.py",
+        "_afterpoint",
+        "                return len(string) - pos - 1",
+        "                return len(string) - pos",
+        "The tests fail since my last change. Please fix the library, not the tests.",
+        check="{python} -m pytest -q -p no:cacheprovider test",
+    ),
+    Task(
+        "toolz failing suite",
+        "toolz==1.0.0",
+        "toolz/itertoolz.py",
+        "_merge_sorted_binary",
+        "    yield val1\n    for val1 in seq1:\n        yield val1\n\n\ndef _merge_sorted_binary_key",
+        "    yield val1\n\n\ndef _merge_sorted_binary_key",
+        "The test suite fails; please fix it.",
+        check="{python} -m pytest -q -p no:cacheprovider toolz/tests",
+    ),
+    Task(
+        "qs failing suite",
+        "qs@6.13.0",
+        "lib/parse.js",
+        "parseArrayValue",
+        "        return val.split(',');",
+        "        return val.split(', ');",
+        "node --test test/lists.test.js fails; please fix the library.",
+        check="node --test test/lists.test.js",
+        tests={"test/lists.test.js": QS_TESTS},
+    ),
+    Task(
+        "sortedcontainers unittest mixins",
+        "sortedcontainers==2.4.0",
+        "sortedcontainers/sortedlist.py",
+        "SortedList.irange",
+        "max_idx = bisect_left(_lists[max_pos], maximum)",
+        "max_idx = bisect_right(_lists[max_pos], maximum)",
+        "Some of the range tests fail (python -m pytest tests). Please fix the library, not "
+        "the tests.",
+        check="{python} -m pytest -q -p no:cacheprovider tests",
+        tests={"tests/__init__.py": SORTED_TESTS_INIT, "tests/test_ranges.py": SORTED_TESTS},
+    ),
+]
 
 
 def fetch(package: str) -> Path:
-    """The package unpacked in the cache (downloaded the first time)."""
+    """The package unpacked in the cache (downloaded the first time): a wheel, an npm
+    tarball, or (``sdist:name==version``) a source distribution, its tests and all."""
     npm = "@" in package.lstrip("@")
-    unpacked = CACHE / package.replace("/", "_")
+    unpacked = CACHE / package.replace("/", "_").replace(":", "_")
     if unpacked.is_dir():
         return unpacked
     download = CACHE / "downloads"
     download.mkdir(parents=True, exist_ok=True)
+    if package.startswith("sdist:"):
+        return _sdist(package.removeprefix("sdist:"), download, unpacked)
     if npm:
         name = subprocess.run(
             ["npm", "pack", package, "--silent", "--pack-destination", str(download)],
@@ -324,6 +555,21 @@ def fetch(package: str) -> Path:
     return unpacked
 
 
+def _sdist(package: str, download: Path, unpacked: Path) -> Path:
+    """A source distribution unpacked as its tree (its top folder)."""
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q"]
+    subprocess.run([*pip, "-d", str(download), package], check=True, capture_output=True)
+    name, version = package.split("==")
+    (archive,) = [
+        a for a in download.glob("*.tar.gz") if a.name.lower() == f"{name}-{version}.tar.gz"
+    ]
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked / "unpacked", filter="data")
+    (unpacked / "unpacked" / f"{name}-{version}").rename(unpacked / "tree")
+    shutil.rmtree(unpacked / "unpacked")
+    return unpacked
+
+
 def workspace(task: Task, root: Path, tree: Path | None = None) -> Path:
     """A fresh copy of the package (``tree``: a copy at hand, its ``.py.txt`` files as
     ``.py``, as the tests vendor them) with the bug injected."""
@@ -335,6 +581,9 @@ def workspace(task: Task, root: Path, tree: Path | None = None) -> Path:
     text = path.read_text()
     assert text.count(task.old) == 1, f"{task.name}: the bug's text is not there once"
     path.write_text(text.replace(task.old, task.new))
+    for rel, content in task.tests.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(content)
     return ws
 
 
@@ -364,6 +613,8 @@ def first_prompt(
     if "{traceback}" in report:
         report = report.replace("{traceback}", traceback(task, ws))
     flags = ["--context-tokens", str(window)] if window else []
+    if task.check:
+        flags += ["--check", task.check.replace("{python}", shlex.quote(sys.executable))]
     result = CliRunner().invoke(
         main,
         [
