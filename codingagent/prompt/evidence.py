@@ -402,8 +402,8 @@ def _callees(
         if name not in tree.by_name:
             _parse_imported(tree, name, text, evidence)
         for path, callee in definers(tree, name, rel, text, definition)[:2]:
-            if callee[2] == "class" and path != rel:
-                continue
+            if callee[2] == "class":
+                continue  # a class built: too long to follow, its methods called are
             found.setdefault((path, callee[3], callee[4]), callee)
         if len(found) >= CALLS_MOST:
             break

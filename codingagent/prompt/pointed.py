@@ -44,6 +44,7 @@ LEAD = (
     "READ_FILE numbers lines, a long one as its outline)"
 )
 PASTED_TOKENS = 4096  # a pasted chat's window is not known: what a big chat takes at once
+CHECK_TOKENS = 512  # ... less this, given to the check's failing output shown beside it
 SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
 WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
@@ -64,14 +65,15 @@ _BLOCK = re.compile(
     r"raise|throw|yield|def|class|function|async|match)\b"
 )
 _CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
+_COMMENTS = ("#", "//", "/*", "*", ">>>")
 
 
-def pointed_tokens(window: int | None) -> int:
+def pointed_tokens(window: int | None, failing: bool = False) -> int:
     """The section's budget in tokens: ``PASTED_TOKENS`` while the window is unknown (a
-    pasted chat); none under ``SMALL_WINDOW``; else an eighth of the window, at most
-    ``MOST_TOKENS``."""
+    pasted chat), ``CHECK_TOKENS`` less when the prompt also shows a check's failing output;
+    none under ``SMALL_WINDOW``; else an eighth of the window, at most ``MOST_TOKENS``."""
     if window is None:
-        return PASTED_TOKENS
+        return PASTED_TOKENS - (CHECK_TOKENS if failing else 0)
     if window < SMALL_WINDOW:
         return 0
     return min(MOST_TOKENS, window // WINDOW_SHARE)
@@ -168,7 +170,9 @@ class _Picker:
             self._show(rel, lines, span)
             return
         if end - start + 1 >= OUTLINE_LINES:
-            outline = self._outline(rel, lines, start, end, min(limit, self.size // 4))
+            outline = self._outline(
+                rel, lines, definition, (start, end), min(limit, self.size // 4)
+            )
             if outline:
                 self._show(rel, lines, outline, (start, end))
         self.left.append(key)
@@ -207,25 +211,34 @@ class _Picker:
         return cost
 
     def _outline(
-        self, rel: str, lines: list[str], start: int, end: int, limit: int
+        self, rel: str, lines: list[str], definition: Definition, span: tuple[int, int], limit: int
     ) -> set[int] | None:
         """The lines of a long definition's outline within ``limit`` (see the module doc)."""
+        start, end = span
         head = start
         opener = ":" if rel.endswith((".py", ".pyi")) else "{"
         while head < min(end, start + HEAD_LINES - 1) and opener not in lines[head - 1]:
             head += 1
         chosen = set(range(start, head + 1)) | {end}
-        spans = [(start, end)]
-        marked = sorted(self._pointed(rel, lines, start, end))
-        for line in marked:
-            chosen.update(range(max(start, line - AROUND), min(end, line + AROUND) + 1))
-        base = _body_indent(lines, head + 1, end)
-        for n in range(head + 1, end):
-            text = lines[n - 1]
-            if len(text) - len(text.lstrip()) == base and _BLOCK.match(text):
-                if self._cost(rel, lines, chosen | {n}, spans) > limit:
-                    break
-                chosen.add(n)
+        spans = [span]
+        if definition[2] == "class":  # a class: the first line of each of its definitions
+            inner = [d[3] for d in self.tree.defs.get(rel, []) if start < d[3] <= end]
+            marked: list[int] = []
+        else:
+            marked = sorted(self._pointed(rel, lines, start, end))
+            for line in marked:
+                chosen.update(range(max(start, line - AROUND), min(end, line + AROUND) + 1))
+            base = _body_indent(lines, head + 1, end)
+            inner = [
+                n
+                for n in range(head + 1, end)
+                if len(lines[n - 1]) - len(lines[n - 1].lstrip()) == base
+                and _BLOCK.match(lines[n - 1])
+            ]
+        for n in inner:
+            if self._cost(rel, lines, chosen | {n}, spans) > limit:
+                break
+            chosen.add(n)
         while self._cost(rel, lines, chosen, spans) > limit and marked:
             far = marked.pop()  # the last lines pointed at go first
             chosen -= set(range(far - AROUND, far + AROUND + 1)) - set(range(start, head + 1))
@@ -233,11 +246,17 @@ class _Picker:
         return chosen if self._cost(rel, lines, chosen, spans) <= limit else None
 
     def _pointed(self, rel: str, lines: list[str], start: int, end: int) -> set[int]:
-        """The lines of ``rel`` in ``start..end`` that the evidence points at."""
+        """The lines of ``rel`` in ``start..end`` that the evidence points at: a frame's, and
+        code (not a comment or a docstring) that calls a name the evidence ranks high."""
         found = {n for n in self.found.lines.get(rel, ()) if start <= n <= end}
+        quoted = False
         for n in range(start, end + 1):
-            if any(name in self.hot for name in _CALL.findall(lines[n - 1])):
-                found.add(n)
+            text = lines[n - 1].strip()
+            fences = text.count('"""') + text.count("'''")
+            if not quoted and not fences and not text.startswith(_COMMENTS):
+                if any(name in self.hot for name in _CALL.findall(text)):
+                    found.add(n)
+            quoted ^= fences % 2 == 1
         return found
 
     def render(self) -> Pointed:
