@@ -29,6 +29,9 @@ medians of five runs, wall and CPU, beside the cached map of the same tree.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
+import json
 import os
 import re
 import shlex
@@ -40,7 +43,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -48,11 +51,21 @@ from click.testing import CliRunner
 from codingagent.codemap import lexical
 from codingagent.execute.symbols import find_symbol
 from codingagent.frontends.cli import main
+from codingagent.prompt.compose import LISTING_FILES, LISTING_SIZES
+from codingagent.prompt.definitions import Tree
+from codingagent.prompt.evidence import WEIGHTS, Weights, gather, rank
 from codingagent.prompt.fitting import estimate
 from codingagent.prompt.mapview import map_section
-from codingagent.prompt.pointed import PASTED_TOKENS, pointed_section
+from codingagent.prompt.pointed import (
+    CHARS_PER_TOKEN,
+    PASTED_TOKENS,
+    pointed_section,
+    pointed_tokens,
+    section,
+)
 from codingagent.prompt.render import estimate_tokens
 from codingagent.state import SessionState
+from codingagent.transaction.outbox import CACHE
 from codingagent.workspace import Workspace
 
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -525,6 +538,7 @@ def fetch(package: str) -> Path:
             tar.extractall(unpacked / "unpacked", filter="data")
         (unpacked / "unpacked" / "package").rename(unpacked / "tree")
         shutil.rmtree(unpacked / "unpacked")
+        _npm_dependencies(unpacked)
         return unpacked
     subprocess.run(
         [
@@ -555,6 +569,18 @@ def fetch(package: str) -> Path:
     return unpacked
 
 
+def _npm_dependencies(unpacked: Path) -> None:
+    """An npm package's own dependencies installed beside its tree (``deps/node_modules``),
+    so its code runs (a failing suite's check needs them)."""
+    wanted = json.loads((unpacked / "tree" / "package.json").read_text()).get("dependencies")
+    if not wanted:
+        return
+    (unpacked / "deps").mkdir()
+    specs = [f"{name}@{version}" for name, version in wanted.items()]
+    flags = ["--no-audit", "--no-fund", "--no-package-lock", "--ignore-scripts", "--silent"]
+    subprocess.run(["npm", "install", *flags, *specs], cwd=unpacked / "deps", check=True)
+
+
 def _sdist(package: str, download: Path, unpacked: Path) -> Path:
     """A source distribution unpacked as its tree (its top folder)."""
     pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q"]
@@ -575,6 +601,9 @@ def workspace(task: Task, root: Path, tree: Path | None = None) -> Path:
     ``.py``, as the tests vendor them) with the bug injected."""
     ws = root / "ws"
     shutil.copytree(tree or fetch(task.package) / "tree", ws)
+    installed = fetch(task.package) / "deps" / "node_modules" if tree is None else None
+    if installed is not None and installed.is_dir():
+        shutil.copytree(installed, ws / "node_modules")
     for vendored in ws.rglob("*.py.txt"):
         vendored.rename(vendored.with_suffix(""))
     path = ws / task.path
@@ -707,11 +736,103 @@ def cost(files: int, runs: int = 5) -> str:
     return f"| {files:,} files | {ms(maps)} | {ms(costs)} | {chars:,} |"
 
 
+def held_out() -> list[Task]:
+    """The tasks of ``pointed_heldout.py`` beside this file, when it is there: written by
+    someone who has not read the ranking, after it was frozen."""
+    path = Path(__file__).resolve().parent / "pointed_heldout.py"
+    if not path.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location("pointed_heldout", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.modules.setdefault("pointed", sys.modules[__name__])  # it may import this file
+    spec.loader.exec_module(module)
+    for name in ("TASKS", "HELDOUT", "HELD_OUT", "HELDOUT_TASKS"):
+        found = getattr(module, name, None)
+        if isinstance(found, list):
+            return list(found)
+    return []
+
+
+def written(task: Task, heldout: list[Task]) -> str:
+    """When and by whom a task was written (docs/prompts.md says more)."""
+    if task in heldout:
+        return "held out"
+    return "issue 44" if TASKS.index(task) < WRITTEN_BEFORE else "issue 52"
+
+
+GRID = {  # the weights leave-one-out chooses among (the defaults are one of each)
+    "words": (0.5, 1.0, 2.0),
+    "callee": (0.25, 0.5, 1.0),
+    "near": (1.0, 2.0, 4.0),
+    "tested": (1.0, 2.0, 4.0),
+}
+
+
+def held_by_weights(task: Task, combos: list[Weights]) -> list[bool]:
+    """For each of ``combos``, whether the section (as the task's first prompt makes it, a
+    pasted chat's) holds the whole definition to change with those weights."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, ws = first_prompt(task, Path(tmp), None)
+        (saved,) = (Path(tmp) / "run" / "sessions").glob("*.json")
+        state = SessionState.model_validate_json(saved.read_text())
+        workspace_ = Workspace(ws)
+        listing = workspace_.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
+        words = " ".join([state.task, *state.follow_ups])
+        tree = Tree(workspace_, listing, Path(tmp) / "run" / "sessions" / CACHE, words)
+        found = gather(tree, words, state.check_failure)
+        chars = pointed_tokens(None, state.check_failure is not None) * CHARS_PER_TOKEN
+        return [
+            holds(section(tree, found, rank(found, weights), chars).text or "", task, ws)[0]
+            for weights in combos
+        ]
+
+
+def leave_one_out(tasks: list[Task], heldout: list[Task]) -> None:
+    """Each task held with the weights of ``GRID`` that hold the most of the other tasks
+    (of those tied, the defaults if they are among them, else the first)."""
+    combos = [
+        replace(WEIGHTS, **dict(zip(GRID, values, strict=True)))
+        for values in itertools.product(*GRID.values())
+    ]
+    held = {task.name: held_by_weights(task, combos) for task in tasks}
+    default = combos.index(WEIGHTS)
+    print("| task | written | held (default weights) | weights chosen without it | held (LOO) |")
+    print("|---|---|---|---|---|")
+    plain = loo = 0
+    for task in tasks:
+        others = [sum(held[t.name][i] for t in tasks if t is not task) for i in range(len(combos))]
+        best = max(others)
+        chosen = default if others[default] == best else others.index(best)
+        weights = ", ".join(f"{k} {getattr(combos[chosen], k)}" for k in GRID)
+        plain += held[task.name][default]
+        loo += held[task.name][chosen]
+        print(
+            f"| {task.name} | {written(task, heldout)} | "
+            f"{'yes' if held[task.name][default] else 'no'} | {weights} | "
+            f"{'yes' if held[task.name][chosen] else 'no'} |"
+        )
+    print(
+        f"\n{plain} of {len(tasks)} with the default weights, {loo} of {len(tasks)} left out "
+        f"(the weights chosen on the other {len(tasks) - 1} among {len(combos)})."
+    )
+    totals = sorted(
+        ((sum(held[t.name][i] for t in tasks), i) for i in range(len(combos))), reverse=True
+    )
+    print("\nThe weights that hold the most (all tasks):")
+    for total, i in totals[:5]:
+        misses = ", ".join(t.name for t in tasks if not held[t.name][i])
+        named = ", ".join(f"{k} {getattr(combos[i], k)}" for k in GRID)
+        print(f"- {named}: {total} of {len(tasks)} (not {misses or 'one missed'})")
+
+
 def main_(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--window", type=int, default=None, help="--context-tokens")
     parser.add_argument("--only", default="", help="tasks whose name holds one of these words")
     parser.add_argument("--cost", action="store_true", help="time the section on big trees")
+    parser.add_argument("--loo", action="store_true", help="leave-one-out over the weights")
     args = parser.parse_args(argv)
     if args.cost:
         print(
@@ -724,23 +845,28 @@ def main_(argv: list[str] | None = None) -> int:
         print(f"\n(load average {os.getloadavg()[0]:.1f})")
         return 0
     wanted = [w for w in args.only.split(",") if w]
-    tasks = [t for t in TASKS if not wanted or any(w in t.name for w in wanted)]
+    heldout = held_out()
+    tasks = [t for t in TASKS + heldout if not wanted or any(w in t.name for w in wanted)]
+    if args.loo:
+        leave_one_out(tasks, heldout)
+        return 0
     print(
-        "| task | definition to change | whole in the first prompt | where | "
+        "| task | written | definition to change | whole in the first prompt | where | "
         "first prompt, tokens (4 chars) | tokens (3 bytes) | section, tokens |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     found = 0
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             text, ws = first_prompt(task, Path(tmp), args.window)
             whole, where = holds(text, task, ws)
         found += whole
-        section = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
+        shown = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
         print(
-            f"| {task.name} | `{task.symbol}` ({task.path}) | {'yes' if whole else 'no'} | "
+            f"| {task.name} | {written(task, heldout)} | `{task.symbol}` ({task.path}) | "
+            f"{'yes' if whole else 'no'} | "
             f"{where} | {estimate_tokens(text):,} | {estimate(text):,} | "
-            f"{estimate_tokens(section):,} |"
+            f"{estimate_tokens(shown):,} |"
         )
     print(f"\n{found} of {len(tasks)} first prompts hold the whole definition to change.")
     return 0

@@ -166,7 +166,9 @@ def definers(
     defined = [
         pair
         for pair in tree.by_name.get(name, [])
-        if not pair[0].endswith(_DECLARATIONS) and pair[1] is not caller
+        if not pair[0].endswith(_DECLARATIONS)
+        and pair[1] is not caller
+        and tree.text(pair[0]) is not None  # (a minified bundle is no source to show)
     ]
     if not defined:
         return []

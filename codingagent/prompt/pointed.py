@@ -8,8 +8,8 @@ the failing tests call) weighs in one score a definition. The section is filled 
 first, value for size:
 
 - a definition is shown whole (numbered as READ_FILE numbers lines, as READ_FILE
-  ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: twice its share
-  of the scores of the definitions shown, at least an eighth of the section, at most half;
+  ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: half the
+  section for the best, for the others in proportion to their score, at least an eighth;
 - a longer one is shown as its outline: its first lines (to the end of its signature), the
   lines the evidence points at (a frame's line, a call of a definition the evidence ranks
   high, a name the task or the failing tests use) with two lines around each, its body's
@@ -49,10 +49,10 @@ SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
 WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
 CHARS_PER_TOKEN = 4
-FLOOR = 0.1  # definitions scoring under this share of the best are not shown
-ALLOWANCE = 2.0  # a definition shown whole may take this many times its share of the scores
-LEAST_SHARE = 1 / 8  # ... and at least this share of the section
-MOST_SHARE = 1 / 2  # ... and at most this
+FLOOR = 0.05  # definitions scoring under this share of the best are not shown
+MOST_SHARE = 1 / 2  # the best definition may take this share of the section, others less:
+LEAST_SHARE = 1 / 8  # ... in proportion to their scores, but at least this share
+OUTLINE_SHARE = 1 / 4  # an outline takes at most this share of the section (a class's: LEAST)
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 OUTLINE_LINES = 40  # a definition this long or longer may be shown as its outline
 AROUND = 2  # lines shown around a line the evidence points at
@@ -135,8 +135,6 @@ class _Picker:
         self.size = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
         self.room = self.size
         self.best = ranked[0][0] if ranked else 0.0
-        worthy = [score for score, _ in ranked if score >= self.best * FLOOR]
-        self.total = sum(worthy) or 1.0
         self.hot = {found.defs[key][0] for _, key in ranked[:12]} | found.names
         self.shown: dict[str, set[int]] = {}  # file -> the lines shown
         self.outlined: dict[str, list[tuple[int, int]]] = {}  # file -> outlined spans
@@ -158,7 +156,7 @@ class _Picker:
         shown = self.shown.get(rel, set())
         if all(n in shown for n in range(start, end + 1)):
             return  # shown already, inside another
-        allowance = max(LEAST_SHARE, min(MOST_SHARE, ALLOWANCE * score / self.total))
+        allowance = max(LEAST_SHARE, MOST_SHARE * score / self.best)
         limit = min(self.room, int(self.size * allowance))
         if len(lines) <= SMALL_FILE_LINES or key in self._whole_files():
             whole = set(range(1, len(lines) + 1))
@@ -170,8 +168,9 @@ class _Picker:
             self._show(rel, lines, span)
             return
         if end - start + 1 >= OUTLINE_LINES:
+            most = OUTLINE_SHARE if definition[2] != "class" else LEAST_SHARE
             outline = self._outline(
-                rel, lines, definition, (start, end), min(limit, self.size // 4)
+                rel, lines, definition, (start, end), min(limit, int(self.size * most))
             )
             if outline:
                 self._show(rel, lines, outline, (start, end))
