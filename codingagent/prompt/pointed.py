@@ -10,11 +10,14 @@ first, value for size:
 - a definition is shown whole (numbered as READ_FILE numbers lines, as READ_FILE
   ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: half the
   section for the best, for the others in proportion to their score, at least an eighth;
-- a longer one is shown as its outline: its first lines (to the end of its signature), the
-  lines the evidence points at (a frame's line, a call of a definition the evidence ranks
-  high, a name the task or the failing tests use) with two lines around each, its body's
-  top-level statements as room allows, and its last line; each gap a line that says which
-  lines it leaves out, so READ_FILE with ``start_line`` and ``end_line`` shows them;
+- a longer one (``OUTLINE_LINES`` or more) that the evidence points into is shown as its
+  outline, within a quarter of the section: its first lines (to the end of its signature),
+  the lines the evidence points at (a frame's line; code, not a comment or a docstring, that
+  calls a definition the evidence ranks among the first twelve, or a name the task or the
+  failing tests call) with two lines around each, its body's top-level statements as room
+  allows, and its last line; a class, within an eighth, as its first line and the first
+  line of each definition in it; each gap a line saying which lines it leaves out, so
+  READ_FILE with ``start_line`` and ``end_line`` shows them;
 - definitions scoring under ``FLOOR`` of the best are not shown.
 
 What does not fit is named after the code, each with the READ_FILE that shows it. The
@@ -224,7 +227,9 @@ class _Picker:
             inner = [d[3] for d in self.tree.defs.get(rel, []) if start < d[3] <= end]
             marked: list[int] = []
         else:
-            marked = sorted(self._pointed(rel, lines, start, end))
+            marked = sorted(self._pointed(rel, lines, head + 1, end))
+            if not marked:
+                return None  # the evidence points at no part of it: the map's line is enough
             for line in marked:
                 chosen.update(range(max(start, line - AROUND), min(end, line + AROUND) + 1))
             base = _body_indent(lines, head + 1, end)
