@@ -65,7 +65,7 @@ from codingagent.prompt.pointed import (
 )
 from codingagent.prompt.render import estimate_tokens
 from codingagent.state import SessionState
-from codingagent.transaction.outbox import CACHE
+from codingagent.transaction.outbox import CACHE as KEPT
 from codingagent.workspace import Workspace
 
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -326,8 +326,8 @@ class LoadFactors:
 warnings.warn("tests.LoadFactors will move to tests.sizes", DeprecationWarning)
 '''
 
-SORTED_TESTS = '''"""irange and bisect of every sorted container: one set of tests, run on each container by
-a mixin (make() builds the container under test)."""
+SORTED_TESTS = '''"""irange and bisect of every sorted container: one set of tests, run on
+each container by a mixin (make() builds the container under test)."""
 
 import unittest
 
@@ -485,7 +485,8 @@ TASKS += [
         "toolz==1.0.0",
         "toolz/itertoolz.py",
         "_merge_sorted_binary",
-        "    yield val1\n    for val1 in seq1:\n        yield val1\n\n\ndef _merge_sorted_binary_key",
+        "    yield val1\n    for val1 in seq1:\n        yield val1\n\n\n"
+        "def _merge_sorted_binary_key",
         "    yield val1\n\n\ndef _merge_sorted_binary_key",
         "The test suite fails; please fix it.",
         check="{python} -m pytest -q -p no:cacheprovider toolz/tests",
@@ -780,7 +781,7 @@ def held_by_weights(task: Task, combos: list[Weights]) -> list[bool]:
         workspace_ = Workspace(ws)
         listing = workspace_.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
         words = " ".join([state.task, *state.follow_ups])
-        tree = Tree(workspace_, listing, Path(tmp) / "run" / "sessions" / CACHE, words)
+        tree = Tree(workspace_, listing, Path(tmp) / "run" / "sessions" / KEPT, words)
         found = gather(tree, words, state.check_failure)
         chars = pointed_tokens(None, state.check_failure is not None) * CHARS_PER_TOKEN
         return [

@@ -52,7 +52,9 @@ def stepped(root: Path, text: str) -> str:
     assert result.exit_code == 0, result.output
     (state,) = (root / "sessions").glob("*.json")
     session = json.loads(state.read_text())
-    return SessionStore(root).outbox_path(session["sessionId"], session["sequenceNumber"]).read_text()
+    return (
+        SessionStore(root).outbox_path(session["sessionId"], session["sequenceNumber"]).read_text()
+    )
 
 
 def ran(workspace: Path) -> list[str]:

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.definitions import Definition, Tree
+from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, is_declaration
 from codingagent.prompt.frames import Frame, frames
 from codingagent.protocol.commands import file_lines
 
@@ -43,7 +42,6 @@ LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
 LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 DEPTH_DECAY = 0.25  # a frame ``n`` above the deepest counts 1 / (1 + n * this)
 CALLS_MOST = 40  # names one definition calls, followed at most
-DEFINERS_MOST = 3  # files that may define a name the task names or a definition calls
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly ...
 
@@ -58,8 +56,6 @@ _NAMED = re.compile(
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
-_IMPORT = re.compile(r"^\s*(?:import|from)\b|\brequire\s*\(|^\s*export\b.*\bfrom\b")
-_DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,6 @@ class Evidence:
     files: list[str] = field(default_factory=list)  # files the task names by path
     names: set[str] = field(default_factory=set)  # names the task and the failing tests use
     resolved: set[str] = field(default_factory=set)  # names the task uses that were found
-    unread: dict[str, list[str]] | None = None  # files the map has not read, by module name
 
     def add(self, kind: str, rel: str, definition: Definition, strength: float) -> Key:
         key = (rel, definition[3], definition[4])
@@ -120,7 +115,7 @@ def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
 def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]:
     """The definitions by score, best first: each kind's strength times its weight, a share
     of their callers' (two calls deep), a test file's definitions ``test_share`` of it."""
-    direct: Counter[Key] = Counter()
+    direct: defaultdict[Key, float] = defaultdict(float)
     near = {
         key[0]
         for kind in ("named", "frame", "tested")
@@ -132,17 +127,17 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
         for key, strength in found.strength.get(kind, {}).items():
             close = weights.near if kind == "words" and key[0] in near else 1.0
             direct[key] += weight * strength * close
-    passed: Counter[Key] = Counter()
+    total = defaultdict(float, direct)
     giving = {key: score for key, score in direct.items() if not is_test(key[0])}
     for _ in range(2):
-        handed: Counter[Key] = Counter()
+        handed: defaultdict[Key, float] = defaultdict(float)
         for key, score in giving.items():
             callees = found.calls.get(key, [])
             for callee in callees:
                 handed[callee] += weights.callee * score / math.sqrt(len(callees))
-        passed.update(handed)
-        giving = dict(handed)
-    total = direct + passed
+        for key, score in handed.items():
+            total[key] += score
+        giving = handed
     ranked = [
         (score * (weights.test_share if is_test(key[0]) else 1.0), key)
         for key, score in total.items()
@@ -152,90 +147,9 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
     return ranked
 
 
-def definers(
-    tree: Tree,
-    name: str,
-    rel: str | None = None,
-    text: str | None = None,
-    caller: Definition | None = None,
-) -> list[tuple[str, Definition]]:
-    """The definitions ``name`` stands for, said in ``rel`` (whose text is ``text``; by
-    ``caller``, never itself): its own file's; else those of a file it imports; else those of
-    at most ``DEFINERS_MOST`` files; else those of the file named after it (``format.js``);
-    else none: too common a name to guess."""
-    defined = [
-        pair
-        for pair in tree.by_name.get(name, [])
-        if not pair[0].endswith(_DECLARATIONS)
-        and pair[1] is not caller
-        and tree.text(pair[0]) is not None  # (a minified bundle is no source to show)
-    ]
-    if not defined:
-        return []
-    if rel is not None:
-        here = [pair for pair in defined if pair[0] == rel]
-        if here:
-            return here
-        if text is not None:
-            imported = _imported(text, {pair[0] for pair in defined}, rel)
-            if imported:
-                return [pair for pair in defined if pair[0] in imported]
-    defined = _one_copy(defined)
-    if len({path for path, _ in defined}) <= DEFINERS_MOST:
-        return defined
-    return [pair for pair in defined if _stem(pair[0]) == name]
-
-
-def _one_copy(defined: list[tuple[str, Definition]]) -> list[tuple[str, Definition]]:
-    """Of copies of one module (``x.js`` and ``x.mjs``), the plain source's definitions."""
-    best: dict[str, int] = {}
-    for path, _ in defined:
-        module = path.rsplit(".", 1)[0]
-        best[module] = min(best.get(module, 9), _ext_order(path))
-    return [pair for pair in defined if _ext_order(pair[0]) == best[pair[0].rsplit(".", 1)[0]]]
-
-
 def _called(text: str) -> list[str]:
     """The names ``text`` calls, in order, each once."""
     return list(dict.fromkeys(a or b for a, b in _CALL.findall(text)))
-
-
-def _imported(text: str, paths: set[str], rel: str) -> set[str]:
-    """Which of ``paths`` the file ``rel``, whose text is ``text``, imports (its module's name
-    in an import line); of several, the nearest to ``rel``."""
-    stems = {path: _stem(path) for path in paths}
-    found = set()
-    for line in text.split("\n"):
-        if not _IMPORT.search(line):
-            continue
-        for path, stem in stems.items():
-            if stem and re.search(rf"(?<![\w$]){re.escape(stem)}(?![\w$])", line):
-                found.add(path)
-    if len(found) > 1:  # ``utils`` of several packages: the one nearest
-        return {min(found, key=lambda path: (-_shared(path, rel), _ext_order(path), path))}
-    return found
-
-
-def _shared(one: str, other: str) -> int:
-    a, b = one.split("/"), other.split("/")
-    n = 0
-    while n < min(len(a), len(b)) - 1 and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def _stem(path: str) -> str:
-    """The name a module is imported by: its file's, a package's folder's."""
-    folder, _, name = path.rpartition("/")
-    stem = name.split(".", 1)[0]
-    if stem in ("__init__", "index") and folder:
-        return folder.rpartition("/")[2]
-    return stem
-
-
-def _ext_order(path: str) -> int:
-    """Of copies of one module (``x.js`` and ``x.mjs``), the plain source first."""
-    return 0 if path.endswith((".py", ".js", ".ts", ".go", ".rs", ".java", ".rb")) else 1
 
 
 def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[tuple[str, Definition]]:
@@ -297,10 +211,10 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
         ]
     for name in dict.fromkeys(names):
         parts = name.split(".")
-        _parse_named(tree, parts[-1], found)
+        tree.parse_module(parts[-1])
         for start in range(len(parts)):  # ``pkg.mod.Class.method``: the longest tail known
             tail = ".".join(parts[start:])
-            defined = definers(tree, tail)
+            defined = tree.definers(tail)
             if defined:
                 break
         mine = [pair for pair in defined if pair[0] in found.files] or defined
@@ -314,36 +228,11 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             found.add("named", rel, definition, 1.0)
 
 
-def _parse_named(tree: Tree, name: str, found: Evidence) -> None:
-    """The files named after ``name`` (``format.js`` for ``format``) parsed, when the map
-    has not read them yet (a big tree's first map reads a part)."""
-    for rel in _unread(tree, found).get(name, []):
-        tree.text(rel, parse=True)
-
-
-def _parse_imported(tree: Tree, name: str, text: str, found: Evidence) -> None:
-    """The files named after ``name`` that ``text`` imports parsed, when the map has not
-    read them yet."""
-    unread = _unread(tree, found).get(name, [])
-    for rel in _imported(text, set(unread), "") if unread else ():
-        tree.text(rel, parse=True)
-
-
-def _unread(tree: Tree, found: Evidence) -> dict[str, list[str]]:
-    """The source files the map has not read, by the name they are imported by."""
-    if found.unread is None:
-        found.unread = {}
-        for rel in tree.unread:
-            if rel not in tree.defs and not rel.endswith(_DECLARATIONS):
-                found.unread.setdefault(_stem(rel), []).append(rel)
-    return found.unread
-
-
 def _tested(tree: Tree, tests: list[tuple[str, Definition]], found: Evidence) -> None:
     """What the failing tests call into the code under test, as ``tested`` evidence: each
     failing test's calls, split over the definitions a name stands for; a method of a class
     the test files build before a method of another class."""
-    counts: Counter[Key] = Counter()
+    counts: defaultdict[Key, float] = defaultdict(float)
     built: set[str] = set()
     bodies = []
     for rel, definition in tests:
@@ -353,7 +242,7 @@ def _tested(tree: Tree, tests: list[tuple[str, Definition]], found: Evidence) ->
         built.update(name for name in _called(text) if name[:1].isupper())
     for rel, text, body in bodies:
         for name in _called(body):
-            pairs = [p for p in definers(tree, name, rel, text) if not is_test(p[0])]
+            pairs = [p for p in tree.definers(name, rel, text) if not is_test(p[0])]
             if not pairs:
                 continue
             found.names.add(name)
@@ -370,11 +259,12 @@ def _tested(tree: Tree, tests: list[tuple[str, Definition]], found: Evidence) ->
 def _follow(tree: Tree, found: Evidence) -> None:
     """What the definitions the evidence points at call, two calls deep (their callees are
     followed too), the strongest first, at most ``FOLLOWED_MOST``."""
-    strongest: Counter[Key] = Counter()
+    strongest: defaultdict[Key, float] = defaultdict(float)
     for kind in KINDS:
         for key, strength in found.strength.get(kind, {}).items():
             strongest[key] = max(strongest[key], strength)
-    wave = [key for key, _ in strongest.most_common(FOLLOWED_MOST) if not is_test(key[0])]
+    ordered = sorted(strongest, key=lambda key: (-strongest[key], key))[:FOLLOWED_MOST]
+    wave = [key for key in ordered if not is_test(key[0])]
     for _ in range(2):
         after: list[Key] = []
         for key in wave:
@@ -402,8 +292,8 @@ def _callees(
         if name == definition[0]:
             continue  # its own first line, or a call of itself
         if name not in tree.by_name:
-            _parse_imported(tree, name, text, evidence)
-        for path, callee in definers(tree, name, rel, text, definition)[:2]:
+            tree.parse_module(name, text)
+        for path, callee in tree.definers(name, rel, text, definition)[:2]:
             if callee[2] == "class":
                 continue  # a class built: too long to follow, its methods called are
             found.setdefault((path, callee[3], callee[4]), callee)
@@ -456,9 +346,9 @@ def _lexical(
             break
     docs = []
     pairs = []
-    copies = _copies(tree.defs)
+    copies = tree.copies()
     for rel, defs in tree.defs.items():
-        if rel in tree.generated or rel in copies or rel.endswith(_DECLARATIONS):
+        if rel in tree.generated or rel in copies or is_declaration(rel):
             continue
         text = tree.texts.get(rel)
         lines = file_lines(text) if text is not None else None
@@ -481,16 +371,6 @@ def _lexical(
     top = scored[0][0]
     floor = top * LEXICAL_FLOOR
     return [(s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
-
-
-def _copies(files: Iterable[str]) -> set[str]:
-    """The files that are another form of a module beside it (``x.mjs`` beside ``x.js``)."""
-    best: dict[str, str] = {}
-    for rel in files:
-        module = rel.rsplit(".", 1)[0]
-        if module not in best or _ext_order(rel) < _ext_order(best[module]):
-            best[module] = rel
-    return {rel for rel in files if best[rel.rsplit(".", 1)[0]] != rel}
 
 
 def _dunder(name: str) -> bool:

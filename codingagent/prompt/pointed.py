@@ -257,9 +257,9 @@ class _Picker:
         for n in range(start, end + 1):
             text = lines[n - 1].strip()
             fences = text.count('"""') + text.count("'''")
-            if not quoted and not fences and not text.startswith(_COMMENTS):
-                if any(name in self.hot for name in _CALL.findall(text)):
-                    found.add(n)
+            code = not quoted and not fences and not text.startswith(_COMMENTS)
+            if code and any(name in self.hot for name in _CALL.findall(text)):
+                found.add(n)
             quoted ^= fences % 2 == 1
         return found
 

@@ -182,9 +182,10 @@ Short form (the full PROTOCOL was in the first message and still holds; if you d
 it, ask the user to paste "codingagent show --full"). Start your reply with the line
 "Session: <id> Sequence: <n>" (the HEADER's values); commands before it are not run.
 Put the commands inside a ``` code block (```` when a file holds ``` lines): outside one,
-the chat's page changes text, and commands that change files or run are refused. Each tag starts its own line; file content goes between the
-tags as it is, with no fence of its own. Close every tag that has a closing tag. Lines outside
-commands are ignored. Paths are relative.
+the chat's page changes text, and commands that change files or run are refused. Each tag
+starts its own line; file content goes between the tags as it is, with no fence of its own.
+Close every tag that has a closing tag. Lines outside commands are ignored. Paths are
+relative.
 ```
 [REPLACE path="app.py"]
 <<<<<<< SEARCH
