@@ -790,6 +790,20 @@ def held_by_weights(task: Task, combos: list[Weights]) -> list[bool]:
         ]
 
 
+def loo_choice(held: dict[str, list[bool]], default: int) -> dict[str, int]:
+    """For each task, the weights (their index) that hold the most of the other tasks; of
+    those tied, ``default`` if it is among them, else the first."""
+    chosen = {}
+    for name in held:
+        others = [
+            sum(row[i] for other, row in held.items() if other != name)
+            for i in range(len(held[name]))
+        ]
+        best = max(others)
+        chosen[name] = default if others[default] == best else others.index(best)
+    return chosen
+
+
 def leave_one_out(tasks: list[Task], heldout: list[Task]) -> None:
     """Each task held with the weights of ``GRID`` that hold the most of the other tasks
     (of those tied, the defaults if they are among them, else the first)."""
@@ -799,13 +813,12 @@ def leave_one_out(tasks: list[Task], heldout: list[Task]) -> None:
     ]
     held = {task.name: held_by_weights(task, combos) for task in tasks}
     default = combos.index(WEIGHTS)
+    choices = loo_choice(held, default)
     print("| task | written | held (default weights) | weights chosen without it | held (LOO) |")
     print("|---|---|---|---|---|")
     plain = loo = 0
     for task in tasks:
-        others = [sum(held[t.name][i] for t in tasks if t is not task) for i in range(len(combos))]
-        best = max(others)
-        chosen = default if others[default] == best else others.index(best)
+        chosen = choices[task.name]
         weights = ", ".join(f"{k} {getattr(combos[chosen], k)}" for k in GRID)
         plain += held[task.name][default]
         loo += held[task.name][chosen]

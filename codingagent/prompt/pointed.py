@@ -14,10 +14,11 @@ first, value for size:
   outline, within a quarter of the section: its first lines (to the end of its signature),
   the lines the evidence points at (a frame's line; code, not a comment or a docstring, that
   calls a definition the evidence ranks among the first twelve, or a name the task or the
-  failing tests call) with two lines around each, its body's top-level statements as room
-  allows, and its last line; a class, within an eighth, as its first line and the first
-  line of each definition in it; each gap a line saying which lines it leaves out, so
-  READ_FILE with ``start_line`` and ``end_line`` shows them;
+  failing tests call) with two lines around each, its body's top-level statements (when it
+  has at most ``OUTLINE_STATEMENTS``) as room allows, and its last line; a class, within an
+  eighth, as its first line and the first line of each definition in it; each gap a line
+  saying which lines it leaves out, so READ_FILE with ``start_line`` and ``end_line`` shows
+  them;
 - definitions scoring under ``FLOOR`` of the best are not shown.
 
 What does not fit is named after the code, each with the READ_FILE that shows it. The
@@ -58,6 +59,7 @@ LEAST_SHARE = 1 / 8  # ... in proportion to their scores, but at least this shar
 OUTLINE_SHARE = 1 / 4  # an outline takes at most this share of the section (a class's: LEAST)
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 OUTLINE_LINES = 40  # a definition this long or longer may be shown as its outline
+OUTLINE_STATEMENTS = 12  # an outline shows a body's top-level statements when it has no more
 AROUND = 2  # lines shown around a line the evidence points at
 HEAD_LINES = 8  # first lines of a definition an outline shows, to the end of its signature
 LEFT_OUT_NAMED = 8  # definitions not shown that the section names
@@ -239,6 +241,8 @@ class _Picker:
                 if len(lines[n - 1]) - len(lines[n - 1].lstrip()) == base
                 and _BLOCK.match(lines[n - 1])
             ]
+            if len(inner) > OUTLINE_STATEMENTS:
+                inner = []  # a dispatcher's many branches: the part pointed at is the outline
         for n in inner:
             if self._cost(rel, lines, chosen | {n}, spans) > limit:
                 break
