@@ -10,17 +10,21 @@ The evidence, each kind's strength at most 1:
   it (:mod:`.frames`); the deepest of a trace the most;
 - ``test_frame``: the same, in a test file: the failing tests and their helpers;
 - ``words``: the task's words point at it (:mod:`codingagent.codemap.lexical`; the best 1),
-  with the failing output's words and those of the failing tests' lines at their frames;
-- ``tested``: the failing tests call it (a name called in a failing test's body that the
-  code under test defines; a method of a class the tests build before one of another class);
-- and the call graph around all of these: a definition gets a share of the score of each
-  definition that calls it, split over the square root of how many it calls, two calls deep.
+  with the failing output's words and, as code, those of the failing tests' lines at their
+  frames; the words of names the task uses that were found count as ``named``, not here;
+  in a file that holds a definition named, framed or tested (``NEAR_STRENGTH``), ``near``
+  times as much (the function handling a report's own word beside the one it names);
+- ``tested``: the failing tests call it (a name called in a failing test's body, or around
+  its frame when the test is a callback, that the code under test defines; a method of a
+  class the test files build before one of another class), by how many failing tests do,
+  log-scaled, the most 1;
+- and the call graph around all of these: a definition gets ``callee`` times the score of
+  each definition that calls it, over the square root of how many that calls, two calls
+  deep (a class is not followed: its methods are).
 
 A definition in a test file counts ``test_share`` of its score: tests are evidence of where
-the bug is, rarely where it is. A name defined in several files is resolved to the caller's
-own file, else to a file the caller imports (its name in an ``import``, ``from`` or
-``require`` line), else to a file named after it (``format.js`` for ``format``), else to all
-of at most three files; declaration files (``.d.ts``) define nothing here.
+the bug is, rarely where it is. Which definitions a name stands for is
+:meth:`.definitions.Tree.definers`'s.
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ READ_FILES = 200
 LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
 LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 DEPTH_DECAY = 0.25  # a frame ``n`` above the deepest counts 1 / (1 + n * this)
-CALLS_MOST = 40  # names one definition calls, followed at most
+CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definition holds it
+CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
-NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly ...
+NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
 
 Key = tuple[str, int, int]  # a definition: its file, first line, last line
 
@@ -152,13 +157,15 @@ def _called(text: str) -> list[str]:
     return list(dict.fromkeys(a or b for a, b in _CALL.findall(text)))
 
 
-def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[tuple[str, Definition]]:
+def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
     """The definitions around the frames, as ``frame`` or ``test_frame`` evidence (the
-    deepest of a trace the strongest); the tests' definitions, to read their calls."""
+    deepest of a trace the strongest); the lines of the failing tests, to read their calls:
+    a test definition's, or (a test written as a callback, ``test('...', () => {...})``)
+    the lines around its frame."""
     deepest_first = [f for f in trace if f.innermost_first] + [
         f for f in reversed(trace) if not f.innermost_first
     ]
-    tests: list[tuple[str, Definition]] = []
+    tests: list[Key] = []
     for depth, frame in enumerate(deepest_first):
         rel = tree.resolve(frame.path)
         if rel is None or tree.text(rel, parse=True) is None:
@@ -168,15 +175,18 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[tuple[str, 
             found.lines.setdefault(rel, set()).add(frame.line)
             around = [d for d in defs if d[3] <= frame.line <= d[4]]
             picked = [min(around, key=lambda d: d[4] - d[3])] if around else []
+            if not picked and is_test(rel):
+                first = max(1, frame.line - CALLBACK_LINES)
+                tests.append((rel, first, frame.line + CALLBACK_LINES))
         else:
             last = (frame.name or "").rpartition(".")[2]
             exact = [d for d in defs if d[1] == frame.name] or [d for d in defs if d[0] == last]
             picked = exact[:1]
         kind = "test_frame" if is_test(rel) else "frame"
         for definition in picked:
-            found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
+            key = found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
             if kind == "test_frame":
-                tests.append((rel, definition))
+                tests.append(key)
     return list(dict.fromkeys(tests))
 
 
@@ -228,16 +238,16 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             found.add("named", rel, definition, 1.0)
 
 
-def _tested(tree: Tree, tests: list[tuple[str, Definition]], found: Evidence) -> None:
+def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
     """What the failing tests call into the code under test, as ``tested`` evidence: each
     failing test's calls, split over the definitions a name stands for; a method of a class
     the test files build before a method of another class."""
     counts: defaultdict[Key, float] = defaultdict(float)
     built: set[str] = set()
     bodies = []
-    for rel, definition in tests:
+    for rel, first, last in tests:
         text = tree.text(rel) or ""
-        body = "\n".join(file_lines(text)[definition[3] - 1 : definition[4]])
+        body = "\n".join(file_lines(text)[first - 1 : last])
         bodies.append((rel, text, body))
         built.update(name for name in _called(text) if name[:1].isupper())
     for rel, text, body in bodies:
