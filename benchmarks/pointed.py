@@ -43,6 +43,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -833,6 +834,11 @@ def leave_one_out(tasks: list[Task], heldout: list[Task]) -> None:
     )
     totals = sorted(
         ((sum(held[t.name][i] for t in tasks), i) for i in range(len(combos))), reverse=True
+    )
+    spread = Counter(total for total, _ in totals)
+    print(
+        "\nHow many of the weights hold how many tasks: "
+        + ", ".join(f"{spread[n]} hold {n}" for n in sorted(spread, reverse=True))
     )
     print("\nThe weights that hold the most (all tasks):")
     for total, i in totals[:5]:

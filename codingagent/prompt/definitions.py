@@ -2,8 +2,16 @@
 (:mod:`.pointed`) reads them: from the code map's kept graph, or its tags cache (the map of the
 same first prompt made them a moment before); when neither has any (no map, ``map_tokens =
 0``, or no cache), parsed here within the first map's parse budget. A file a frame or a path
-names is parsed when the cache has not read it yet; its text is read once, and its digest
-kept (what the prompt shows of it is checked by EDIT_FILE against it).
+names is parsed when the cache has not read it yet, and so is a module a name the task uses
+or a definition calls is named after (``format.js`` for ``format``); its text is read once,
+and its digest kept (what the prompt shows of it is checked by EDIT_FILE against it).
+
+Which definitions a name stands for (:meth:`Tree.definers`), where it is said: the caller's
+own file's; else those of a file the caller imports (the module's name in an ``import``,
+``from`` or ``require`` line; of several, the nearest); else those of at most three files;
+else those of the file named after it; else none (too common a name to guess). Of copies of
+one module (``x.js`` and ``x.mjs``) the plain source's; never a declaration file's
+(``.d.ts``) or a minified one's.
 """
 
 from __future__ import annotations
