@@ -1,29 +1,37 @@
-"""Whether a first prompt holds the code a bug report points at (issue 44), on real libraries.
+"""Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
+libraries.
 
-    python benchmarks/pointed.py                # 19 bug tasks, a pasted chat (window unknown)
+    python benchmarks/pointed.py                # 27 bug tasks, a pasted chat (window unknown)
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
+    python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
     python benchmarks/pointed.py --cost         # what the section costs on a big tree
 
 Each task is a released pure-Python or JavaScript package, downloaded with ``pip download``
-or ``npm pack`` into ``benchmarks/.cache/`` (git-ignored; once) and unpacked into a fresh
-workspace; a bug is injected (one edit to one definition, checked to apply exactly once); and
-a session is started on it through the real command line (``codingagent start TASK
---no-watch``, as a pasted chat starts), the task worded as a user reports the bug: what they
-called and what they saw, never the line. Two tasks paste a traceback, made by running the
-buggy code (Python, or Node.js), its paths rewritten to an installed copy's, as a user's are.
+(a wheel; ``sdist:name==version``: the source distribution, its tests and all) or ``npm
+pack`` (its dependencies installed beside it) into ``benchmarks/.cache/`` (git-ignored;
+once) and unpacked into a fresh workspace; a bug is injected (one edit to one definition,
+checked to apply exactly once); the task's ``tests`` are written into it; and a session is
+started on it through the real command line (``codingagent start TASK --no-watch``, as a
+pasted chat starts; with the task's ``check`` as ``--check``), the task worded as a user
+reports the bug: what they called and what they saw, never the line. Two tasks paste a
+traceback, made by running the buggy code (Python, or Node.js), its paths rewritten to an
+installed copy's, as a user's are; four are failing suites, whose check gives the evidence.
+The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too.
 
-Printed, one markdown row a task: whether the first prompt holds the whole definition that
-must change (every line, numbered as READ_FILE numbers it), where (the Code the Task Points
-At section, or only its first line in the Code Map), and the first prompt's size in tokens:
-by the prompt's own estimate (four characters a token) and by the bound the window fitting
-uses (a token per three bytes). Deterministic: no timing.
+Printed, one markdown row a task: when it was written, whether the first prompt holds the
+whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
+Code the Task Points At section, or only its first line in the Code Map), and the first
+prompt's size in tokens: by the prompt's own estimate (four characters a token) and by the
+bound the window fitting uses (a token per three bytes). Deterministic: no timing.
 
-``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first prompt
-makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py`` (1,000
-and 10,000 files), already mapped once (the tags and graph cached, as for a new session on a
-tree seen before), a new task each run and the word caches cleared (as in a new process):
-medians of five runs, wall and CPU, beside the cached map of the same tree.
+``--loo`` scores each task with the weights (of ``GRID``) that hold the most of the others,
+as the section alone of its first prompt shows it; and says how many tasks each setting
+holds. ``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first
+prompt makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py``
+(1,000 and 10,000 files), already mapped once (the tags and graph cached, as for a new
+session on a tree seen before), a new task each run and the word caches cleared (as in a new
+process): medians of five runs, wall and CPU, beside the cached map of the same tree.
 """
 
 from __future__ import annotations

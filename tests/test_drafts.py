@@ -18,6 +18,8 @@ from codingagent.protocol.drafts import answer_start
 from codingagent.protocol.parser import parse, parse_spans, split_lines
 from codingagent.protocol.scan import commands_and_slips, reply_echo
 from codingagent.session.replies import read_reply
+from codingagent.session.seams import Prompt
+from codingagent.sources.clipboard import is_reply, what_it_would_do
 from codingagent.transaction.store import SessionStore
 
 NOT_RUN = "2 commands before your reply's Session line"
@@ -182,3 +184,12 @@ def test_only_what_follows_the_last_session_line_a_command_follows_runs(
     reply = "".join(before) + SESSION + answer
     commands = commands_and_slips(reply)[0]
     assert [c.name for c in commands] == [c.name for c in parse(answer)]
+
+
+def test_the_clipboard_lists_only_the_answer_s_commands(tmp_path: Path) -> None:
+    prompt = Prompt("0123abcd", 1, tmp_path / "outbox" / "0123abcd_seq0001.txt", "")
+    drafted = DRAFTED["plain text"].format(drafts=DRAFTS, echo=SESSION.strip(), answer=ANSWER)
+    assert is_reply(drafted, prompt)  # its Session line names this prompt, after the drafts
+    assert what_it_would_do(drafted) == "  CREATE_FILE hello.py"
+    stale = drafted.replace("Sequence: 1", "Sequence: 0")
+    assert not is_reply(stale, prompt)  # its echo is the Session line's, not missing

@@ -53,7 +53,7 @@ def test_lines_of_a_test_run_that_are_not_frames_are_never_frames() -> None:
     ]
     # a warning as Python prints it, and a log line, are no frames anywhere
     assert frames("src/app.py:3: DeprecationWarning: old\nINFO     app:app.py:9 hi\n") == []
-    assert frames("  File \"src/app.py\", line 3, in load\n") == [Frame("src/app.py", 3, "load")]
+    assert frames('  File "src/app.py", line 3, in load\n') == [Frame("src/app.py", 3, "load")]
 
 
 SHAPES = (
@@ -124,9 +124,7 @@ DISPATCH = (
     )
     + "    elif kind == 'number':\n"
     "        return pad(str(value), 2)\n"
-    + "".join(
-        f"    elif kind == 'late{n}':\n        return str(value) * {n}\n" for n in range(30)
-    )
+    + "".join(f"    elif kind == 'late{n}':\n        return str(value) * {n}\n" for n in range(30))
     + "    raise ValueError(kind)\n\n\n"
     "def render(value):\n"
     "    return '[' + pad(str(value), 2) + ']'\n"
@@ -167,7 +165,9 @@ def test_a_name_is_the_definition_of_the_file_its_caller_imports(tmp_path: Path)
         "formatISO.js": iso,
         "formatISO.mjs": iso.replace('var _pad = require("./_lib/pad.js");', ""),
         "formatISO.d.ts": "export declare function formatISO(date: Date): string;\n",
-        "_lib/pad.js": "function pad(n, width) {\n  return String(n).padStart(width - 1, '0');\n}\n",
+        "_lib/pad.js": (
+            "function pad(n, width) {\n  return String(n).padStart(width - 1, '0');\n}\n"
+        ),
         "_lib/pad.mjs": "export function pad(n, width) {\n  return String(n);\n}\n",
         **{
             f"locale/l{n}/pad.js": f"function pad(n) {{\n  return '{n}' + n;\n}}\n"
