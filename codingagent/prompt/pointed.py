@@ -61,6 +61,7 @@ SMALL_FILE_LINES = 40  # a file this short is shown whole
 OUTLINE_LINES = 40  # a definition this long or longer may be shown as its outline
 OUTLINE_STATEMENTS = 12  # an outline shows a body's top-level statements when it has no more
 AROUND = 2  # lines shown around a line the evidence points at
+HOT = 12  # an outline shows the calls of the definitions ranked this high
 HEAD_LINES = 8  # first lines of a definition an outline shows, to the end of its signature
 LEFT_OUT_NAMED = 8  # definitions not shown that the section names
 LEFT_OUT_CHARS = 900  # the room kept for naming them
@@ -140,7 +141,10 @@ class _Picker:
         self.size = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
         self.room = self.size
         self.best = ranked[0][0] if ranked else 0.0
-        self.hot = {found.defs[key][0] for _, key in ranked[:12]} | found.names
+        self.hot = {found.defs[key][0] for _, key in ranked[:HOT]} | found.names
+        self.whole_files = {  # the files the task names by path: whole when they fit
+            (rel, d[3], d[4]) for rel in found.files for d in tree.defs.get(rel, [])[:1]
+        }
         self.shown: dict[str, set[int]] = {}  # file -> the lines shown
         self.outlined: dict[str, list[tuple[int, int]]] = {}  # file -> outlined spans
         self.left: list[Key] = []
@@ -163,7 +167,7 @@ class _Picker:
             return  # shown already, inside another
         allowance = max(LEAST_SHARE, MOST_SHARE * score / self.best)
         limit = min(self.room, int(self.size * allowance))
-        if len(lines) <= SMALL_FILE_LINES or key in self._whole_files():
+        if len(lines) <= SMALL_FILE_LINES or key in self.whole_files:
             whole = set(range(1, len(lines) + 1))
             if self._cost(rel, lines, whole) <= limit:
                 self._show(rel, lines, whole)
@@ -180,11 +184,6 @@ class _Picker:
             if outline:
                 self._show(rel, lines, outline, (start, end))
         self.left.append(key)
-
-    def _whole_files(self) -> set[Key]:
-        return {
-            (rel, d[3], d[4]) for rel in self.found.files for d in self.tree.defs.get(rel, [])[:1]
-        }
 
     def _show(
         self, rel: str, lines: list[str], taken: set[int], outline: tuple[int, int] | None = None
