@@ -1,36 +1,48 @@
-"""Whether a first prompt holds the code a bug report points at (issue 44), on real libraries.
+"""Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
+libraries.
 
-    python benchmarks/pointed.py                # 19 bug tasks, a pasted chat (window unknown)
+    python benchmarks/pointed.py                # 27 bug tasks, a pasted chat (window unknown)
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
+    python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
     python benchmarks/pointed.py --cost         # what the section costs on a big tree
 
 Each task is a released pure-Python or JavaScript package, downloaded with ``pip download``
-or ``npm pack`` into ``benchmarks/.cache/`` (git-ignored; once) and unpacked into a fresh
-workspace; a bug is injected (one edit to one definition, checked to apply exactly once); and
-a session is started on it through the real command line (``codingagent start TASK
---no-watch``, as a pasted chat starts), the task worded as a user reports the bug: what they
-called and what they saw, never the line. Two tasks paste a traceback, made by running the
-buggy code (Python, or Node.js), its paths rewritten to an installed copy's, as a user's are.
+(a wheel; ``sdist:name==version``: the source distribution, its tests and all) or ``npm
+pack`` (its dependencies installed beside it) into ``benchmarks/.cache/`` (git-ignored;
+once) and unpacked into a fresh workspace; a bug is injected (one edit to one definition,
+checked to apply exactly once); the task's ``tests`` are written into it; and a session is
+started on it through the real command line (``codingagent start TASK --no-watch``, as a
+pasted chat starts; with the task's ``check`` as ``--check``), the task worded as a user
+reports the bug: what they called and what they saw, never the line. Two tasks paste a
+traceback, made by running the buggy code (Python, or Node.js), its paths rewritten to an
+installed copy's, as a user's are; four are failing suites, whose check gives the evidence.
+The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too.
 
-Printed, one markdown row a task: whether the first prompt holds the whole definition that
-must change (every line, numbered as READ_FILE numbers it), where (the Code the Task Points
-At section, or only its first line in the Code Map), and the first prompt's size in tokens:
-by the prompt's own estimate (four characters a token) and by the bound the window fitting
-uses (a token per three bytes). Deterministic: no timing.
+Printed, one markdown row a task: when it was written, whether the first prompt holds the
+whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
+Code the Task Points At section, or only its first line in the Code Map), and the first
+prompt's size in tokens: by the prompt's own estimate (four characters a token) and by the
+bound the window fitting uses (a token per three bytes). Deterministic: no timing.
 
-``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first prompt
-makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py`` (1,000
-and 10,000 files), already mapped once (the tags and graph cached, as for a new session on a
-tree seen before), a new task each run and the word caches cleared (as in a new process):
-medians of five runs, wall and CPU, beside the cached map of the same tree.
+``--loo`` scores each task with the weights (of ``GRID``) that hold the most of the others,
+as the section alone of its first prompt shows it; and says how many tasks each setting
+holds. ``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first
+prompt makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py``
+(1,000 and 10,000 files), already mapped once (the tags and graph cached, as for a new
+session on a tree seen before), a new task each run and the word caches cleared (as in a new
+process): medians of five runs, wall and CPU, beside the cached map of the same tree.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
+import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -39,7 +51,8 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -47,11 +60,21 @@ from click.testing import CliRunner
 from codingagent.codemap import lexical
 from codingagent.execute.symbols import find_symbol
 from codingagent.frontends.cli import main
+from codingagent.prompt.compose import LISTING_FILES, LISTING_SIZES
+from codingagent.prompt.definitions import Tree
+from codingagent.prompt.evidence import WEIGHTS, Weights, gather, rank
 from codingagent.prompt.fitting import estimate
 from codingagent.prompt.mapview import map_section
-from codingagent.prompt.pointed import PASTED_TOKENS, pointed_section
+from codingagent.prompt.pointed import (
+    CHARS_PER_TOKEN,
+    PASTED_TOKENS,
+    pointed_section,
+    pointed_tokens,
+    section,
+)
 from codingagent.prompt.render import estimate_tokens
 from codingagent.state import SessionState
+from codingagent.transaction.outbox import CACHE as KEPT
 from codingagent.workspace import Workspace
 
 CACHE = Path(__file__).resolve().parent / ".cache"
@@ -70,6 +93,8 @@ class Task:
     new: str
     report: str  # the task, as a user writes it; {traceback} where the traceback goes
     crash: str = ""  # code that shows the traceback: Python (pip) or Node.js (npm)
+    check: str = ""  # a shell command passed as --check ({python}: this Python)
+    tests: dict[str, str] = field(default_factory=dict)  # files written into the workspace
 
 
 TASKS = [
@@ -273,16 +298,245 @@ TASKS = [
         "const { match } = require('./dist/index.js');\nmatch('/users/:id')('/users/1');",
     ),
 ]
+WRITTEN_BEFORE = len(TASKS)  # the tasks above came with issue 44; those below with issue 52
+
+SORTED_TESTS_INIT = '''"""Helpers of the sorted containers' tests."""
+
+import warnings
+
+
+class RangeAssertions:
+    """Assertions about the values a range of a container yields (a TestCase mixin)."""
+
+    def assertRange(self, got, expected):
+        self.assertEqual(list(got), list(expected))
+
+    def assertEmptyRange(self, got):
+        self.assertEqual(list(got), [])
+
+
+def assertItemsEqual(case, first, second):
+    """unittest's old name, kept for the tests that still use it."""
+    warnings.warn(
+        "assertItemsEqual is deprecated; use assertCountEqual",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    case.assertCountEqual(first, second)
+
+
+class LoadFactors:
+    """Sub-list sizes to run each container's tests with."""
+
+    SMALL = 4
+    DEFAULT = 1000
+
+
+warnings.warn("tests.LoadFactors will move to tests.sizes", DeprecationWarning)
+'''
+
+SORTED_TESTS = '''"""irange and bisect of every sorted container: one set of tests, run on
+each container by a mixin (make() builds the container under test)."""
+
+import unittest
+
+from sortedcontainers import SortedKeyList, SortedList, SortedSet
+
+from tests import LoadFactors, RangeAssertions
+
+
+class RangeTests(RangeAssertions):
+    """Ranges of a container holding 0..99."""
+
+    def make(self, values):
+        raise NotImplementedError
+
+    def test_irange_inclusive(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20), range(10, 21))
+
+    def test_irange_exclusive_max(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, inclusive=(True, False)), range(10, 20))
+
+    def test_irange_exclusive_min(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, inclusive=(False, True)), range(11, 21))
+
+    def test_irange_open_ended(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(95), range(95, 100))
+        self.assertRange(values.irange(maximum=3, inclusive=(True, False)), range(3))
+
+    def test_irange_reverse(self):
+        values = self.make(range(100))
+        self.assertRange(values.irange(10, 20, reverse=True), range(20, 9, -1))
+
+    def test_irange_outside(self):
+        values = self.make(range(100))
+        self.assertEmptyRange(values.irange(200, 300))
+
+    def test_bisect(self):
+        values = self.make(range(100))
+        self.assertEqual(values.bisect_left(10), 10)
+        self.assertEqual(values.bisect_right(10), 11)
+
+
+class TestSortedList(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedList(values)
+
+
+class TestSortedListSmallLoad(RangeTests, unittest.TestCase):
+    def make(self, values):
+        made = SortedList()
+        made._reset(LoadFactors.SMALL)
+        made.update(values)
+        return made
+
+
+class TestSortedSet(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedSet(values)
+
+
+class TestSortedKeyList(RangeTests, unittest.TestCase):
+    def make(self, values):
+        return SortedKeyList(values, key=lambda value: value)
+'''
+
+QS_TESTS = """'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert');
+
+const qs = require('../');
+
+test('a list in one value', () => {
+    assert.deepStrictEqual(qs.parse('a=b,c', { comma: true }), { a: ['b', 'c'] });
+});
+
+test('one value stays a value', () => {
+    assert.deepStrictEqual(qs.parse('a=b', { comma: true }), { a: 'b' });
+});
+
+test('a list in one value, with brackets', () => {
+    assert.deepStrictEqual(qs.parse('a[]=b,c', { comma: true }), { a: ['b', 'c'] });
+});
+
+test('without the option a value is kept whole', () => {
+    assert.deepStrictEqual(qs.parse('a=b,c'), { a: 'b,c' });
+});
+
+test('stringify and parse agree', () => {
+    const text = qs.stringify({ a: ['b', 'c'] }, { arrayFormat: 'comma', encode: false });
+    assert.deepStrictEqual(qs.parse(text, { comma: true }), { a: ['b', 'c'] });
+});
+"""
+
+TASKS += [
+    Task(
+        "semver (npm) caret range",
+        "semver@7.6.3",
+        "classes/range.js",
+        "replaceCaret",
+        "ret = `>=${M}.${m}.0${z} <${+M + 1}.0.0-0`",
+        "ret = `>=${M}.${m}.0${z} <${M}.${+m + 1}.0-0`",
+        "semver.satisfies('1.5.0', '^1.2') returns false. A caret range should allow minor and "
+        "patch updates: ^1.2 means >=1.2.0 <2.0.0, but it only matches 1.2.x now "
+        "(semver.satisfies('1.2.9', '^1.2') is true).",
+    ),
+    Task(
+        "packaging compatible release",
+        "packaging==24.1",
+        "packaging/specifiers.py",
+        "Specifier._compare_compatible",
+        "list(itertools.takewhile(_is_not_suffix, _version_split(spec)))[:-1]",
+        "list(itertools.takewhile(_is_not_suffix, _version_split(spec)))",
+        "SpecifierSet('~=2.2').contains('2.5') returns False. A compatible release clause "
+        "~=2.2 means >=2.2, ==2.*, so 2.5 should match; only 2.2.x does now.",
+    ),
+    Task(
+        "html2text level-one heading",
+        "html2text==2020.1.16",
+        "html2text/utils.py",
+        "hn",
+        'if "0" < n <= "9":',
+        'if "1" < n <= "9":',
+        "html2text.html2text('<h1>Title</h1>') returns 'Title' without the '# ' in front: a "
+        "level-one heading is not converted, while '<h2>Title</h2>' gives '## Title'. "
+        "HTML2Text().handle('<h1>Title</h1>') does the same.",
+    ),
+    Task(
+        "date-fns two-digit month",
+        "date-fns@3.6.0",
+        "_lib/addLeadingZeros.js",
+        "addLeadingZeros",
+        'padStart(targetLength, "0")',
+        'padStart(targetLength - 1, "0")',
+        "format(new Date(2024, 2, 5), 'yyyy-MM-dd') gives '2024-3-5' instead of "
+        "'2024-03-05', and formatISO(new Date(2024, 2, 5), { representation: 'date' }) gives "
+        "'2024-3-5' too. Times the same: format(new Date(2024, 2, 5, 9, 7), 'HH:mm') is "
+        "'9:7'.",
+    ),
+    Task(
+        "tabulate failing suite",
+        "sdist:tabulate==0.9.0",
+        "tabulate/__init__.py",
+        "_afterpoint",
+        "                return len(string) - pos - 1",
+        "                return len(string) - pos",
+        "The tests fail since my last change. Please fix the library, not the tests.",
+        check="{python} -m pytest -q -p no:cacheprovider test",
+    ),
+    Task(
+        "toolz failing suite",
+        "toolz==1.0.0",
+        "toolz/itertoolz.py",
+        "_merge_sorted_binary",
+        "    yield val1\n    for val1 in seq1:\n        yield val1\n\n\n"
+        "def _merge_sorted_binary_key",
+        "    yield val1\n\n\ndef _merge_sorted_binary_key",
+        "The test suite fails; please fix it.",
+        check="{python} -m pytest -q -p no:cacheprovider toolz/tests",
+    ),
+    Task(
+        "qs failing suite",
+        "qs@6.13.0",
+        "lib/parse.js",
+        "parseArrayValue",
+        "        return val.split(',');",
+        "        return val.split(', ');",
+        "node --test test/lists.test.js fails; please fix the library.",
+        check="node --test test/lists.test.js",
+        tests={"test/lists.test.js": QS_TESTS},
+    ),
+    Task(
+        "sortedcontainers unittest mixins",
+        "sortedcontainers==2.4.0",
+        "sortedcontainers/sortedlist.py",
+        "SortedList.irange",
+        "max_idx = bisect_left(_lists[max_pos], maximum)",
+        "max_idx = bisect_right(_lists[max_pos], maximum)",
+        "Some of the range tests fail (python -m pytest tests). Please fix the library, not "
+        "the tests.",
+        check="{python} -m pytest -q -p no:cacheprovider tests",
+        tests={"tests/__init__.py": SORTED_TESTS_INIT, "tests/test_ranges.py": SORTED_TESTS},
+    ),
+]
 
 
 def fetch(package: str) -> Path:
-    """The package unpacked in the cache (downloaded the first time)."""
+    """The package unpacked in the cache (downloaded the first time): a wheel, an npm
+    tarball, or (``sdist:name==version``) a source distribution, its tests and all."""
     npm = "@" in package.lstrip("@")
-    unpacked = CACHE / package.replace("/", "_")
+    unpacked = CACHE / package.replace("/", "_").replace(":", "_")
     if unpacked.is_dir():
         return unpacked
     download = CACHE / "downloads"
     download.mkdir(parents=True, exist_ok=True)
+    if package.startswith("sdist:"):
+        return _sdist(package.removeprefix("sdist:"), download, unpacked)
     if npm:
         name = subprocess.run(
             ["npm", "pack", package, "--silent", "--pack-destination", str(download)],
@@ -294,6 +548,7 @@ def fetch(package: str) -> Path:
             tar.extractall(unpacked / "unpacked", filter="data")
         (unpacked / "unpacked" / "package").rename(unpacked / "tree")
         shutil.rmtree(unpacked / "unpacked")
+        _npm_dependencies(unpacked)
         return unpacked
     subprocess.run(
         [
@@ -324,17 +579,50 @@ def fetch(package: str) -> Path:
     return unpacked
 
 
+def _npm_dependencies(unpacked: Path) -> None:
+    """An npm package's own dependencies installed beside its tree (``deps/node_modules``),
+    so its code runs (a failing suite's check needs them)."""
+    wanted = json.loads((unpacked / "tree" / "package.json").read_text()).get("dependencies")
+    if not wanted:
+        return
+    (unpacked / "deps").mkdir()
+    specs = [f"{name}@{version}" for name, version in wanted.items()]
+    flags = ["--no-audit", "--no-fund", "--no-package-lock", "--ignore-scripts", "--silent"]
+    subprocess.run(["npm", "install", *flags, *specs], cwd=unpacked / "deps", check=True)
+
+
+def _sdist(package: str, download: Path, unpacked: Path) -> Path:
+    """A source distribution unpacked as its tree (its top folder)."""
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q"]
+    subprocess.run([*pip, "-d", str(download), package], check=True, capture_output=True)
+    name, version = package.split("==")
+    (archive,) = [
+        a for a in download.glob("*.tar.gz") if a.name.lower() == f"{name}-{version}.tar.gz"
+    ]
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked / "unpacked", filter="data")
+    (unpacked / "unpacked" / f"{name}-{version}").rename(unpacked / "tree")
+    shutil.rmtree(unpacked / "unpacked")
+    return unpacked
+
+
 def workspace(task: Task, root: Path, tree: Path | None = None) -> Path:
     """A fresh copy of the package (``tree``: a copy at hand, its ``.py.txt`` files as
     ``.py``, as the tests vendor them) with the bug injected."""
     ws = root / "ws"
     shutil.copytree(tree or fetch(task.package) / "tree", ws)
+    installed = fetch(task.package) / "deps" / "node_modules" if tree is None else None
+    if installed is not None and installed.is_dir():
+        shutil.copytree(installed, ws / "node_modules")
     for vendored in ws.rglob("*.py.txt"):
         vendored.rename(vendored.with_suffix(""))
     path = ws / task.path
     text = path.read_text()
     assert text.count(task.old) == 1, f"{task.name}: the bug's text is not there once"
     path.write_text(text.replace(task.old, task.new))
+    for rel, content in task.tests.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(content)
     return ws
 
 
@@ -364,6 +652,8 @@ def first_prompt(
     if "{traceback}" in report:
         report = report.replace("{traceback}", traceback(task, ws))
     flags = ["--context-tokens", str(window)] if window else []
+    if task.check:
+        flags += ["--check", task.check.replace("{python}", shlex.quote(sys.executable))]
     result = CliRunner().invoke(
         main,
         [
@@ -456,11 +746,121 @@ def cost(files: int, runs: int = 5) -> str:
     return f"| {files:,} files | {ms(maps)} | {ms(costs)} | {chars:,} |"
 
 
+def held_out() -> list[Task]:
+    """The tasks of ``pointed_heldout.py`` beside this file, when it is there: written by
+    someone who has not read the ranking, after it was frozen."""
+    path = Path(__file__).resolve().parent / "pointed_heldout.py"
+    if not path.is_file():
+        return []
+    spec = importlib.util.spec_from_file_location("pointed_heldout", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.modules.setdefault("pointed", sys.modules[__name__])  # it may import this file
+    spec.loader.exec_module(module)
+    for name in ("TASKS", "HELDOUT", "HELD_OUT", "HELDOUT_TASKS"):
+        found = getattr(module, name, None)
+        if isinstance(found, list):
+            return list(found)
+    return []
+
+
+def written(task: Task, heldout: list[Task]) -> str:
+    """When and by whom a task was written (docs/prompts.md says more)."""
+    if task in heldout:
+        return "held out"
+    return "issue 44" if TASKS.index(task) < WRITTEN_BEFORE else "issue 52"
+
+
+GRID = {  # the weights leave-one-out chooses among (the defaults are one of each)
+    "words": (0.5, 1.0, 2.0),
+    "callee": (0.25, 0.5, 1.0),
+    "near": (1.0, 2.0, 4.0),
+    "tested": (1.0, 2.0, 4.0),
+}
+
+
+def held_by_weights(task: Task, combos: list[Weights]) -> list[bool]:
+    """For each of ``combos``, whether the section (as the task's first prompt makes it, a
+    pasted chat's) holds the whole definition to change with those weights."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, ws = first_prompt(task, Path(tmp), None)
+        (saved,) = (Path(tmp) / "run" / "sessions").glob("*.json")
+        state = SessionState.model_validate_json(saved.read_text())
+        workspace_ = Workspace(ws)
+        listing = workspace_.list_files(limit=LISTING_FILES, sizes=LISTING_SIZES)
+        words = " ".join([state.task, *state.follow_ups])
+        tree = Tree(workspace_, listing, Path(tmp) / "run" / "sessions" / KEPT, words)
+        found = gather(tree, words, state.check_failure)
+        chars = pointed_tokens(None, state.check_failure is not None) * CHARS_PER_TOKEN
+        return [
+            holds(section(tree, found, rank(found, weights), chars).text or "", task, ws)[0]
+            for weights in combos
+        ]
+
+
+def loo_choice(held: dict[str, list[bool]], default: int) -> dict[str, int]:
+    """For each task, the weights (their index) that hold the most of the other tasks; of
+    those tied, ``default`` if it is among them, else the first."""
+    chosen = {}
+    for name in held:
+        others = [
+            sum(row[i] for other, row in held.items() if other != name)
+            for i in range(len(held[name]))
+        ]
+        best = max(others)
+        chosen[name] = default if others[default] == best else others.index(best)
+    return chosen
+
+
+def leave_one_out(tasks: list[Task], heldout: list[Task]) -> None:
+    """Each task held with the weights of ``GRID`` that hold the most of the other tasks
+    (of those tied, the defaults if they are among them, else the first)."""
+    combos = [
+        replace(WEIGHTS, **dict(zip(GRID, values, strict=True)))
+        for values in itertools.product(*GRID.values())
+    ]
+    held = {task.name: held_by_weights(task, combos) for task in tasks}
+    default = combos.index(WEIGHTS)
+    choices = loo_choice(held, default)
+    print("| task | written | held (default weights) | weights chosen without it | held (LOO) |")
+    print("|---|---|---|---|---|")
+    plain = loo = 0
+    for task in tasks:
+        chosen = choices[task.name]
+        weights = ", ".join(f"{k} {getattr(combos[chosen], k)}" for k in GRID)
+        plain += held[task.name][default]
+        loo += held[task.name][chosen]
+        print(
+            f"| {task.name} | {written(task, heldout)} | "
+            f"{'yes' if held[task.name][default] else 'no'} | {weights} | "
+            f"{'yes' if held[task.name][chosen] else 'no'} |"
+        )
+    print(
+        f"\n{plain} of {len(tasks)} with the default weights, {loo} of {len(tasks)} left out "
+        f"(the weights chosen on the other {len(tasks) - 1} among {len(combos)})."
+    )
+    totals = sorted(
+        ((sum(held[t.name][i] for t in tasks), i) for i in range(len(combos))), reverse=True
+    )
+    spread = Counter(total for total, _ in totals)
+    print(
+        "\nHow many of the weights hold how many tasks: "
+        + ", ".join(f"{spread[n]} hold {n}" for n in sorted(spread, reverse=True))
+    )
+    print("\nThe weights that hold the most (all tasks):")
+    for total, i in totals[:5]:
+        misses = ", ".join(t.name for t in tasks if not held[t.name][i])
+        named = ", ".join(f"{k} {getattr(combos[i], k)}" for k in GRID)
+        print(f"- {named}: {total} of {len(tasks)} (not {misses or 'one missed'})")
+
+
 def main_(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--window", type=int, default=None, help="--context-tokens")
     parser.add_argument("--only", default="", help="tasks whose name holds one of these words")
     parser.add_argument("--cost", action="store_true", help="time the section on big trees")
+    parser.add_argument("--loo", action="store_true", help="leave-one-out over the weights")
     args = parser.parse_args(argv)
     if args.cost:
         print(
@@ -473,23 +873,28 @@ def main_(argv: list[str] | None = None) -> int:
         print(f"\n(load average {os.getloadavg()[0]:.1f})")
         return 0
     wanted = [w for w in args.only.split(",") if w]
-    tasks = [t for t in TASKS if not wanted or any(w in t.name for w in wanted)]
+    heldout = held_out()
+    tasks = [t for t in TASKS + heldout if not wanted or any(w in t.name for w in wanted)]
+    if args.loo:
+        leave_one_out(tasks, heldout)
+        return 0
     print(
-        "| task | definition to change | whole in the first prompt | where | "
+        "| task | written | definition to change | whole in the first prompt | where | "
         "first prompt, tokens (4 chars) | tokens (3 bytes) | section, tokens |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     found = 0
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             text, ws = first_prompt(task, Path(tmp), args.window)
             whole, where = holds(text, task, ws)
         found += whole
-        section = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
+        shown = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
         print(
-            f"| {task.name} | `{task.symbol}` ({task.path}) | {'yes' if whole else 'no'} | "
+            f"| {task.name} | {written(task, heldout)} | `{task.symbol}` ({task.path}) | "
+            f"{'yes' if whole else 'no'} | "
             f"{where} | {estimate_tokens(text):,} | {estimate(text):,} | "
-            f"{estimate_tokens(section):,} |"
+            f"{estimate_tokens(shown):,} |"
         )
     print(f"\n{found} of {len(tasks)} first prompts hold the whole definition to change.")
     return 0

@@ -291,11 +291,11 @@ def _code_map(
     if state.sequence_number != 1 and not prompt.full_protocol:
         return None
     window = prompt.model_window or prompt.context_tokens
-    tokens = map_tokens(prompt.map_tokens, window)
-    made = map_section(ws.root, listing, state, tokens, prompt.cache_dir)
-    named = state.named_files if state.named_sequence == state.sequence_number else []
-    pointed = pointed_section(
-        ws, listing, state, pointed_tokens(window), prompt.cache_dir, skip=named
+    made = map_section(
+        ws.root, listing, state, map_tokens(prompt.map_tokens, window), prompt.cache_dir
     )
+    named = state.named_files if state.named_sequence == state.sequence_number else []
+    tokens = pointed_tokens(window, failing=state.check_failure is not None)
+    pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
     shown.update(pointed.shown)
     return "\n\n".join(part for part in (made, pointed.text) if part) or None

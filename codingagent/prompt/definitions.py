@@ -2,14 +2,24 @@
 (:mod:`.pointed`) reads them: from the code map's kept graph, or its tags cache (the map of the
 same first prompt made them a moment before); when neither has any (no map, ``map_tokens =
 0``, or no cache), parsed here within the first map's parse budget. A file a frame or a path
-names is parsed when the cache has not read it yet; its text is read once, and its digest
-kept (what the prompt shows of it is checked by EDIT_FILE against it).
+names is parsed when the cache has not read it yet, and so is a module a name the task uses
+or a definition calls is named after (``format.js`` for ``format``); its text is read once,
+and its digest kept (what the prompt shows of it is checked by EDIT_FILE against it).
+
+Which definitions a name stands for (:meth:`Tree.definers`), where it is said: the caller's
+own file's; else those of a file the caller imports (the module's name in an ``import``,
+``from`` or ``require`` line; of several, the nearest); else those of at most three files;
+else those of the file named after it; else none (too common a name to guess). Of copies of
+one module (``x.js`` and ``x.mjs``) the plain source's; never a declaration file's
+(``.d.ts``) or a minified one's.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from codingagent.codemap.firstread import first_order
@@ -23,6 +33,10 @@ from codingagent.workspace.text import decoded
 
 FILE_BYTES = 1024 * 1024
 MINIFIED_LINE = 2000  # a file with a longer line is minified
+DEFINERS_MOST = 3  # files that may define a name, when the file saying it imports none of them
+DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")  # type declarations: no code to show or change
+SOURCE = (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb")  # of copies of a module, first
+_IMPORT = re.compile(r"^\s*(?:import|from)\b|\brequire\s*\(|^\s*export\b.*\bfrom\b")
 
 Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
 
@@ -64,6 +78,7 @@ class Tree:
             if text:
                 self.defs[rel] = definitions_of(text)
         self.unread = [rel for rel in self.files if rel not in kept]
+        self._unread_index: dict[str, list[str]] | None = None
         self.by_name: dict[str, list[tuple[str, Definition]]] = {}
         self._index(self.defs)
         by_base: dict[str, list[str]] = {}
@@ -107,6 +122,70 @@ class Tree:
             self.defs[rel] = [d.as_tuple() for d in tags.definitions]
             self._index({rel: self.defs[rel]})
 
+    def definers(
+        self,
+        name: str,
+        rel: str | None = None,
+        text: str | None = None,
+        caller: Definition | None = None,
+    ) -> list[tuple[str, Definition]]:
+        """The definitions ``name`` stands for, said in ``rel`` (whose text is ``text``; by
+        ``caller``, never itself): its own file's; else those of a file it imports; else
+        those of at most ``DEFINERS_MOST`` files (of copies of one module, ``x.js`` and
+        ``x.mjs``, one); else those of the file named after it (``format.js``); else none:
+        too common a name to guess. Never a declaration file's or a minified file's."""
+        defined = [
+            pair
+            for pair in self.by_name.get(name, [])
+            if not is_declaration(pair[0])
+            and pair[1] is not caller
+            and self.text(pair[0]) is not None
+        ]
+        if not defined:
+            return []
+        if rel is not None:
+            here = [pair for pair in defined if pair[0] == rel]
+            if here:
+                return here
+            if text is not None:
+                imported = _imported(text, {pair[0] for pair in defined}, rel)
+                if imported:
+                    return [pair for pair in defined if pair[0] in imported]
+        copies = self.copies({path for path, _ in defined})
+        defined = [pair for pair in defined if pair[0] not in copies]
+        if len({path for path, _ in defined}) <= DEFINERS_MOST:
+            return defined
+        return [pair for pair in defined if module_name(pair[0]) == name]
+
+    def parse_module(self, name: str, text: str | None = None) -> None:
+        """The files of the module ``name`` (``format.js`` for ``format``) parsed when the
+        map has not read them yet (a big tree's first map reads a part); with ``text``, only
+        those it imports."""
+        unread = self._unread().get(name, [])
+        wanted = _imported(text, set(unread), "") if text is not None and unread else unread
+        for rel in wanted:
+            self.text(rel, parse=True)
+
+    def copies(self, files: Iterable[str] | None = None) -> set[str]:
+        """Of ``files`` (default: the parsed ones), those that are another form of a module
+        beside it (``x.mjs`` beside ``x.js``)."""
+        files = list(self.defs if files is None else files)
+        best: dict[str, str] = {}
+        for rel in files:
+            module = rel.rsplit(".", 1)[0]
+            if module not in best or _source_first(rel) < _source_first(best[module]):
+                best[module] = rel
+        return {rel for rel in files if best[rel.rsplit(".", 1)[0]] != rel}
+
+    def _unread(self) -> dict[str, list[str]]:
+        """The source files the map has not read, by module name (made once)."""
+        if self._unread_index is None:
+            self._unread_index = {}
+            for rel in self.unread:
+                if rel not in self.defs and not is_declaration(rel):
+                    self._unread_index.setdefault(module_name(rel), []).append(rel)
+        return self._unread_index
+
     def resolve(self, path: str) -> str | None:
         """The workspace file a path names (as a traceback wrote it: absolute, relative, in
         an installed copy), by the longest tail of folders it shares with one; None when
@@ -137,3 +216,47 @@ def _minified(data: bytes) -> bool:
     """Whether a file is minified (a bundle, not the source to fix): a line of more than
     ``MINIFIED_LINE`` bytes."""
     return any(len(line) > MINIFIED_LINE for line in data.split(b"\n"))
+
+
+def is_declaration(path: str) -> bool:
+    """Whether ``path`` only declares types (``.d.ts``): nothing there to show or change."""
+    return path.endswith(DECLARATIONS)
+
+
+def module_name(path: str) -> str:
+    """The name a module is imported by: its file's, a package's folder's."""
+    folder, _, name = path.rpartition("/")
+    stem = name.split(".", 1)[0]
+    if stem in ("__init__", "index") and folder:
+        return folder.rpartition("/")[2]
+    return stem
+
+
+def _imported(text: str, paths: set[str], rel: str) -> set[str]:
+    """Which of ``paths`` the file ``rel``, whose text is ``text``, imports (its module's name
+    in an import line); of several, the nearest to ``rel``."""
+    names = {path: module_name(path) for path in paths}
+    found = set()
+    for line in text.split("\n"):
+        if not _IMPORT.search(line):
+            continue
+        for path, name in names.items():
+            if name and re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", line):
+                found.add(path)
+    if len(found) > 1:  # ``utils`` of several packages: the one nearest
+        return {min(found, key=lambda path: (-_shared(path, rel), _source_first(path), path))}
+    return found
+
+
+def _shared(one: str, other: str) -> int:
+    """How many folders two paths share from the root."""
+    a, b = one.split("/"), other.split("/")
+    n = 0
+    while n < min(len(a), len(b)) - 1 and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _source_first(path: str) -> int:
+    """Of copies of one module (``x.js`` and ``x.mjs``), the plain source first."""
+    return 0 if path.endswith(SOURCE) else 1

@@ -14,6 +14,12 @@ Read, in the order they appear:
   ``at /home/me/app/src/app.js:12:5``, ``at async load (file:///app/src/load.mjs:3:9)``;
 - a source path with a line anywhere else: ``see src/app.py:12``.
 
+Lines of a test run that are not frames are never read as frames (:func:`not_frames`):
+pytest's ``warnings summary`` section and its ``Captured stdout/stderr/log`` and ``live
+log`` sections (to the next section's rule or test's header), a warning as Python prints one
+(``tests/__init__.py:36: DeprecationWarning: ...``), and a log line in the format pytest and
+``logging`` write (``WARNING  app.cache:cache.py:40 slow``).
+
 A frame's path is as the text wrote it (absolute, relative, inside a ``site-packages``);
 :func:`codingagent.prompt.pointed` finds the workspace file it names.
 """
@@ -32,6 +38,12 @@ _JS = re.compile(
     rf"\bat (?:async )?(?:(new )?([\w$.<>\[\] ]+?) \()?(?:file://)?({_SOURCE}):(\d+)(?::\d+)?\)?"
 )
 _ANY = re.compile(rf"(?<![\w/.:])({_SOURCE}):(\d+)\b")
+_RULE = re.compile(r"^(?:=+ .+ =+|_{3,} .+ _{3,}|-{3,} .+ -{3,})\s*$")
+_NOT_FRAMES = re.compile(
+    r"^=+ warnings summary =+$|^-+ (?:Captured (?:stdout|stderr|log)|live log) [\w ]*-+$"
+)
+_WARNING = re.compile(rf"{_SOURCE}:\d+: \w*Warning\b")
+_LOG = re.compile(rf"^\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b[ :]+\S*?:?{_SOURCE}:\d+\b")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,7 @@ def frames(text: str | None) -> list[Frame]:
     """The frames ``text`` names, in the order it names them, once each."""
     if not text:
         return []
+    text = not_frames(text)
     found: list[tuple[int, Frame]] = []
     for match in _PYTHON.finditer(text):
         found.append((match.start(), Frame(match[1], int(match[2]), _name(match[3]))))
@@ -67,6 +80,22 @@ def frames(text: str | None) -> list[Frame]:
             found.append((match.start(), frame))
     found.sort(key=lambda pair: pair[0])
     return list(dict.fromkeys(frame for _, frame in found))
+
+
+def not_frames(text: str) -> str:
+    """``text`` with the lines that are not frames (see the module doc) left empty, so what
+    is read from the rest keeps its place."""
+    lines = text.split("\n")
+    skipping = False
+    for index, line in enumerate(lines):
+        bare = line.rstrip()
+        if _NOT_FRAMES.match(bare):
+            skipping = True
+        elif _RULE.match(bare):
+            skipping = False
+        if skipping or _WARNING.search(line) or _LOG.match(line):
+            lines[index] = ""
+    return "\n".join(lines)
 
 
 def _name(name: str | None) -> str | None:

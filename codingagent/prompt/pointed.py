@@ -1,83 +1,85 @@
 """The code the task points at (docs/prompts.md): the ``## Code the Task Points At`` section
-of a first prompt (and of ``show --full``), the whole text of the definitions the task most
-likely touches, within a budget that follows the chat's window (:func:`pointed_tokens`).
+of a first prompt (and of ``show --full``), the definitions the task most likely touches,
+within a budget that follows the chat's window (:func:`pointed_tokens`).
 
-Which definitions, most likely first (each shown whole, numbered as READ_FILE numbers lines,
-as READ_FILE ``symbol=`` shows it; a small file whole):
+Which definitions is :mod:`.evidence`'s: every piece of evidence (the task's words, names
+and paths, the failing output's frames and assertion lines, the call graph around them, what
+the failing tests call) weighs in one score a definition. The section is filled by it, best
+first, value for size:
 
-1. the frames of a traceback or test run in the task and in the check's failing output
-   (``state.check_failure``; :mod:`.frames`): the definition around each frame's line, the
-   code's frames before the tests', the deepest first;
-2. the definitions the task names as code (```parse_header```, ``Parser.parse``,
-   ``load()``, ``camelCase``, ``snake_case``), and the files it names by path;
-3. what those call (a name the definition calls that the same file defines, or one or two
-   other files do), after them;
-4. the definitions the task's words point at (:mod:`codingagent.codemap.lexical`), with
-   what the first of them call.
+- a definition is shown whole (numbered as READ_FILE numbers lines, as READ_FILE
+  ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: half the
+  section for the best, for the others in proportion to their score, at least an eighth;
+- a longer one (``OUTLINE_LINES`` or more) that the evidence points into is shown as its
+  outline, within a quarter of the section: its first lines (to the end of its signature),
+  the lines the evidence points at (a frame's line; code, not a comment or a docstring, that
+  calls a definition the evidence ranks among the first twelve, or a name the task or the
+  failing tests call) with two lines around each, its body's top-level statements (when it
+  has at most ``OUTLINE_STATEMENTS``) as room allows, and its last line; a class, within an
+  eighth, as its first line and the first line of each definition in it; each gap a line
+  saying which lines it leaves out, so READ_FILE with ``start_line`` and ``end_line`` shows
+  them;
+- definitions scoring under ``FLOOR`` of the best are not shown.
 
 What does not fit is named after the code, each with the READ_FILE that shows it. The
 definitions come from the code map's kept graph or tags (:mod:`codingagent.codemap`); the
-files they are in are read whole (at most ``READ_BYTES`` in all) to score their bodies.
+files they are in are read whole (at most ``evidence.READ_BYTES`` in all) to score them.
 """
 
 from __future__ import annotations
 
-import heapq
 import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codingagent.codemap.grammars import language_of
-from codingagent.codemap.lexical import Doc, is_test, query, scores, words
+from codingagent.codemap.lexical import is_test
 from codingagent.prompt.definitions import Definition, Tree
-from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.evidence import WEIGHTS, Evidence, Key, Weights, gather, rank
 from codingagent.protocol.commands import file_lines, numbered
 from codingagent.state import SessionState
 from codingagent.workspace import Listing, Workspace
 
 HEADING = "## Code the Task Points At"
 LEAD = (
-    "(the code this task most likely touches, each definition whole and numbered as READ_FILE "
-    "numbers lines: what the task names, a traceback's frames and what they call, then the "
-    "definitions the task's words point at)"
+    "(the code this task most likely touches, most likely first: what the task names, a "
+    "traceback's or the failing tests' frames, what the failing tests call, what all of "
+    "these call, and what the task's words point at; each definition whole and numbered as "
+    "READ_FILE numbers lines, a long one as its outline)"
 )
 PASTED_TOKENS = 4096  # a pasted chat's window is not known: what a big chat takes at once
+CHECK_TOKENS = 512  # ... less this, given to the check's failing output shown beside it
 SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
 WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
 CHARS_PER_TOKEN = 4
-READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
-READ_FILES = 200
-ONE_DEFINITION_SHARE = 2  # one definition takes at most half of the section's room
+FLOOR = 0.05  # definitions scoring under this share of the best are not shown
+MOST_SHARE = 1 / 2  # the best definition may take this share of the section, others less:
+LEAST_SHARE = 1 / 8  # ... in proportion to their scores, but at least this share
+OUTLINE_SHARE = 1 / 4  # an outline takes at most this share of the section (a class's: LEAST)
 SMALL_FILE_LINES = 40  # a file this short is shown whole
-CALLEES = 8  # calls of one definition followed at most
-CALLEE_SHARE = 0.6  # a callee's priority, of its caller's
-CALLERS_FLOOR = 50.0  # calls followed from a definition of this priority and more (best: 100)
-LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
-LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
+OUTLINE_LINES = 40  # a definition this long or longer may be shown as its outline
+OUTLINE_STATEMENTS = 12  # an outline shows a body's top-level statements when it has no more
+AROUND = 2  # lines shown around a line the evidence points at
+HOT = 12  # an outline shows the calls of the definitions ranked this high
+HEAD_LINES = 8  # first lines of a definition an outline shows, to the end of its signature
 LEFT_OUT_NAMED = 8  # definitions not shown that the section names
 LEFT_OUT_CHARS = 900  # the room kept for naming them
-NAMED = 2000.0  # the priority of a definition the task names (a frame's: FRAME)
-FRAME = 3000.0
-
-_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
-_NAMED = re.compile(
-    r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
-    r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
+GAP = "     ... (lines {start}-{end} not shown)"
+_BLOCK = re.compile(
+    r"^\s*(?:if|elif|else|for|while|try|except|finally|with|switch|case|default|return|"
+    r"raise|throw|yield|def|class|function|async|match)\b"
 )
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
-_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
-_PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(")
+_COMMENTS = ("#", "//", "/*", "*", ">>>")
 
 
-def pointed_tokens(window: int | None) -> int:
+def pointed_tokens(window: int | None, failing: bool = False) -> int:
     """The section's budget in tokens: ``PASTED_TOKENS`` while the window is unknown (a
-    pasted chat); none under ``SMALL_WINDOW``; else an eighth of the window, at most
-    ``MOST_TOKENS``."""
+    pasted chat), ``CHECK_TOKENS`` less when the prompt also shows a check's failing output;
+    none under ``SMALL_WINDOW``; else an eighth of the window, at most ``MOST_TOKENS``."""
     if window is None:
-        return PASTED_TOKENS
+        return PASTED_TOKENS - (CHECK_TOKENS if failing else 0)
     if window < SMALL_WINDOW:
         return 0
     return min(MOST_TOKENS, window // WINDOW_SHARE)
@@ -96,268 +98,198 @@ def pointed_section(
     tokens: int,
     cache_dir: Path | None,
     skip: Iterable[str] = (),
+    weights: Weights = WEIGHTS,
 ) -> Pointed:
     """The section for ``state``'s task within ``tokens`` (0: none); ``skip``: files the
     prompt already shows whole (named with ``--file``)."""
     if tokens <= 0:
         return Pointed(None)
     task = " ".join([state.task, *state.follow_ups])
-    failure = state.check_failure  # the check command's output, when it failed
     tree = Tree(ws, listing, cache_dir, task)
     if not tree.defs:
         return Pointed(None)
-    picked = _Picker(tree, tokens * CHARS_PER_TOKEN, set(skip))
-    for n, (path, definition) in enumerate(_framed(tree, frames(task) + frames(failure))):
-        picked.push(FRAME - n, path, definition, named=True)
-    named_files, named_defs = _named(tree, task)
-    for n, (path, definition) in enumerate(named_defs):
-        picked.push(NAMED - n, path, definition, named=True)
-    for n, path in enumerate(named_files):
-        for definition in tree.defs.get(path, [])[:1]:
-            picked.push(NAMED - len(named_defs) - n, path, definition, named=True, whole=True)
-    for score, path, definition in _lexical(tree, task, failure, named_files):
-        picked.push(score, path, definition)
-    return picked.render()
+    found = gather(tree, task, state.check_failure)
+    return section(tree, found, rank(found, weights), tokens * CHARS_PER_TOKEN, skip)
 
 
-def _framed(tree: Tree, found: list[Frame]) -> list[tuple[str, Definition]]:
-    """The definitions around the frames: the code's before the tests', deepest first."""
-    ordered = [f for f in found if f.innermost_first] + [
-        f for f in reversed(found) if not f.innermost_first
-    ]
-    ordered.sort(key=lambda f: is_test(f.path))
-    picked = []
-    for frame in ordered:
-        rel = tree.resolve(frame.path)
-        if rel is None or tree.text(rel, parse=True) is None:
-            continue
-        defs = tree.defs.get(rel, [])
-        if frame.line is not None:
-            around = [d for d in defs if d[3] <= frame.line <= d[4]]
-            if around:
-                picked.append((rel, min(around, key=lambda d: d[4] - d[3])))
-        elif frame.name:
-            last = frame.name.rpartition(".")[2]
-            exact = [d for d in defs if d[1] == frame.name] or [d for d in defs if d[0] == last]
-            picked += [(rel, d) for d in exact[:1]]
-    return picked
-
-
-def _named(tree: Tree, task: str) -> tuple[list[str], list[tuple[str, Definition]]]:
-    """The files the task names by path, and the definitions it names as code."""
-    files = []
-    for match in _PATH.finditer(task):
-        if language_of(match[1]) is not None:
-            rel = tree.resolve(match[1])
-            if rel is not None and tree.text(rel, parse=True) is not None:
-                files.append(rel)
-    names: list[str] = []
-    for match in _NAMED.finditer(task):
-        text = _QUOTED.sub("", match[1] or match[2] or match[3] or match[4])
-        names += [
-            name
-            for name in _DOTTED.findall(text)
-            if len(name.rpartition(".")[2]) >= 3 and not language_of(name)
-        ]
-    found: list[tuple[str, Definition]] = []
-    for name in dict.fromkeys(names):
-        parts = name.split(".")
-        for start in range(len(parts)):  # ``pkg.mod.Class.method``: the longest tail known
-            defined = tree.by_name.get(".".join(parts[start:]), [])
-            if defined:
-                break
-        mine = [pair for pair in defined if pair[0] in files] or defined
-        if 0 < len({rel for rel, _ in mine}) <= 3:
-            found += mine[:3]
-    return list(dict.fromkeys(files)), found
-
-
-def _lexical(
-    tree: Tree, task: str, failure: str | None, named: list[str]
-) -> list[tuple[float, str, Definition]]:
-    """The definitions the task's words point at, best first, with their scores."""
-    wanted = query(task)
-    if failure:
-        for word in words(failure):
-            wanted.setdefault(word, 1)
-    if not wanted:
-        return []
-    order = tree.files
-    everything: list[Doc] | None = None  # a big tree's definitions, by name and path only
-    hit: set[tuple[str, int]] = set()  # of them, those that share a word with the task
-    if len(order) > READ_FILES:  # which to read: those whose names and paths hold its words
-        names = [(rel, d) for rel, defs in tree.defs.items() for d in defs if not _dunder(d[0])]
-        everything = [Doc(rel, d[0], None) for rel, d in names]
-        best_file: dict[str, float] = {}
-        for (rel, d), score in zip(names, scores(wanted, everything), strict=True):
-            if score > 0:
-                best_file[rel] = max(best_file.get(rel, 0.0), score)
-                hit.add((rel, d[3]))
-        first = sorted(
-            {*best_file, *named},
-            key=lambda rel: (rel not in named, is_test(rel), -best_file.get(rel, 0)),
-        )
-        order = first + [rel for rel in order if rel not in best_file and rel not in named]
-    spent = 0
-    read = 0
-    for rel in order:
-        if rel not in tree.defs:
-            continue  # not parsed yet: a partial map's; it has no definitions to score
-        spent += len(tree.text(rel) or "")
-        read += 1
-        if spent > READ_BYTES or read >= READ_FILES:
-            break
-    docs = []
-    pairs = []
-    for rel, defs in tree.defs.items():
-        if rel in tree.generated:
-            continue
-        text = tree.texts.get(rel)
-        lines = file_lines(text) if text is not None else None
-        for d in defs:
-            if _dunder(d[0]) or (
-                lines is None and everything is not None and (rel, d[3]) not in hit
-            ):
-                continue  # (a big tree's definitions that share no word and were not read)
-            docs.append(Doc(rel, d[0], _body(lines, d, defs) if lines is not None else None))
-            pairs.append((rel, d))
-    scored = sorted(
-        (
-            (score, rel, d)
-            for score, (rel, d) in zip(scores(wanted, docs, everything), pairs, strict=True)
-        ),
-        key=lambda item: -item[0],
-    )
-    if not scored or scored[0][0] <= 0:
-        return []
-    floor = scored[0][0] * LEXICAL_FLOOR
-    top = scored[0][0]
-    return [(100.0 * s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
-
-
-def _dunder(name: str) -> bool:
-    """``__all__``, ``__init__``: named by the language, not by what the code does."""
-    return name.startswith("__") and name.endswith("__")
-
-
-def _body(lines: list[str], definition: Definition, defs: list[Definition]) -> Counter[str]:
-    """The words of a definition's lines; a class's own lines only (not its methods')."""
-    first, last = definition[3], definition[4]
-    own = range(first, last + 1)
-    if definition[2] == "class":
-        inner = {n for d in defs if first < d[3] and d[4] <= last for n in range(d[3], d[4] + 1)}
-        own = [n for n in own if n not in inner]  # type: ignore[assignment]
-    return Counter(words("\n".join(lines[n - 1] for n in own if n <= len(lines))))
-
-
-@dataclass(order=True)
-class _Candidate:
-    priority: float
-    order: int
-    path: str = field(compare=False)
-    definition: Definition = field(compare=False)
-    named: bool = field(compare=False, default=False)
-    whole: bool = field(compare=False, default=False)
+def section(
+    tree: Tree,
+    found: Evidence,
+    ranked: list[tuple[float, Key]],
+    chars: int,
+    skip: Iterable[str] = (),
+) -> Pointed:
+    """The section showing the ``ranked`` definitions within ``chars``, best first."""
+    picker = _Picker(tree, found, chars, set(skip), ranked)
+    for score, key in ranked:
+        picker.take(score, key)
+    return picker.render()
 
 
 class _Picker:
-    """The definitions taken, most likely first, within ``chars``; what did not fit."""
+    """The lines taken, most likely first, within ``chars``; what did not fit."""
 
-    def __init__(self, tree: Tree, chars: int, skip: set[str]) -> None:
-        self.tree, self.skip = tree, skip
-        self.room = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
-        self.most = self.room // ONE_DEFINITION_SHARE
-        self.heap: list[tuple[float, int, _Candidate]] = []
-        self.count = 0
-        self.taken: dict[str, list[tuple[int, int]]] = {}  # file -> line ranges, in order
-        self.seen: set[tuple[str, int, int]] = set()
-        self.left: list[tuple[str, Definition]] = []
-
-    def push(
+    def __init__(
         self,
-        priority: float,
-        path: str,
-        definition: Definition,
-        named: bool = False,
-        whole: bool = False,
+        tree: Tree,
+        found: Evidence,
+        chars: int,
+        skip: set[str],
+        ranked: list[tuple[float, Key]],
     ) -> None:
-        self.count += 1
-        candidate = _Candidate(priority, self.count, path, definition, named, whole)
-        heapq.heappush(self.heap, (-priority, self.count, candidate))
+        self.tree, self.found, self.skip = tree, found, skip
+        self.size = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
+        self.room = self.size
+        self.best = ranked[0][0] if ranked else 0.0
+        self.hot = {found.defs[key][0] for _, key in ranked[:HOT]} | found.names
+        self.whole_files = {  # the files the task names by path: whole when they fit
+            (rel, d[3], d[4]) for rel in found.files for d in tree.defs.get(rel, [])[:1]
+        }
+        self.shown: dict[str, set[int]] = {}  # file -> the lines shown
+        self.outlined: dict[str, list[tuple[int, int]]] = {}  # file -> outlined spans
+        self.left: list[Key] = []
 
-    def render(self) -> Pointed:
-        while self.heap:
-            _, _, candidate = heapq.heappop(self.heap)
-            self._take(candidate)
-        views = []
-        for rel, ranges in self.taken.items():
-            lines = file_lines(self.tree.texts[rel])
-            for start, end in _merged(ranges):
-                views += [f"--- {rel} ---", *self.tree.notes.get(rel, ())]
-                views += numbered(lines[start - 1 : end], start)
-                views.append(f"--- end {rel} ---")
-        if not views:
-            return Pointed(None)
-        text = "\n".join([HEADING, LEAD, *views, *self._left_out()])
-        shown = {rel: self.tree.digests[rel] for rel in self.taken}
-        return Pointed(text, shown)
-
-    def _take(self, candidate: _Candidate) -> None:
-        rel, definition = candidate.path, candidate.definition
-        key = (rel, definition[3], definition[4])
-        if key in self.seen or rel in self.skip:
+    def take(self, score: float, key: Key) -> None:
+        rel = key[0]
+        if rel in self.skip:
             return
-        self.seen.add(key)
+        if score < self.best * FLOOR:
+            self.left.append(key)
+            return
         text = self.tree.text(rel)
         if text is None:
             return
         lines = file_lines(text)
+        definition = self.found.defs[key]
         start, end = _span(rel, lines, definition)
-        if len(lines) <= SMALL_FILE_LINES or candidate.whole:
-            start, end = 1, len(lines)
-        ranges = self.taken.get(rel, [])
-        if any(a <= start and end <= b for a, b in ranges):
+        shown = self.shown.get(rel, set())
+        if all(n in shown for n in range(start, end + 1)):
             return  # shown already, inside another
-        if candidate.whole and self._cost(rel, lines, 1, len(lines)) > min(self.room, self.most):
-            start, end = _span(rel, lines, definition)
-        cost = self._cost(rel, lines, start, end)
-        if cost > self.room or cost > self.most:  # one long definition would crowd out many
-            self.left.append((rel, definition))
+        allowance = max(LEAST_SHARE, MOST_SHARE * score / self.best)
+        limit = min(self.room, int(self.size * allowance))
+        if len(lines) <= SMALL_FILE_LINES or key in self.whole_files:
+            whole = set(range(1, len(lines) + 1))
+            if self._cost(rel, lines, whole) <= limit:
+                self._show(rel, lines, whole)
+                return
+        span = set(range(start, end + 1))
+        if self._cost(rel, lines, span) <= limit:
+            self._show(rel, lines, span)
             return
-        self.room -= cost
-        self.taken.setdefault(rel, []).append((start, end))
-        if candidate.priority < CALLERS_FLOOR:
-            return  # a weak match's calls are weaker still
-        share = CALLEE_SHARE * candidate.priority
-        for path, callee in self._callees(rel, lines[start - 1 : end], definition):
-            self.push(share, path, callee)
+        if end - start + 1 >= OUTLINE_LINES:
+            most = OUTLINE_SHARE if definition[2] != "class" else LEAST_SHARE
+            outline = self._outline(
+                rel, lines, definition, (start, end), min(limit, int(self.size * most))
+            )
+            if outline:
+                self._show(rel, lines, outline, (start, end))
+        self.left.append(key)
 
-    def _cost(self, rel: str, lines: list[str], start: int, end: int) -> int:
-        shown = lines[start - 1 : end]
-        header = 2 * len(rel) + 16
-        return header + sum(len(line) + 8 for line in shown)
+    def _show(
+        self, rel: str, lines: list[str], taken: set[int], outline: tuple[int, int] | None = None
+    ) -> None:
+        shown = self.shown.setdefault(rel, set())
+        before = self._cost(rel, lines, shown) if shown else 0
+        if outline is not None:
+            self.outlined.setdefault(rel, []).append(outline)
+        shown.update(taken)
+        self.room -= self._cost(rel, lines, shown) - before
 
-    def _callees(
-        self, rel: str, body: list[str], definition: Definition
-    ) -> list[tuple[str, Definition]]:
-        """The definitions ``body`` calls: in its own file, else in one or two others."""
-        found: list[tuple[str, Definition]] = []
-        for name in dict.fromkeys(_CALL.findall("\n".join(body))):
-            defined = self.tree.by_name.get(name, [])
-            here = [pair for pair in defined if pair[0] == rel and pair[1] != definition]
-            others = {path for path, _ in defined}
-            pairs = here or (defined if 0 < len(others) <= 2 else [])
-            found += [pair for pair in pairs if pair[1][2] != "class" or pair[0] == rel][:2]
-            if len(found) >= CALLEES:
+    def _cost(
+        self,
+        rel: str,
+        lines: list[str],
+        taken: set[int],
+        outlined: list[tuple[int, int]] | None = None,
+    ) -> int:
+        """What showing ``taken`` lines of ``rel`` costs: its views' lines, headers, gaps
+        (``outlined``: the spans shown as outlines, the file's by default)."""
+        spans = self.outlined.get(rel, []) if outlined is None else outlined
+        views = _views(sorted(taken), spans, len(lines))
+        cost = 0
+        for view in views:
+            cost += 2 * len(rel) + 16
+            for item in view:
+                cost += len(GAP) + 8 if isinstance(item, tuple) else len(lines[item - 1]) + 8
+        return cost
+
+    def _outline(
+        self, rel: str, lines: list[str], definition: Definition, span: tuple[int, int], limit: int
+    ) -> set[int] | None:
+        """The lines of a long definition's outline within ``limit`` (see the module doc)."""
+        start, end = span
+        head = start
+        opener = ":" if rel.endswith((".py", ".pyi")) else "{"
+        while head < min(end, start + HEAD_LINES - 1) and opener not in lines[head - 1]:
+            head += 1
+        chosen = set(range(start, head + 1)) | {end}
+        spans = [span]
+        if definition[2] == "class":  # a class: the first line of each of its definitions
+            inner = [d[3] for d in self.tree.defs.get(rel, []) if start < d[3] <= end]
+            marked: list[int] = []
+        else:
+            marked = sorted(self._pointed(rel, lines, head + 1, end))
+            if not marked:
+                return None  # the evidence points at no part of it: the map's line is enough
+            for line in marked:
+                chosen.update(range(max(start, line - AROUND), min(end, line + AROUND) + 1))
+            base = _body_indent(lines, head + 1, end)
+            inner = [
+                n
+                for n in range(head + 1, end)
+                if len(lines[n - 1]) - len(lines[n - 1].lstrip()) == base
+                and _BLOCK.match(lines[n - 1])
+            ]
+            if len(inner) > OUTLINE_STATEMENTS:
+                inner = []  # a dispatcher's many branches: the part pointed at is the outline
+        for n in inner:
+            if self._cost(rel, lines, chosen | {n}, spans) > limit:
                 break
-        return found[:CALLEES]
+            chosen.add(n)
+        while self._cost(rel, lines, chosen, spans) > limit and marked:
+            far = marked.pop()  # the last lines pointed at go first
+            chosen -= set(range(far - AROUND, far + AROUND + 1)) - set(range(start, head + 1))
+            chosen.add(end)
+        return chosen if self._cost(rel, lines, chosen, spans) <= limit else None
+
+    def _pointed(self, rel: str, lines: list[str], start: int, end: int) -> set[int]:
+        """The lines of ``rel`` in ``start..end`` that the evidence points at: a frame's, and
+        code (not a comment or a docstring) that calls a name the evidence ranks high."""
+        found = {n for n in self.found.lines.get(rel, ()) if start <= n <= end}
+        quoted = False
+        for n in range(start, end + 1):
+            text = lines[n - 1].strip()
+            fences = text.count('"""') + text.count("'''")
+            code = not quoted and not fences and not text.startswith(_COMMENTS)
+            if code and any(name in self.hot for name in _CALL.findall(text)):
+                found.add(n)
+            quoted ^= fences % 2 == 1
+        return found
+
+    def render(self) -> Pointed:
+        views: list[str] = []
+        for rel, taken in self.shown.items():
+            lines = file_lines(self.tree.texts[rel])
+            for view in _views(sorted(taken), self.outlined.get(rel, []), len(lines)):
+                views += [f"--- {rel} ---", *self.tree.notes.get(rel, ())]
+                for item in view:
+                    if isinstance(item, tuple):
+                        views.append(GAP.format(start=item[0], end=item[1]))
+                    else:
+                        views += numbered([lines[item - 1]], item)
+                views.append(f"--- end {rel} ---")
+        if not views:
+            return Pointed(None)
+        text = "\n".join([HEADING, LEAD, *views, *self._left_out()])
+        shown = {rel: self.tree.digests[rel] for rel in self.shown}
+        return Pointed(text, shown)
 
     def _left_out(self) -> list[str]:
-        rest = [(c.path, c.definition) for _, _, c in sorted(self.heap)]
         left = [
-            (rel, d)
-            for rel, d in dict.fromkeys([*self.left, *rest])
-            if not any(a <= d[3] and d[4] <= b for a, b in self.taken.get(rel, []))
+            key
+            for key in dict.fromkeys(self.left)
+            if not all(n in self.shown.get(key[0], ()) for n in range(key[1], key[2] + 1))
+            and not is_test(key[0])
         ][:LEFT_OUT_NAMED]
         if not left:
             return []
@@ -365,13 +297,46 @@ class _Picker:
             "(left out to keep this prompt short, most likely first; each READ_FILE shows one:"
         ]
         room = LEFT_OUT_CHARS + self.room - len(lines[0]) - 3
-        for rel, d in left:
-            line = f'  READ_FILE path="{rel}" symbol="{d[1]}"  (lines {d[3]}-{d[4]})'
+        for rel, first, last in left:
+            name = self.found.defs[(rel, first, last)][1]
+            line = f'  READ_FILE path="{rel}" symbol="{name}"  (lines {first}-{last})'
             if len(line) + 1 > room:
                 break
             room -= len(line) + 1
             lines.append(line)
         return [*lines, ")"] if len(lines) > 1 else []
+
+
+def _views(
+    taken: list[int], outlined: list[tuple[int, int]], length: int
+) -> list[list[int | tuple[int, int]]]:
+    """The views of a file's shown lines (in order): runs a few lines apart are one (the
+    lines between shown too), a gap inside an outlined definition is a gap line."""
+    views: list[list[int | tuple[int, int]]] = []
+    previous = None
+    for n in taken:
+        if previous is not None and n > previous + 1:
+            if n - previous <= 3:
+                views[-1] += list(range(previous + 1, n))
+            elif any(a <= previous and n <= b for a, b in outlined):
+                views[-1].append((previous + 1, n - 1))
+            else:
+                views.append([])
+        elif previous is None:
+            views.append([])
+        if n <= length:
+            views[-1].append(n)
+        previous = n
+    return views
+
+
+def _body_indent(lines: list[str], first: int, last: int) -> int:
+    """The indentation of a definition's body: of its first line that says something."""
+    for n in range(first, last + 1):
+        text = lines[n - 1]
+        if text.strip():
+            return len(text) - len(text.lstrip())
+    return 0
 
 
 def _span(rel: str, lines: list[str], definition: Definition) -> tuple[int, int]:
@@ -386,14 +351,3 @@ def _span(rel: str, lines: list[str], definition: Definition) -> tuple[int, int]
                 break
             start -= 1
     return start, max(start, end)
-
-
-def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Line ranges in order, those that overlap or touch (a blank line or two apart) as one."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1] + 3:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged

@@ -23,7 +23,8 @@ with commands, a program on the user's machine carries them out in a workspace f
 results come back to you in the next message. Every message you get is complete on its own.
 
 Start your reply with the line "Session: <id> Sequence: <n>", with the Session and Sequence
-values of the HEADER above. A reply for another session or an older message is not applied.
+values of the HEADER above. A reply for another session or an older message is not applied,
+and commands written before that line are a draft: they are not run.
 
 COMMANDS. Put your commands inside a code block: a line ``` before them and a line ``` after
 them, one block around all of them (or one block for each command). The chat shows your answer
@@ -179,11 +180,12 @@ divide() raises ValueError on zero, with a test; all tests pass.
 REMINDER = """\
 Short form (the full PROTOCOL was in the first message and still holds; if you do not have
 it, ask the user to paste "codingagent show --full"). Start your reply with the line
-"Session: <id> Sequence: <n>" (the HEADER's values). Put the commands inside a ``` code block
-(```` when a file holds ``` lines): outside one, the chat's page changes text, and commands that
-change files or run are refused. Each tag starts its own line; file content goes between the
-tags as it is, with no fence of its own. Close every tag that has a closing tag. Lines outside
-commands are ignored. Paths are relative.
+"Session: <id> Sequence: <n>" (the HEADER's values); commands before it are not run.
+Put the commands inside a ``` code block (```` when a file holds ``` lines): outside one,
+the chat's page changes text, and commands that change files or run are refused. Each tag
+starts its own line; file content goes between the tags as it is, with no fence of its own.
+Close every tag that has a closing tag. Lines outside commands are ignored. Paths are
+relative.
 ```
 [REPLACE path="app.py"]
 <<<<<<< SEARCH

@@ -18,6 +18,7 @@ from typing import NamedTuple
 from codingagent.protocol.bodies import clip, fence
 from codingagent.protocol.codeblocks import refuse_unfenced
 from codingagent.protocol.commands import Command, ParseError
+from codingagent.protocol.drafts import ECHO_SESSION, answer_start, draft_note
 from codingagent.protocol.parser import (
     TAGS,
     Span,
@@ -32,7 +33,6 @@ from codingagent.protocol.parser import (
 )
 from codingagent.protocol.reasoning import split_reasoning
 
-_ECHO_SESSION = re.compile(r"\bSession(?: ID)?[*_]*:[*_`\s]*([0-9a-fA-F]{8})\b")
 _ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
 _ECHO_CHARS = 20_000  # how far into the reply the session/sequence echo is looked for
 _DIFF_INFO = frozenset({"diff", "patch", "udiff"})
@@ -65,7 +65,9 @@ class Scanned(NamedTuple):
 
 def commands_and_slips(text: str, rendered: bool = False) -> tuple[list[Command], list[Slip]]:
     """The reply's commands (as :func:`~codingagent.protocol.parser.parse` reads them) and
-    its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest).
+    its slips, at most ``MAX_SLIPS`` of them (then one more note counts the rest). A reply
+    with a Session line starts there (:mod:`codingagent.protocol.drafts`): the commands before
+    it are a draft, not run, and the first slip says so.
 
     ``rendered``: the text was read from a chat's rendered page, so a command that changes
     the workspace or runs something is refused unless it stood inside a code block
@@ -79,23 +81,31 @@ def read_commands(text: str, rendered: bool = False, limit: int | None = None) -
     last one read are not looked at for slips, and the opening tags among them are counted."""
     lines = split_lines(text)
     spans, unread = read_spans(lines, limit)
-    end = spans[-1].end if unread else len(lines)
-    found = slips(lines, spans, end)
+    end = spans[-1].end if unread else len(lines)  # (a flood's unread lines: no slips)
+    start = answer_start(lines, spans)
+    if start.drafted:
+        spans = spans[len(start.drafted) :]
+    found = slips(lines, spans, start.line or 0, end)
     if len(found) > MAX_SLIPS:
         rest = len(found) - MAX_SLIPS
         found = [
             *found[:MAX_SLIPS],
             Slip(found[MAX_SLIPS].line, f"and {rest} more lines like these were not run either"),
         ]
+    drafted = draft_note(start)
+    if drafted is not None and start.line is not None:
+        found.insert(0, Slip(start.line + 1, drafted))
     commands = refuse_unfenced(lines, spans) if rendered else [span.command for span in spans]
     return Scanned(commands, found, unread)
 
 
-def slips(lines: list[str], spans: list[Span], end: int | None = None) -> list[Slip]:
-    """Every line that holds a tag outside a command's body and was not run, in line order
-    (up to the line index ``end``, by default all)."""
+def slips(
+    lines: list[str], spans: list[Span], first: int = 0, end: int | None = None
+) -> list[Slip]:
+    """Every line from ``first`` on (up to the line index ``end``, by default all) that holds a
+    tag outside a command's body and was not run, in line order."""
     found: list[Slip] = []
-    outside = 0  # the first line not yet looked at
+    outside = first  # the first line not yet looked at
     for span in spans:
         found += _prose_slips(lines, outside, span.start)
         if not isinstance(span.command, ParseError) and TAGS[span.command.kind].body is None:
@@ -181,15 +191,20 @@ def reply_echo(text: str) -> tuple[str | None, int | None]:
     """The session id and sequence number the reply says it answers (``Session: <id>
     Sequence: <n>``, as the PROTOCOL asks), each None if not given.
 
-    Only the text before the first command counts: a file body may well contain such words;
-    and never a reasoning model's thinking (:mod:`codingagent.protocol.reasoning`): a draft
-    may name any prompt.
+    Read from the reply's Session line (:mod:`codingagent.protocol.drafts`: the line its
+    answer starts at) on, else from its start, up to its first command: a file body may well
+    contain such words; and never from a reasoning model's thinking
+    (:mod:`codingagent.protocol.reasoning`) or a draft: a draft may name any prompt.
     """
     session = sequence = None
-    for line in split_lines(split_reasoning(text).answer.lstrip()[:_ECHO_CHARS]):
-        if opening_tag(tag_text(line), 1) is not None:
+    lines = split_lines(split_reasoning(text).answer)
+    start = answer_start(lines).line
+    read = 0
+    for line in lines[start or 0 :]:
+        read += len(line) + 1
+        if read > _ECHO_CHARS or opening_tag(tag_text(line), 1) is not None:
             break
-        if session is None and (found := _ECHO_SESSION.search(line)):
+        if session is None and (found := ECHO_SESSION.search(line)):
             session = found.group(1).lower()
         if sequence is None and (found := _ECHO_SEQUENCE.search(line)):
             sequence = int(found.group(1))

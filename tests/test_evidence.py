@@ -1,0 +1,208 @@
+"""The code the task points at, chosen by evidence (codingagent/prompt/evidence.py, docs/
+prompts.md): what the failing tests call into the code under test, on the class the test
+builds; names resolved to the file a caller imports or the file named after them; a long
+definition shown as its outline and the part the evidence points at; lines of a test run
+that are not frames never read as frames. Driven through the real command line on real code
+in a workspace; the failing suites run by a real pytest as the check."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from test_pointed import benchmark, section, whole
+from test_project_context import make_run, start
+
+from codingagent.prompt.evidence import WEIGHTS, Evidence, rank
+from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
+
+PYTEST_RUN = """\
+=================================== FAILURES ===================================
+___________________________ TestSquare.test_area _____________________________
+
+self = <tests.test_shapes.TestSquare testMethod=test_area>
+
+    def test_area(self):
+>       self.assertEqual(self.make(3).area(), 9)
+E       AssertionError: 6 != 9
+
+tests/test_shapes.py:12: AssertionError
+----------------------------- Captured stdout call -----------------------------
+see shapes/legacy.py:40 for the old formula
+------------------------------ Captured log call -------------------------------
+WARNING  shapes.cache:cache.py:17 cache cold
+=============================== warnings summary ===============================
+tests/__init__.py:9
+  /home/me/proj/tests/__init__.py:9: DeprecationWarning: helpers move to tests.support
+    warnings.warn(
+
+-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
+=========================== short test summary info ============================
+FAILED tests/test_shapes.py::TestSquare::test_area - AssertionError: 6 != 9
+/home/me/proj/shapes/core.py:3: UserWarning: float areas are rounded
+"""
+
+
+def test_lines_of_a_test_run_that_are_not_frames_are_never_frames() -> None:
+    assert frames(PYTEST_RUN) == [
+        Frame("tests/test_shapes.py", 12, None),
+        Frame("tests/test_shapes.py", None, "TestSquare.test_area"),
+    ]
+    # a warning as Python prints it, and a log line, are no frames anywhere
+    assert frames("src/app.py:3: DeprecationWarning: old\nINFO     app:app.py:9 hi\n") == []
+    assert frames('  File "src/app.py", line 3, in load\n') == [Frame("src/app.py", 3, "load")]
+
+
+SHAPES = (
+    "class Circle:\n"
+    "    def __init__(self, r):\n        self.r = r\n\n"
+    "    def area(self):\n        return 3 * self.r * self.r\n\n\n"
+    "class Square:\n"
+    "    def __init__(self, side):\n        self.side = side\n\n"
+    "    def area(self):\n        return self.side * 2\n"
+    + "".join(f"\n\ndef helper_{n}(x):\n    return x + {n}\n" for n in range(40))
+)
+TESTS_INIT = (
+    '"""Helpers of the tests."""\n'
+    "import warnings\n\n\n"
+    "class Legacy:\n"
+    "    def old(self):\n"
+    "        warnings.warn(\n"
+    "            'helpers move to tests.support', DeprecationWarning, stacklevel=1\n"
+    "        )\n"
+    + "".join(f"\n    def legacy_{n}(self):\n        return {n}\n" for n in range(30))
+    + "\n\nLegacy().old()\n"
+)
+TESTS = (
+    "import unittest\n\n"
+    "from shapes.core import Square\n\n\n"
+    "class AreaTests:\n"
+    "    def test_area(self):\n"
+    "        self.assertEqual(self.make(3).area(), 9)\n\n\n"
+    "class TestSquare(AreaTests, unittest.TestCase):\n"
+    "    def make(self, n):\n"
+    "        return Square(n)\n"
+)
+
+
+@pytest.mark.slow
+def test_a_failing_unittest_suite_points_at_the_method_its_tests_call(tmp_path: Path) -> None:
+    """All frames are in test code, and pytest's warnings summary names a line of the tests'
+    helpers: the section shows what the failing test calls, on the class the test builds."""
+    files = {
+        "shapes/__init__.py": "",
+        "shapes/core.py": SHAPES,
+        "tests/__init__.py": TESTS_INIT,
+        "tests/test_shapes.py": TESTS,
+    }
+    run = make_run(tmp_path, files)
+    check = f"{sys.executable} -m pytest -q -p no:cacheprovider -W default tests"
+    start(run, "The tests fail. Please fix the library, not the tests.", "--check", check)
+    prompt = run.prompt()
+    assert "warnings summary" in prompt and "tests/__init__.py:7" in prompt  # pytest said so
+    shown = section(prompt)
+    first = shown.split("\n", 2)[1]
+    assert first == "--- shapes/core.py ---"
+    assert "  13 |     def area(self):\n  14 |         return self.side * 2" in shown
+    assert shown.index("return self.side * 2") < shown.index("def test_area")
+    assert "def old(self)" not in shown and "legacy_" not in shown  # the warning's line
+
+
+DISPATCH = (
+    "from .pad import pad\n\n\n"
+    "def convert(kind, value):\n"
+    '    """Convert ``value`` to text as ``kind`` says."""\n'
+    + "".join(
+        f"    {'if' if n == 0 else 'elif'} kind == 'kind{n}':\n"
+        f"        text = str(value) + '{n}'\n"
+        f"        text = text.strip()\n"
+        f"        return text.upper()\n"
+        for n in range(40)
+    )
+    + "    elif kind == 'number':\n"
+    "        return pad(str(value), 2)\n"
+    + "".join(f"    elif kind == 'late{n}':\n        return str(value) * {n}\n" for n in range(30))
+    + "    raise ValueError(kind)\n\n\n"
+    "def render(value):\n"
+    "    return '[' + pad(str(value), 2) + ']'\n"
+)
+PAD = "def pad(text, width):\n    return text.rjust(width - 1, '0')\n"
+
+
+def test_a_long_definition_is_its_outline_and_the_part_the_evidence_points_at(
+    tmp_path: Path,
+) -> None:
+    run = make_run(tmp_path, {"fmt/__init__.py": "", "fmt/core.py": DISPATCH, "fmt/pad.py": PAD})
+    start(run, "convert('number', 5) gives '5' and render(5) gives '[5]': expected '05', '[05]'")
+    shown = section(run.prompt())
+    lines = DISPATCH.split("\n")
+    calling = lines.index("        return pad(str(value), 2)") + 1
+    assert whole(PAD, "pad", "fmt/pad.py", shown)  # the helper both named functions call
+    assert whole(DISPATCH, "render", "fmt/core.py", shown)
+    assert "   4 | def convert(kind, value):" in shown  # its first line, numbered
+    assert f"{calling:>4} |         return pad(str(value), 2)" in shown  # the part pointed at
+    assert f"{calling - 1:>4} |     elif kind == 'number':" in shown  # and the lines around it
+    gaps = re.findall(r"^     \.\.\. \(lines (\d+)-(\d+) not shown\)$", shown, re.M)
+    assert gaps and all(int(a) <= int(b) for a, b in gaps)
+    assert "kind == 'kind20'" not in shown  # the rest of it is left out
+    numbered = [int(n) for n in re.findall(r"^\s*(\d+) \| ", shown, re.M)]
+    assert len(numbered) < len(lines) // 2
+    assert len(shown) <= PASTED_TOKENS * 4
+
+
+def test_a_name_is_the_definition_of_the_file_its_caller_imports(tmp_path: Path) -> None:
+    """A tree of one function a file, each also as an ``.mjs`` copy and a ``.d.ts``
+    declaration, and a name many files define: the one the caller requires is shown."""
+    iso = (
+        '"use strict";\nvar _pad = require("./_lib/pad.js");\n\n'
+        "function formatISO(date) {\n"
+        "  return [(0, _pad.pad)(date.year, 4), (0, _pad.pad)(date.month, 2)].join('-');\n}\n"
+    )
+    files = {
+        "formatISO.js": iso,
+        "formatISO.mjs": iso.replace('var _pad = require("./_lib/pad.js");', ""),
+        "formatISO.d.ts": "export declare function formatISO(date: Date): string;\n",
+        "_lib/pad.js": (
+            "function pad(n, width) {\n  return String(n).padStart(width - 1, '0');\n}\n"
+        ),
+        "_lib/pad.mjs": "export function pad(n, width) {\n  return String(n);\n}\n",
+        **{
+            f"locale/l{n}/pad.js": f"function pad(n) {{\n  return '{n}' + n;\n}}\n"
+            for n in range(6)
+        },
+    }
+    run = make_run(tmp_path, files)
+    start(run, "formatISO({ year: 2024, month: 3 }) gives '2024-3': the month lost its zero")
+    shown = section(run.prompt())
+    assert shown.split("\n", 2)[1] == "--- formatISO.js ---"
+    assert "--- _lib/pad.js ---" in shown and "padStart(width - 1" in shown
+    assert ".mjs ---" not in shown and ".d.ts ---" not in shown and "locale/" not in shown
+
+
+def test_the_check_s_output_takes_its_share_of_a_pasted_chat_s_budget() -> None:
+    assert pointed_tokens(None, failing=True) == PASTED_TOKENS - CHECK_TOKENS
+    assert pointed_tokens(32_768, failing=True) == pointed_tokens(32_768) == 4096
+
+
+def test_a_test_counts_a_share_of_its_score_and_callers_hand_on_a_share() -> None:
+    found = Evidence()
+    code, test = ("lib.py", 1, 5), ("tests/test_lib.py", 1, 5)
+    callee = ("lib.py", 7, 9)
+    for key in (code, test, callee):
+        found.defs[key] = ("f", "f", "function", key[1], key[2], "def f():")
+    found.strength = {"named": {code: 1.0}, "test_frame": {test: 1.0}}
+    found.calls = {code: [callee]}
+    scores = dict((key, score) for score, key in rank(found))
+    assert scores[code] == WEIGHTS.named
+    assert scores[callee] == WEIGHTS.callee * WEIGHTS.named
+    assert scores[test] == WEIGHTS.test_frame * WEIGHTS.test_share
+
+
+def test_leave_one_out_chooses_the_weights_without_the_task_it_scores() -> None:
+    bench = benchmark()
+    held = {"a": [True, False], "b": [True, True], "c": [False, True]}
+    # left out, "a" is scored with the second weights (they hold b and c), which miss it
+    assert bench.loo_choice(held, default=0) == {"a": 1, "b": 0, "c": 0}
