@@ -1,6 +1,6 @@
 """Whether a first prompt holds the code a bug report points at (issue 44), on real libraries.
 
-    python benchmarks/pointed.py                # 19 bug tasks, a pasted chat (window unknown)
+    python benchmarks/pointed.py                # 19 bug tasks and 12 held out, a pasted chat
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --cost         # what the section costs on a big tree
@@ -12,6 +12,10 @@ a session is started on it through the real command line (``codingagent start TA
 --no-watch``, as a pasted chat starts), the task worded as a user reports the bug: what they
 called and what they saw, never the line. Two tasks paste a traceback, made by running the
 buggy code (Python, or Node.js), its paths rewritten to an installed copy's, as a user's are.
+The held-out tasks (``pointed_heldout.py``, written without the ranking code in view) add
+tracebacks and failing test suites: a task's ``tests`` are written into the workspace and its
+``check`` is the session's ``--check`` (run before the first prompt, its failure shown there);
+``python`` in a check is the interpreter running the benchmark.
 
 Printed, one markdown row a task: whether the first prompt holds the whole definition that
 must change (every line, numbered as READ_FILE numbers it), where (the Code the Task Points
@@ -39,7 +43,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -70,6 +74,8 @@ class Task:
     new: str
     report: str  # the task, as a user writes it; {traceback} where the traceback goes
     crash: str = ""  # code that shows the traceback: Python (pip) or Node.js (npm)
+    check: str = ""  # the session's --check: a test command that fails on the bug
+    tests: dict[str, str] = field(default_factory=dict)  # test files to write, by path
 
 
 TASKS = [
@@ -363,7 +369,13 @@ def first_prompt(
     report = task.report
     if "{traceback}" in report:
         report = report.replace("{traceback}", traceback(task, ws))
+    for name, text in task.tests.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
     flags = ["--context-tokens", str(window)] if window else []
+    if task.check:
+        flags += ["--check", task.check]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     result = CliRunner().invoke(
         main,
         [
@@ -378,6 +390,7 @@ def first_prompt(
             str(root / "run"),
             *flags,
         ],
+        env={"PATH": path},  # the check's python: this one
     )
     assert result.exit_code == 0, result.output
     (prompt,) = (root / "run" / "outbox").glob("*_seq0001.txt")
@@ -472,26 +485,37 @@ def main_(argv: list[str] | None = None) -> int:
             print(cost(files))
         print(f"\n(load average {os.getloadavg()[0]:.1f})")
         return 0
+    from pointed_heldout import HELDOUT_TASKS  # here: it imports this file as ``pointed``
+
     wanted = [w for w in args.only.split(",") if w]
-    tasks = [t for t in TASKS if not wanted or any(w in t.name for w in wanted)]
+    every = TASKS + HELDOUT_TASKS
+    tasks = [t for t in every if not wanted or any(w in t.name for w in wanted)]
+    heldout = {t.name for t in HELDOUT_TASKS}
     print(
         "| task | definition to change | whole in the first prompt | where | "
         "first prompt, tokens (4 chars) | tokens (3 bytes) | section, tokens |"
     )
     print("|---|---|---|---|---|---|---|")
-    found = 0
+    found = {False: 0, True: 0}  # by whether the task is held out
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             text, ws = first_prompt(task, Path(tmp), args.window)
             whole, where = holds(text, task, ws)
-        found += whole
+        found[task.name in heldout] += whole
         section = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
         print(
             f"| {task.name} | `{task.symbol}` ({task.path}) | {'yes' if whole else 'no'} | "
             f"{where} | {estimate_tokens(text):,} | {estimate(text):,} | "
             f"{estimate_tokens(section):,} |"
         )
-    print(f"\n{found} of {len(tasks)} first prompts hold the whole definition to change.")
+    counts = {out: sum((t.name in heldout) == out for t in tasks) for out in (False, True)}
+    print()
+    for out, kind in ((False, "tasks"), (True, "held-out tasks")):
+        if counts[out]:
+            print(
+                f"{found[out]} of {counts[out]} first prompts ({kind}) hold the whole "
+                "definition to change."
+            )
     return 0
 
 
