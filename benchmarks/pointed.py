@@ -1,7 +1,7 @@
 """Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
 libraries.
 
-    python benchmarks/pointed.py                # 27 bug tasks, a pasted chat (window unknown)
+    python benchmarks/pointed.py                # 27 bug tasks and 12 held out, a pasted chat
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
@@ -668,6 +668,8 @@ def first_prompt(
             str(root / "run"),
             *flags,
         ],
+        # ``python`` in a check (as the held-out tasks write it) is this interpreter
+        env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
     )
     assert result.exit_code == 0, result.output
     (prompt,) = (root / "run" / "outbox").glob("*_seq0001.txt")
