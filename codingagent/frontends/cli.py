@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import accounts, exits, inspection, queueing, relaying, reviewing
+from codingagent.frontends import accounts, exits, inspection, queueing, relaying, reviews
 from codingagent.frontends.console import error, say
 from codingagent.frontends.options import (
     clipboard_option,
@@ -423,7 +423,7 @@ for _command in (
     inspection.show,
     inspection.diff_command,
     queueing.queue_command,
-    reviewing.review,
+    reviews.review,
 ):
     main.add_command(_command)
 

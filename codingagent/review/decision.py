@@ -30,10 +30,11 @@ Step = Callable[[Turn], Success]
 @dataclass(frozen=True)
 class Choice:
     """What the user decided: what they accept (``all``, ``1``, ``2.1``; the rest is
-    rejected) and their note for the LLM."""
+    rejected) and their note for the LLM; or to drop the reply unapplied."""
 
     accepted: tuple[str, ...] = ()
     note: str = ""
+    discard: bool = False  # drop the reply instead: nothing of it is applied
 
 
 def accepted_hunks(held: HeldReview, accepted: Sequence[str]) -> list[str]:

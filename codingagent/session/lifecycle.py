@@ -6,6 +6,8 @@ its commands; :class:`ObservedShell`: the listener told while each runs)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -14,12 +16,13 @@ from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.sandbox.backends import SandboxUnavailable, default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell, ShellResult
+from codingagent.secrecy import file_scan
 from codingagent.session.checking import Check, first_check, session_check
 from codingagent.session.seams import Listener
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import next_outbox, open_workspace
+from codingagent.transaction.outbox import CACHE, next_outbox, open_workspace
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
@@ -186,6 +189,24 @@ def new_session(
         check=session_check(settings.check, shell),
     )
     return state
+
+
+def set_up_shell(
+    shell: Shell, policy: str, listener: Listener, workspace: Path, store: SessionStore
+) -> Shell:
+    """``shell`` set up for a loop: its commands approved as ``policy`` says (``ask``: by
+    ``listener``), the sandbox and what it hides told to the listener, the secret scan's
+    record kept for the next process (per workspace)."""
+    if policy == "deny":
+        shell.approve = lambda command: False
+    elif policy == "ask":
+        shell.approve = listener.approve
+    listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
+    if shell.isolated:
+        listener.note(f"Hidden from commands: {hidden_line(shell.hidden_paths(), workspace)}")
+    key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
+    file_scan.keep_clean_in(store.sessions / CACHE / f"clean-files-{key}.marshal")
+    return shell
 
 
 def approval_policy(

@@ -34,8 +34,6 @@ fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes o
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -56,9 +54,9 @@ from codingagent.session.lifecycle import (
     answer_question,
     approval_policy,
     follow_up_session,
-    hidden_line,
     make_shell,
     name_files,
+    set_up_shell,
 )
 from codingagent.session.recovery import recover
 from codingagent.session.reviewing import Remade
@@ -74,7 +72,7 @@ from codingagent.session.seams import (
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings
 from codingagent.state import Environment, SessionError, SessionState
-from codingagent.transaction.outbox import CACHE, ensure_outbox
+from codingagent.transaction.outbox import ensure_outbox
 from codingagent.transaction.rollback import TurnInterrupted, interrupted_turn
 from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport, undo
@@ -308,17 +306,11 @@ class SessionLoop:
             self._stopped(stop)
         return report
 
-    def discard(self) -> Path:
-        """Drop the held review: nothing of its reply is applied; its prompt is offered again.
-        Where the review and its reply are kept."""
-        kept = reviewing.discard(self.store, self.session_id)
-        self._listener.note(f"The review was dropped; nothing of its reply was applied ({kept})")
-        state = self.store.load(self.session_id)
-        self._offer(ensure_outbox(self.store, state, self.prompt_options), state.sequence_number)
-        return kept
-
     def _decide(self, choice: Choice) -> TurnReport:
-        report = reviewing.decide(self.store, self.session_id, choice, self._turn_options())
+        if choice.discard:  # nothing applied; the prompt waits for another reply
+            report = reviewing.discard(self.store, self.session_id, self.prompt_options)
+        else:
+            report = reviewing.decide(self.store, self.session_id, choice, self._turn_options())
         self._listener.turn_applied(report)
         return report
 
@@ -430,19 +422,9 @@ class SessionLoop:
         """The loop's shell, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
-            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
-            if policy == "deny":
-                shell.approve = lambda command: False
-            elif policy == "ask":
-                shell.approve = self._listener.approve
-            self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
             workspace = Path(self.store.load(self.session_id).workspace)
-            if shell.isolated:
-                hidden = hidden_line(shell.hidden_paths(), workspace)
-                self._listener.note(f"Hidden from commands: {hidden}")
-            key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
-            file_scan.keep_clean_in(self.store.sessions / CACHE / f"clean-files-{key}.marshal")
-            self._shell = shell
+            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
+            self._shell = set_up_shell(shell, policy, self._listener, workspace, self.store)
         return self._shell
 
     def _offer(self, path: Path, sequence: int) -> Prompt:

@@ -17,9 +17,9 @@ decision's steps. Admission refuses every other reply while a review is held; th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from codingagent.execute import TurnOutcome
+from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Command
 from codingagent.review import record
 from codingagent.review.decision import Choice, Decided, Stale, accepted_hunks
@@ -31,7 +31,7 @@ from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.outbox import open_workspace
+from codingagent.transaction.outbox import ensure_outbox, open_workspace
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, Workspace
 
@@ -130,15 +130,17 @@ def decide(
     return report
 
 
-def discard(store: SessionStore, session_id: str) -> Path:
-    """Drop the held review: nothing of the reply is applied, the prompt it answered waits
-    for another reply; where the review and its reply are kept."""
+def discard(store: SessionStore, session_id: str, prompt: PromptOptions) -> TurnReport:
+    """Drop the held review: nothing of its reply is applied, and the prompt it answered
+    waits for another reply (the report says so, and where the review is kept)."""
     state = store.load(session_id)
     if record.current(store, state) is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     kept = record.set_aside(store, session_id, "discarded")
     assert kept is not None
-    return kept
+    note = f"The review was dropped: nothing of its reply was applied (it is kept in {kept})"
+    outbox = ensure_outbox(store, state, prompt)
+    return TurnReport(state, TurnOutcome(), outbox, kept, notes=[note], skipped=True)
 
 
 def decided_again(store: SessionStore, state: SessionState, sequence: int) -> Decided | None:

@@ -90,11 +90,8 @@ def review(
             )
         return
     with session_loop(root, session, kept_flags(root, session, {})) as loop:
-        if discard:
-            loop.discard()
-            return
         try:
-            loop.decide(Choice(accepted, note))
+            loop.decide(Choice(accepted, note, discard))
         except KeyboardInterrupt as e:
             say(f"Stopped (Ctrl-C): {interrupted_turn(e)}", "yellow")
             sys.exit(exits.Exit.INTERRUPTED)
