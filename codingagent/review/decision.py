@@ -127,9 +127,9 @@ class Decided:
             ]
             if not not_taken:
                 return Success(result.summary, result.output)
+            rejected = "; ".join(not_taken)
             raise CommandFailed(
-                f"{result.summary}; the user rejected {'; '.join(not_taken)} (see The User's "
-                "Review)",
+                f"{result.summary}; the user rejected {rejected}: see The User's Review",
                 result.output,
             )
 
