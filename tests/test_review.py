@@ -359,3 +359,32 @@ def test_accepted_hunks_applied_to_the_old_text_give_what_they_say(
     partly = apply(before, found, chosen)
     # What is left to accept makes the rest: the two decisions together are the new text.
     assert apply(partly, hunks(partly, after), range(len(hunks(partly, after)))) == after
+
+
+def test_a_patch_over_two_files_is_two_files_and_a_file_not_text_is_one_hunk(
+    tmp_path: Path,
+) -> None:
+    _store, session, ws = started(tmp_path, "--review")
+    (ws / "blob.bin").write_bytes(b"\xff\xfe\x00\x01")
+    reply = (
+        "[PATCH]\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 3\n"
+        "--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n line1\n-line2\n+LINE2\n line3\n[/PATCH]\n"
+        '[CREATE_FILE path="blob.bin"]\ntext now\n[/CREATE_FILE]\n'
+    )
+    assert stepped(tmp_path, reply).exit_code == 0
+    review = json.loads(run(tmp_path, "review", "--json").stdout)
+    assert [(f["path"], f["whole"]) for f in review["files"]] == [
+        ("a.py", False),
+        ("b.py", False),
+        ("blob.bin", True),
+    ]
+    assert review["files"][2]["hunks"] == [
+        {"number": "3.1", "header": "", "lines": ["(not text: 4 bytes)", "+text now"]}
+    ]
+    assert run(tmp_path, "review", "--accept", "2", "--accept", "3").exit_code == 0
+    assert (ws / "a.py").read_text() == "x = 1\n"
+    assert (ws / "b.py").read_text().startswith("line1\nLINE2\n")
+    assert (ws / "blob.bin").read_text() == "text now\n"
+    text = prompt(tmp_path, session, 2).read_text()
+    assert "[FAILED] PATCH: Changed 'a.py': 1 hunk, line 1; changed 'b.py'" in text
+    assert "the user rejected all of the change to 'a.py' (not written)" in text

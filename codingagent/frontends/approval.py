@@ -69,7 +69,7 @@ def confirm_check(said: str, command: str) -> bool:
         return False
 
 
-STYLES = {"@": "cyan", "+": "green", "-": "red"}
+STYLES = {"+": "green", "-": "red"}
 
 
 def review_lines(held: HeldReview) -> list[tuple[str, str]]:
@@ -89,9 +89,7 @@ def review_lines(held: HeldReview) -> list[tuple[str, str]]:
             (f"{f.number}  {f.shown}  ({kind}, {count} hunk{'s' * (count != 1)}{whole})", "bold")
         )
         for hunk in f.hunks:
-            lines.append(
-                (f"  {hunk.number}  {hunk.header}" if hunk.body else f"  {hunk.number}", "cyan")
-            )
+            lines.append((f"  {hunk.number}  {hunk.header}".rstrip(), "cyan"))
             lines += [(f"       {line}", STYLES.get(line[:1], "")) for line in hunk.body]
     for result in held.failed():
         lines.append((f"Fails whatever you decide: {result.headline}", "yellow"))

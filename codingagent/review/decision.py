@@ -182,7 +182,7 @@ def _image(f: HeldFile, before: bytes | None, taken: list[int]) -> bytes | None:
 
 
 def _rejected(f: HeldFile, hunk: HeldHunk) -> Rejected:
-    lines = [hunk.header, *hunk.body] if hunk.body else []
+    lines = [line for line in (hunk.header, *hunk.body) if line]
     if len(lines) > SHOWN_LINES:
         lines = [*lines[:SHOWN_LINES], f"... ({len(lines) - SHOWN_LINES:,} more lines)"]
     return Rejected(path=f.shown, what=_what(f, hunk), lines=lines)

@@ -37,10 +37,11 @@ class Hunk:
     @property
     def header(self) -> str:
         """``@@ -10,7 +10,9 @@``: 1-based, as ``diff -u`` writes it (an empty side names the
-        line before it)."""
-        return (
-            f"@@ -{_span(self.old_start, len(self.old))} +{_span(self.new_start, len(self.new))} @@"
-        )
+        line before it); "" for a hunk with no lines on either side (a file not text)."""
+        if not self.old and not self.new:
+            return ""
+        old, new = _span(self.old_start, len(self.old)), _span(self.new_start, len(self.new))
+        return f"@@ -{old} +{new} @@"
 
     def changed_lines(self) -> tuple[int, int] | None:
         """The first and last line (1-based, of the new text) the hunk adds; None when it only

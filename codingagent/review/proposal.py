@@ -101,11 +101,15 @@ def propose(
 
 
 def _hunks(before: bytes | None, after: bytes | None) -> tuple[Hunk, ...]:
-    """The file's hunks; one without lines when there are none to show: a side that is not
-    text, an empty file made or deleted."""
+    """The file's hunks; one when the old side is not text (it shows what replaces it), and
+    one without lines for an empty file made or deleted."""
     old, new = _text(before), _text(after)
-    found = tuple(hunks(old, new)) if old is not None and new is not None else ()
-    return found or (Hunk(0, (), 0, (), ()),)
+    if old is not None and new is not None:
+        return tuple(hunks(old, new)) or (Hunk(0, (), 0, (), ()),)
+    side = before if old is None else after  # (file commands write text: the old side)
+    said = f"(not text: {len(side or b''):,} bytes)"
+    added = hunks("", new)[0].body if new else ()
+    return (Hunk(0, (), 0, (), (said, *added)),)
 
 
 def _text(data: bytes | None) -> str | None:

@@ -65,7 +65,7 @@ function reviewFile(file) {
       pre.append(el("span", `line ${kind}`, text));
     }
     if (hunk.lines.length) row.append(pre);
-    else row.append(el("p", "dim", file.whole ? "(not shown: the file is not text)" : "(empty)"));
+    else row.append(el("p", "dim", "(an empty file)"));
     block.append(row);
   }
   // One box for the file: all its hunks, or none; a hunk's box alone makes it partly.
