@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codingagent.execute.context import CommandFailed, Success, Turn, remove, write
+from codingagent.protocol.commands import plural
 from codingagent.review.hunks import apply
-from codingagent.review.record import Decision, HeldFile, HeldHunk, HeldReview
+from codingagent.review.record import Decision, HeldFile, HeldHunk, HeldReview, IndexedResult
 from codingagent.state import Rejected, SessionError
 
 SHOWN_LINES = 60  # lines of a rejected hunk the next prompt shows
@@ -100,12 +101,13 @@ class Decided:
         for f in self.held.files:
             firsts.setdefault(f.first, []).append(f)
         return {
-            entry.index: self._step(entry.index, firsts.get(entry.index, []))
+            entry.index: self._step(entry, firsts.get(entry.index, []))
             for entry in self.held.results
         }
 
-    def _step(self, index: int, first_here: list[HeldFile]) -> Step:
-        entry = next(e for e in self.held.results if e.index == index)
+    def _step(self, entry: IndexedResult, first_here: list[HeldFile]) -> Step:
+        """The step of the file command ``entry``: it writes the files it first changes
+        (``first_here``) as decided, and gives its result in the review."""
         files = {f.path: f for f in self.held.files}
 
         def step(turn: Turn) -> Success:
@@ -138,7 +140,7 @@ class Decided:
 
 def decide(held: HeldReview, decision: Decision, before: Mapping[str, bytes | None]) -> Decided:
     """``held`` decided as ``decision`` says, against the files as they are now (``before``:
-    each held file's bytes, None when absent); a SessionError when one of them changed since
+    each held file's bytes, None when absent); :class:`Stale` when one of them changed since
     the review was made."""
     changed = [f.shown for f in held.files if _digest(before.get(f.path)) != f.before_sha256]
     if changed:
@@ -147,13 +149,9 @@ def decide(held: HeldReview, decision: Decision, before: Mapping[str, bytes | No
     decided = Decided(held, decision)
     for f in held.files:
         taken = [n for n, h in enumerate(f.hunks) if h.number in chosen]
-        if len(taken) == len(f.hunks):
-            decided.status[f.path] = "accepted"
-            decided.images[f.path] = _image(f, before.get(f.path), taken)
-        elif not taken:
-            decided.status[f.path] = "rejected"
-        else:
-            decided.status[f.path] = "partly"
+        whole = len(taken) == len(f.hunks)
+        decided.status[f.path] = "accepted" if whole else "partly" if taken else "rejected"
+        if taken:
             decided.images[f.path] = _image(f, before.get(f.path), taken)
         decided.rejected += [_rejected(f, h) for h in f.hunks if h.number not in chosen]
     return decided
@@ -190,7 +188,7 @@ def _rejected(f: HeldFile, hunk: HeldHunk) -> Rejected:
 
 def _what(f: HeldFile, hunk: HeldHunk) -> str:
     if f.change == "created":
-        return f"the new file ({f.lines:,} lines): not created"
+        return f"the new file ({plural(f.lines, 'line')}): not created"
     if f.change == "deleted":
         return "its deletion: the file is still there"
     if f.whole:
