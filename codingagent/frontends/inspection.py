@@ -176,7 +176,7 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
             say(state.question, "bold")
             say(f'Answer with: codingagent answer {state.session_id} "..."')
             return
-        review = current_review(store, state)
+        review = current_review(store, state) if store.review_path(session_id).exists() else None
         if review is not None:  # the prompt below is the one the held reply answered
             say(f"A reply's changes ({review.summary()}) wait for your review: codingagent review")
         if full:

@@ -26,13 +26,11 @@ from codingagent.state import CommandResult, SessionState, damaged, utc_now
 from codingagent.transaction.history import TurnRecord, keep_reply, kept_rendered
 from codingagent.transaction.store import SessionStore
 
-FOLDER = "review"
-REVIEW = "review.json"
 SHOWN_LINES = 200  # lines of a deleted file a review shows (nothing of it is needed to decide)
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when first used
 
 
 class HeldHunk(_Model):
@@ -209,7 +207,7 @@ def _held_file(number: str, proposed: ProposedFile) -> HeldFile:
 
 
 def folder(store: SessionStore, session_id: str) -> Path:
-    return store.sessions / session_id / FOLDER
+    return store.review_path(session_id).parent
 
 
 def save(store: SessionStore, held: HeldReview, reply: bytes | None = None) -> None:
@@ -218,12 +216,12 @@ def save(store: SessionStore, held: HeldReview, reply: bytes | None = None) -> N
     where.mkdir(parents=True, exist_ok=True)
     if reply is not None:
         keep_reply(where, reply, held.rendered)
-    atomic_write(where / REVIEW, held.model_dump_json(indent=1))
+    atomic_write(store.review_path(held.session_id), held.model_dump_json(indent=1))
 
 
 def load(store: SessionStore, session_id: str) -> HeldReview | None:
     """The review kept for the session, whichever prompt it names; None when there is none."""
-    path = folder(store, session_id) / REVIEW
+    path = store.review_path(session_id)
     try:
         return HeldReview.model_validate_json(path.read_bytes())
     except FileNotFoundError:

@@ -28,13 +28,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codingagent.protocol.scan import reply_echo
-from codingagent.review import record as review_record
-from codingagent.review.record import HeldReview
 from codingagent.state import SessionState
 from codingagent.transaction.history import TurnRecord, keep_reply, turn_record
 from codingagent.transaction.store import SessionStore
+
+if TYPE_CHECKING:
+    from codingagent.review.record import HeldReview
 
 REFUSED = "refused"  # the session's folder of replies not applied
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
@@ -121,9 +123,12 @@ def check(
     from a rendered page, and kept so if refused (``history.keep_reply``)."""
     if state.question is not None:
         return Admission(_while_asking(store, state, data, source, rendered))
-    held = review_record.current(store, state)
-    if held is not None:
-        return Admission(_while_reviewing(store, state, data, source, rendered, held))
+    if store.review_path(state.session_id).exists():  # (its wing loaded only then)
+        from codingagent.review.record import current
+
+        held = current(store, state)
+        if held is not None:
+            return Admission(_while_reviewing(store, state, data, source, rendered, held))
     if force:
         return Admission()
     digest = reply_digest(data)

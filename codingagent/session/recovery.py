@@ -9,8 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
-from codingagent.review.decision import Stale
-from codingagent.session.reviewing import decided_again, settle
+from codingagent.session.reviewing import Remade, decided_again, settle
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
@@ -70,7 +69,7 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
     rendered = kept_rendered(reply)  # read from a rendered page: refused as then
     try:  # a reviewed turn is applied again as the user decided (docs/review.md)
         decided = decided_again(store, state, sequence)
-    except Stale:  # its files are not as the review found them: it is offered again
+    except Remade:  # its files are not as the review found them: it is offered again
         journal_path.unlink()
         return None
     reply_again = Reply(data, source, rendered=rendered)

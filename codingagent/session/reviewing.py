@@ -17,15 +17,11 @@ decision's steps. Admission refuses every other reply while a review is held; th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from codingagent.execute import TurnOutcome
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Command
-from codingagent.review import record
-from codingagent.review.decision import Choice, Decided, Stale, accepted_hunks
-from codingagent.review.decision import decide as work_out
-from codingagent.review.proposal import propose
-from codingagent.review.record import Decision, HeldReview
 from codingagent.session.replies import read_reply
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
@@ -34,6 +30,12 @@ from codingagent.transaction.crashpoints import crash_point
 from codingagent.transaction.outbox import ensure_outbox, open_workspace
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, Workspace
+
+# The review wing is loaded once a review is asked for or found (``store.review_path``): a
+# session without review pays nothing for it at start-up.
+if TYPE_CHECKING:
+    from codingagent.review.decision import Choice, Decided
+    from codingagent.review.record import Decision, HeldReview
 
 
 class Remade(SessionError):
@@ -54,6 +56,9 @@ def hold(
 ) -> TurnReport | None:
     """Hold ``reply`` (admitted for the session's current prompt) for review: its report,
     with the review; None when it changes no file (it is applied now)."""
+    from codingagent.review import record
+    from codingagent.review.proposal import propose
+
     settle(store, state)
     commands, _ = read_reply(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
     ws = open_workspace(store, state)
@@ -94,13 +99,16 @@ def waiting(session_id: str, held: HeldReview, then: str = "") -> str:
 def held_report(store: SessionStore, held: HeldReview) -> TurnReport:
     """The report of a reply held for review: nothing applied, no next prompt."""
     state = store.load(held.session_id)
-    return TurnReport(
-        state, TurnOutcome(), None, record.folder(store, held.session_id), review=held
-    )
+    folder = store.review_path(held.session_id).parent
+    return TurnReport(state, TurnOutcome(), None, folder, review=held)
 
 
 def current(store: SessionStore, session_id: str) -> HeldReview | None:
     """The review the session holds for its current prompt, if any."""
+    if not store.review_path(session_id).exists():
+        return None
+    from codingagent.review import record
+
     return record.current(store, store.load(session_id))
 
 
@@ -110,8 +118,12 @@ def decide(
     """Apply the held reply as ``choice`` decides: the turn's report. A SessionError when no
     review is held or ``choice`` names what the review has not; :class:`Remade` when the
     files changed since the review was made (nothing is applied then)."""
+    from codingagent.review import record
+    from codingagent.review.decision import Stale, accepted_hunks
+    from codingagent.review.record import Decision
+
     state = store.load(session_id)
-    held = record.current(store, state)
+    held = current(store, session_id)
     if held is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     decision = Decision(accepted=accepted_hunks(held, choice.accepted), note=choice.note.strip())
@@ -133,8 +145,10 @@ def decide(
 def discard(store: SessionStore, session_id: str, prompt: PromptOptions) -> TurnReport:
     """Drop the held review: nothing of its reply is applied, and the prompt it answered
     waits for another reply (the report says so, and where the review is kept)."""
+    from codingagent.review import record
+
     state = store.load(session_id)
-    if record.current(store, state) is None:
+    if current(store, session_id) is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     kept = record.set_aside(store, session_id, "discarded")
     assert kept is not None
@@ -145,22 +159,31 @@ def discard(store: SessionStore, session_id: str, prompt: PromptOptions) -> Turn
 
 def decided_again(store: SessionStore, state: SessionState, sequence: int) -> Decided | None:
     """The decision a reviewed turn (for prompt ``sequence``) was applied with, for recovery
-    to apply it again after a crash; None when the turn was no reviewed one. :class:`Stale`
+    to apply it again after a crash; None when the turn was no reviewed one. :class:`Remade`
     when its files are no longer as the review found them: the decision is dropped, and the
     review is offered again."""
+    if not store.review_path(state.session_id).exists():
+        return None
+    from codingagent.review import record
+    from codingagent.review.decision import Stale, decide
+
     held = record.load(store, state.session_id)
     if held is None or held.sequence != sequence or held.decision is None:
         return None
     ws = open_workspace(store, state)
     try:
-        return work_out(held, held.decision, _befores(held, ws))
-    except Stale:
+        return decide(held, held.decision, _befores(held, ws))
+    except Stale as stale:
         record.save(store, held.model_copy(update={"decision": None}))
-        raise
+        raise Remade(str(stale), held) from None
 
 
 def settle(store: SessionStore, state: SessionState) -> None:
     """Set aside a review whose turn was committed (a crash came before it was)."""
+    if not store.review_path(state.session_id).exists():
+        return
+    from codingagent.review import record
+
     held = record.load(store, state.session_id)
     if held is not None and (held.sequence < state.sequence_number or state.is_complete):
         record.set_aside(store, state.session_id, "reviewed")
@@ -172,7 +195,9 @@ def fingerprints(commands: Sequence[Command]) -> list[str]:
 
 
 def _reply(store: SessionStore, held: HeldReview) -> Reply:
-    data, rendered = record.reply_of(store, held.session_id)
+    from codingagent.review.record import reply_of
+
+    data, rendered = reply_of(store, held.session_id)
     return Reply(
         data,
         held.source,
@@ -187,10 +212,12 @@ def _reply(store: SessionStore, held: HeldReview) -> Reply:
 def _decided(
     held: HeldReview, decision: Decision, ws: Workspace, reply: Reply, options: TurnOptions
 ) -> Decided:
+    from codingagent.review.decision import Stale, decide
+
     commands, _ = read_reply(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
     if fingerprints(commands) != held.commands:  # another version of the parser
         raise Stale([f.shown for f in held.files])
-    return work_out(held, decision, _befores(held, ws))
+    return decide(held, decision, _befores(held, ws))
 
 
 def _befores(held: HeldReview, ws: Workspace) -> dict[str, bytes | None]:
