@@ -192,6 +192,12 @@ class Settings(BaseModel):
         '(docs/prompts.md, "The check"); "" for none',
     )
 
+    review: bool = Field(
+        False,
+        description="hold each reply's file changes for your review, per file and per hunk, "
+        "before anything is written or run (docs/review.md)",
+    )
+
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
     _ignored: list[str] = PrivateAttr(default_factory=list)
 
@@ -265,7 +271,7 @@ def _looser(key: str, old: Any, new: Any) -> bool:
         return rank.get(new, 2) < rank.get(old, 2) or (new not in rank and new != old)
     if key == "commands":
         return bool(_COMMANDS_RANK[new] < _COMMANDS_RANK[old])
-    if key == "mask_secrets":
+    if key in ("mask_secrets", "review"):  # turned off
         return bool(old and not new)
     if key == "sandbox_hide":
         return not set(new) >= set(old)
@@ -279,7 +285,7 @@ def _looser(key: str, old: Any, new: Any) -> bool:
 # The keys a settings file the LLM can write may only tighten.
 LOOSER = frozenset(
     {"sandbox", "commands", "mask_secrets", "sandbox_hide", "command_timeout", "max_output"}
-    | {"max_reply_bytes", "max_turns", "tasks", "secret_files_allow", "check"}
+    | {"max_reply_bytes", "max_turns", "tasks", "secret_files_allow", "check", "review"}
 )
 
 

@@ -147,9 +147,26 @@ class SessionState(BaseModel):
     # The digest (admission.reply_digest) of each applied turn's reply, in turn order: what a
     # reply dropped again is checked against, without reading every turn's record.
     reply_digests: list[str] = Field(default_factory=list)
+    # The user's review of the last reply (docs/review.md): what they rejected of its file
+    # changes and their note, shown in the current prompt (cleared when the next reply is
+    # applied).
+    rejected: list[Rejected] = Field(default_factory=list)
+    review_note: str | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+class Rejected(BaseModel):
+    """A change the user rejected in a review (docs/review.md): which file (as the LLM wrote
+    it), what of it (``hunk 2 of 3 (lines 10-14 of your version)``, ``the new file``), and its
+    lines as a unified diff."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    path: str
+    what: str
+    lines: list[str] = Field(default_factory=list)
 
 
 class FileRange(BaseModel):

@@ -321,6 +321,7 @@ def test_a_reply_saved_into_the_inbox_still_counts_and_the_relay_follows(relay: 
         "results": done["results"],
         "next_prompt_id": None,
         "done": True,
+        "review": None,
     }
     assert "[OK] DONE: Task marked complete" in done["results"]
     thread.join(10)

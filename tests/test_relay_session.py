@@ -62,6 +62,7 @@ def three_turns(agent: Agent, client: RelayClient, workspace: Path) -> None:
         "results": turn3["results"],
         "next_prompt_id": None,
         "done": True,
+        "review": None,
     }
     assert agent.process.wait(20) == 0
     assert (workspace / "notes" / "a.txt").read_text() == "first line\n"

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codingagent.frontends.cli import main
-from codingagent.session.loop import hidden_line
+from codingagent.session.lifecycle import hidden_line
 from codingagent.workspace.choice import broad_reason, resolve_workspace
 
 HOME = Path.home().resolve()

@@ -161,13 +161,15 @@ def read_text_if_any(path: str, turn: Turn, editing: bool = True) -> str | None:
         raise CommandFailed(refusal(path, data)) from None
 
 
-def write(path: str, text: str, turn: Turn) -> bool:
+def write(path: str, text: str, turn: Turn, unmask: bool = True) -> bool:
     """Write a file for the LLM; True if it is new. The LLM knows what it wrote.
 
     A secret the prompt showed masked, and the LLM wrote back masked, is put back first: a
     file never gets a mask instead of its secret (:mod:`codingagent.secrecy.masking`).
+    ``unmask`` False: ``text`` had its masks put back already (a reviewed file: docs/review.md).
     """
-    text = unmasked(path, text, turn)
+    if unmask:
+        text = unmasked(path, text, turn)
     created = turn.workspace.write_text(path, text)
     rel = turn.mark_changed(path)
     turn.outcome.shown[rel] = digest(text.encode("utf-8"))

@@ -61,6 +61,7 @@ def execute(
     shown: Mapping[str, str] | None = None,
     session_id: str = "",
     check: Callable[[TurnOutcome], CommandResult] | None = None,
+    steps: Mapping[int, Callable[[Turn], Success]] | None = None,
 ) -> TurnOutcome:
     """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
 
@@ -70,12 +71,17 @@ def execute(
     warns that its line numbers may be stale. ``session_id`` names whose secrets are kept
     from commands and put back into masked text (:mod:`codingagent.secrecy`). ``check``: the
     user's check command's result after the commands so far; DONE is refused while it fails.
+    ``steps``: what some commands (by index) do instead of their handlers: the file commands
+    of a reviewed reply write the files as the user decided (docs/review.md).
     """
+    steps = steps or {}
     targets = [_target(command, workspace) for command in commands]
     # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
     # writes are known: their pre-images are recorded in one go, before the first command.
     ahead = next((n for n, c in enumerate(commands) if isinstance(c, RunCommand)), len(commands))
-    workspace.will_write(path for path in targets[:ahead] if path is not None)
+    workspace.will_write(
+        path for n, path in enumerate(targets[:ahead]) if path is not None and n not in steps
+    )
     turn = Turn(
         workspace,
         shell,
@@ -90,7 +96,7 @@ def execute(
         turn.index = index
         turn.remaining = len(commands) - index - 1
         started = time.perf_counter()
-        success, summary, output = _run_one(command, turn)
+        success, summary, output = _run_one(command, turn, steps.get(index))
         result = CommandResult(
             command=command.name,
             success=success,
@@ -126,13 +132,16 @@ def _target(command: Command, workspace: Workspace) -> str | None:
         return None
 
 
-def _run_one(command: Command, turn: Turn) -> tuple[bool, str, str | None]:
-    """Whether ``command`` worked, its summary and its output."""
+def _run_one(
+    command: Command, turn: Turn, step: Callable[[Turn], Success] | None = None
+) -> tuple[bool, str, str | None]:
+    """Whether ``command`` worked (or its ``step``, which stands for it), its summary and its
+    output."""
     target = turn.targets[turn.index]
     if target is not None and not isinstance(command, EditFile):
         turn.runs.pop(target, None)  # another command writes the file: the run is over
     try:
-        success, (summary, output) = True, _handle(command, turn)
+        success, (summary, output) = True, step(turn) if step else _handle(command, turn)
     except CommandFailed as failed:
         success, summary, output = False, failed.summary, failed.output
     except PathRejected as e:
@@ -144,7 +153,8 @@ def _run_one(command: Command, turn: Turn) -> tuple[bool, str, str | None]:
         path = command.target or e.filename
         reason = e.strerror or str(e)
         return False, f"{reason} ('{path}')" if path else reason, None
-    if target is not None and target.endswith(".py") and turn.last_writes[target] == turn.index:
+    last = target is not None and turn.last_writes[target] == turn.index
+    if step is None and last and target is not None and target.endswith(".py"):
         summary = noted(summary, syntax_warning(target, turn))
     return success, summary, output
 

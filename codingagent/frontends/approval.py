@@ -1,11 +1,18 @@
 """The user's y/n before a RUN_COMMAND runs (approval ``ask``) or copied text that names no
-session is applied, and answers to the LLM's questions (ASK), on a terminal."""
+session is applied, answers to the LLM's questions (ASK), and the review of a reply's held
+file changes (docs/review.md), on a terminal."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from codingagent.frontends.console import console, safe_text
+
+if TYPE_CHECKING:
+    from codingagent.review.decision import Choice
+    from codingagent.review.record import HeldReview
 
 
 def ask_on_terminal(command: str) -> bool:
@@ -60,3 +67,84 @@ def confirm_check(said: str, command: str) -> bool:
         )
     except click.Abort:
         return False
+
+
+STYLES = {"+": "green", "-": "red"}
+
+
+def review_lines(held: HeldReview) -> list[tuple[str, str]]:
+    """The review as lines of text, each with its style: files, hunks and their lines."""
+    lines = [
+        (
+            f"Session {held.session_id}: the reply {held.source} to prompt {held.sequence} "
+            f"holds {held.summary()} for your review",
+            "bold",
+        )
+    ]
+    for f in held.files:
+        count = len(f.hunks)
+        kind = {"created": "new file", "deleted": "deleted"}.get(f.change, "changed")
+        whole = ", all or nothing" if f.whole and f.change == "changed" else ""
+        lines.append(
+            (f"{f.number}  {f.shown}  ({kind}, {count} hunk{'s' * (count != 1)}{whole})", "bold")
+        )
+        for hunk in f.hunks:
+            lines.append((f"  {hunk.number}  {hunk.header}".rstrip(), "cyan"))
+            lines += [(f"       {line}", STYLES.get(line[:1], "")) for line in hunk.body]
+    for result in held.failed():
+        lines.append((f"Fails whatever you decide: {result.headline}", "yellow"))
+    return lines
+
+
+def _show(held: HeldReview) -> None:
+    for text, style in review_lines(held):
+        console.print(safe_text(text, style))
+
+
+def review_on_terminal(held: HeldReview) -> Choice | None:
+    """Show the held changes and ask: accept all, reject all, choose per file and hunk, or
+    decide later (also the end of input: None)."""
+    from codingagent.review.decision import Choice
+
+    _show(held)
+    try:
+        how = click.prompt(
+            "Accept all [a], reject all [r], choose per file and hunk [c], decide later [l]",
+            type=click.Choice(["a", "r", "c", "l"]),
+            err=True,
+        )
+        if how == "l":
+            return None
+        if how == "a":
+            return Choice(("all",))
+        accepted = _choose(held) if how == "c" else []
+        note = click.prompt(
+            "A note for the LLM on what you rejected (empty: none)",
+            default="",
+            show_default=False,
+            err=True,
+        )
+    except click.Abort:
+        return None
+    return Choice(tuple(accepted), note.strip())
+
+
+def _choose(held: HeldReview) -> list[str]:
+    """Per file, then per hunk where the user asks: the numbers accepted."""
+    accepted = []
+    for f in held.files:
+        several = len(f.hunks) > 1
+        keys = ["y", "n", "h"] if several else ["y", "n"]
+        hunks = " [h] choose its hunks," if several else ""
+        answer = click.prompt(
+            f"File {f.number} {f.shown}: accept [y], reject [n],{hunks}",
+            type=click.Choice(keys),
+            err=True,
+        )
+        if answer == "y":
+            accepted.append(f.number)
+        elif answer == "h":
+            for hunk in f.hunks:
+                if click.confirm(f"  Accept hunk {hunk.number} {hunk.header}?", err=True):
+                    accepted.append(hunk.number)
+    return accepted

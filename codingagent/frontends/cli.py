@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codingagent import __version__
-from codingagent.frontends import accounts, exits, inspection, queueing, relaying
+from codingagent.frontends import accounts, exits, inspection, queueing, relaying, reviews
 from codingagent.frontends.console import error, say
 from codingagent.frontends.options import (
     clipboard_option,
@@ -271,9 +271,9 @@ def step(words: tuple[str, ...], root: Path, force: bool, **flags: Any) -> None:
     prompt, and exit."""
     from codingagent.faults import TurnNotApplied
     from codingagent.frontends.kept import kept_flags
-    from codingagent.session.loop import interrupted_turn
     from codingagent.session.seams import Reply
     from codingagent.sources.inbox import InboxSource
+    from codingagent.transaction.rollback import interrupted_turn
 
     if len(words) > 2:
         raise click.UsageError("Give at most a session and one reply file: step [SESSION] REPLY")
@@ -423,6 +423,7 @@ for _command in (
     inspection.show,
     inspection.diff_command,
     queueing.queue_command,
+    reviews.review,
 ):
     main.add_command(_command)
 

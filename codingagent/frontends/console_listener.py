@@ -11,6 +11,8 @@ from codingagent.frontends.console import STYLE, console, safe_text, say, shorte
 from codingagent.session.seams import Listener
 
 if TYPE_CHECKING:
+    from codingagent.review.decision import Choice
+    from codingagent.review.record import HeldReview
     from codingagent.session.seams import Prompt, Reply, ReplySource, Stop, TurnReport
     from codingagent.state import CommandResult
     from codingagent.transaction.undo import UndoReport
@@ -39,11 +41,14 @@ class ConsoleListener(Listener):
         answer: Callable[[str], str | None] | None = None,
         pasting: bool = True,
         clipboard_loop: bool = False,
+        review: Callable[[HeldReview], Choice | None] | None = None,
     ) -> None:
         """``clipboard_loop``: replies come from the clipboard, so a prompt copied there is all
-        the user needs to hear of it."""
+        the user needs to hear of it. ``review``: puts a reply's held file changes to the
+        user on the terminal (docs/review.md)."""
         self._ask = ask
         self._answer = answer
+        self._review = review
         self._pasting = pasting
         self._clipboard_loop = clipboard_loop
         self._status: Any = None
@@ -97,6 +102,9 @@ class ConsoleListener(Listener):
     def answer_question(self, question: str) -> str | None:
         return self._answer(question) if self._answer is not None else None
 
+    def review(self, held: HeldReview) -> Choice | None:
+        return self._review(held) if self._review is not None else None
+
     def result(self, result: CommandResult) -> None:
         print_result(result)
 
@@ -106,6 +114,11 @@ class ConsoleListener(Listener):
         for note in report.notes:
             say(note, "yellow")
         if report.skipped:
+            return
+        if report.review is not None:
+            say(f"Held for your review: {report.review.summary()}; nothing written or run yet")
+            for f in report.review.files:
+                say(f"  {f.number}  {f.shown} ({f.change}, {plural(len(f.hunks), 'hunk')})")
             return
         if report.found_no_command:
             say(NO_COMMAND, "yellow")
@@ -184,7 +197,11 @@ class ConsoleListener(Listener):
         from codingagent.session.seams import StopReason
 
         if stop.message:
-            attention = stop.reason in (StopReason.TURN_LIMIT, StopReason.QUESTION)
+            attention = stop.reason in (
+                StopReason.TURN_LIMIT,
+                StopReason.QUESTION,
+                StopReason.REVIEW,
+            )
             say(stop.message, "yellow" if attention else "")
 
 

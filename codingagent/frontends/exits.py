@@ -31,7 +31,7 @@ SHORT: dict[Exit, str] = {
     Exit.NO_COMMANDS: "no commands",
     Exit.REFUSED: "refused replies",
     Exit.ENDPOINT_FAILED: "endpoint failed",
-    Exit.QUESTION: "a question",
+    Exit.QUESTION: "a question or a review for the user",
     Exit.QUEUE_INCOMPLETE: "a queue ended with a task not completed",
     Exit.INTERRUPTED: "stopped with Ctrl-C",
 }
@@ -44,6 +44,7 @@ MODEL_STOP: dict[str, Exit] = {
     "refused": Exit.REFUSED,
     "source ended": Exit.ENDPOINT_FAILED,
     "question": Exit.QUESTION,
+    "review": Exit.QUESTION,
 }
 
 _MODEL_RUN = (Exit.TURN_LIMIT, Exit.NO_COMMANDS, Exit.REFUSED, Exit.ENDPOINT_FAILED, Exit.QUESTION)

@@ -151,6 +151,7 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
 
     from codingagent.frontends.kept import MODEL_KEYS, in_force
     from codingagent.prompt.render import PromptOptions
+    from codingagent.review.record import current as current_review
     from codingagent.settings import load_settings
     from codingagent.transaction.outbox import ensure_outbox, prompt_text
     from codingagent.transaction.store import SessionStore
@@ -175,6 +176,9 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
             say(state.question, "bold")
             say(f'Answer with: codingagent answer {state.session_id} "..."')
             return
+        review = current_review(store, state) if store.review_path(session_id).exists() else None
+        if review is not None:  # the prompt below is the one the held reply answered
+            say(f"A reply's changes ({review.summary()}) wait for your review: codingagent review")
         if full:
             text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
         else:

@@ -119,6 +119,12 @@ def tuning_options(command: Callable) -> Callable:
             "changed files; its result is in the prompt, DONE refused while it fails ('': none).",
         ),
         click.option(
+            "--review/--no-review",
+            default=None,
+            help="Hold each reply's file changes until you accept or reject them, per file and "
+            "per hunk (codingagent review; docs/review.md).",
+        ),
+        click.option(
             "--context-tokens",
             type=int,
             metavar="N",
@@ -285,7 +291,11 @@ def session_loop(
     """The session loop for SESSION in ROOT with the settings and these flags, on the console;
     settings a workspace file tried to loosen are named on the console. ``relay``: the
     browser extension carries each prompt to the chat (nobody pastes it)."""
-    from codingagent.frontends.approval import answer_on_terminal, ask_on_terminal
+    from codingagent.frontends.approval import (
+        answer_on_terminal,
+        ask_on_terminal,
+        review_on_terminal,
+    )
     from codingagent.frontends.console_listener import ConsoleListener
     from codingagent.frontends.kept import described
     from codingagent.session.loop import SessionLoop
@@ -307,6 +317,7 @@ def session_loop(
         ConsoleListener(
             ask=ask_on_terminal,
             answer=answer_on_terminal,
+            review=review_on_terminal,
             pasting=not automatic and not relay,
             clipboard_loop=settings.clipboard_watch and not automatic,
         ),

@@ -66,11 +66,13 @@ def without_other_sources(flags: dict[str, Any]) -> dict[str, Any]:
 
 @contextmanager
 def relay_source(
-    loop: SessionLoop, note: Callable[[str], None] | None = None
+    loop: SessionLoop, note: Callable[[str], None] | None = None, page: str | None = None
 ) -> Iterator[RelaySource]:
     """The relay for ``loop``'s session, served while the context holds; its address and
     pairing code are printed once. ``note`` tells the user of pairings (the loop's listener
-    by default)."""
+    by default); ``page``: the address of the page served beside it, where a held review is
+    decided (docs/review.md)."""
+    from codingagent.review.record import current
     from codingagent.sources.inbox import InboxSource
     from codingagent.sources.relay import Exchange, Pairing
     from codingagent.sources.relay_server import open_relay
@@ -79,7 +81,10 @@ def relay_source(
     state = loop.store.load(loop.session_id)
     pairing = Pairing(note=note or loop.listener.note)
     inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
-    exchange = Exchange(loop.session_id, state.task)
+    exchange = Exchange(loop.session_id, state.task, page)
+    held = current(loop.store, state)
+    if held is not None:  # held when the agent last stopped: the loop puts it to the user
+        exchange.reviewing(held.id, held.summary())
     source = open_relay(exchange, pairing, inbox, settings.relay_port, settings.max_reply_bytes)
     with source:
         console.print(
@@ -98,13 +103,20 @@ def relay_source(
 
 @contextmanager
 def relay_beside_page(
-    store: SessionStore, settings: Settings, session_id: str, listener: Listener
+    store: SessionStore,
+    settings: Settings,
+    session_id: str,
+    listener: Listener,
+    page: str | None = None,
+    reviewing: threading.Event | None = None,
 ) -> Iterator[None]:
     """``codingagent ui --relay``: the session's loop, with the relay as its source, runs in a
     thread of the page's process while the context holds; the page sees its turns through
     ``listener``. The loop holds the session, so a reply pasted on the page goes into
     ``inbox/``, which the relay's source watches too. A session that cannot be served (held
-    by another process, complete) is a SessionError before the page is served."""
+    by another process, complete) is a SessionError before the page is served. ``page``: the
+    page's address; ``reviewing`` is set once the loop waits for the page to decide a held
+    review (docs/review.md): the page is served then, before any prompt is offered."""
     from codingagent.session.loop import SessionLoop
 
     served: list[RelaySource] = []
@@ -113,7 +125,8 @@ def relay_beside_page(
 
     def run() -> None:
         try:
-            with loop, relay_source(loop, note=lambda text: say(text, "dim")) as source:
+            quiet = functools.partial(say, style="dim")
+            with loop, relay_source(loop, quiet, page) as source:
                 served.append(source)
                 loop.run(source)
         except BaseException as e:  # raised again, or shown by the page's terminal
@@ -121,9 +134,11 @@ def relay_beside_page(
 
     thread = threading.Thread(target=run, name="relay loop", daemon=True)
     thread.start()
-    # Served once the loop offers its first prompt; or it failed before (or ended at once).
+    # Served once the loop offers its first prompt, or waits for the page to decide a review;
+    # or it failed before (or ended at once).
     while not (served and served[0].exchange.offered.wait(0.05)) and thread.is_alive():
-        pass
+        if reviewing is not None and reviewing.is_set():
+            break
     if failed:
         thread.join()
         raise failed[0]

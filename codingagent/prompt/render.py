@@ -316,6 +316,9 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
             results.append(NO_COMMANDS_NOTE)
         results += _omitted(context.results_omitted, "result")
         parts.append("## Previous Command Results\n" + "\n".join(results))
+    review = _review(state)  # what the user rejected of the last reply's file changes
+    if review:
+        parts.append(review)
     check = check_section(state, options.full_protocol)  # the user's check command, if any
     if check:
         parts.append(check)
@@ -329,6 +332,28 @@ def _context(state: SessionState, context: OutboxContext, options: PromptOptions
         searches = [*state.search_results, *_omitted(context.searches_omitted, "search result")]
         parts.append("## Search Results\n" + "\n\n".join(searches))
     return "\n\n".join(parts)
+
+
+def _review(state: SessionState) -> str | None:
+    """The user's review of the last reply's file changes (docs/review.md): each change they
+    rejected, with its lines, and their note; None when they rejected nothing and said
+    nothing (or no review was asked for)."""
+    if not state.rejected and not state.review_note:
+        return None
+    if state.rejected:
+        lines = [
+            "The user reviewed your file changes before they were written and rejected these; "
+            "they are not in the workspace (the rest was written, and a file written in part is "
+            "shown as it now is under Requested File Contents):"
+        ]
+    else:
+        lines = ["The user reviewed your file changes and accepted all of them."]
+    for rejected in state.rejected:
+        lines.append(f"[REJECTED BY USER] {rejected.path}: {rejected.what}")
+        lines += [f"    {line}" for line in rejected.lines]
+    if state.review_note:
+        lines.append(f"Note from the user: {state.review_note}")
+    return "## The User's Review\n" + "\n".join(lines)
 
 
 def _omitted(count: int, what: str) -> list[str]:

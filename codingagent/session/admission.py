@@ -5,7 +5,8 @@ endpoint knows (it sent the request), the page knows (it posts the turn it displ
 inbox, ``step`` and the clipboard do not, and there the reply's ``Session: <id> Sequence: <n>``
 echo is the evidence. :func:`rule` is the one table of those cases:
 
-- While the LLM's question (ASK) waits for the user's answer, no reply is applied.
+- While the LLM's question (ASK) waits for the user's answer, no reply is applied; nor while
+  a reply's file changes wait for the user's review (docs/review.md).
 - A reply whose content (BOM, line endings, trailing blanks aside) was already applied in the
   session, or rolled back by a Ctrl-C, is skipped, whatever Sequence it names.
 - A bound reply (``answers`` given) is refused only when it was given for another prompt than
@@ -27,11 +28,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codingagent.protocol.scan import reply_echo
 from codingagent.state import SessionState
 from codingagent.transaction.history import TurnRecord, keep_reply, turn_record
 from codingagent.transaction.store import SessionStore
+
+if TYPE_CHECKING:
+    from codingagent.review.record import HeldReview
 
 REFUSED = "refused"  # the session's folder of replies not applied
 ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
@@ -118,6 +123,12 @@ def check(
     from a rendered page, and kept so if refused (``history.keep_reply``)."""
     if state.question is not None:
         return Admission(_while_asking(store, state, data, source, rendered))
+    if store.review_path(state.session_id).exists():  # (its wing loaded only then)
+        from codingagent.review.record import current
+
+        held = current(store, state)
+        if held is not None:
+            return Admission(_while_reviewing(store, state, data, source, rendered, held))
     if force:
         return Admission()
     digest = reply_digest(data)
@@ -223,6 +234,25 @@ def _while_asking(
         f'{state.session_id} "..."\'; the reply is kept as {kept}.'
     )
     return Refusal(note, kept.parent, "the user must first answer your question")
+
+
+def _while_reviewing(
+    store: SessionStore,
+    state: SessionState,
+    data: bytes,
+    source: str,
+    rendered: bool,
+    held: HeldReview,
+) -> Refusal:
+    """Why the reply is not applied: the last reply's file changes wait for the user's review
+    (docs/review.md; even with ``force``: its turn comes first)."""
+    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
+    note = (
+        f"The reply {source} was not applied: the changes of the reply {held.source} "
+        f"({held.summary()}) wait for your review. Decide with 'codingagent review "
+        f"{state.session_id}' (or on the page); the reply is kept as {kept}."
+    )
+    return Refusal(note, kept.parent, "the user is still reviewing your last reply's changes")
 
 
 def _keep_refused(

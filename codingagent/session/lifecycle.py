@@ -1,23 +1,28 @@
 """A session's life outside its turns: :func:`new_session` and :func:`start_session` create one
 and write its first prompt, :func:`follow_up_session` gives a complete session a new task,
 :func:`answer_question` records the user's answer to the LLM's ASK, and :func:`make_shell`
-builds the shell RUN_COMMAND runs in from the settings."""
+builds the shell RUN_COMMAND runs in from the settings (:func:`approval_policy`: who approves
+its commands; :class:`ObservedShell`: the listener told while each runs)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from codingagent.faults import Fault, describe, remedy
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
-from codingagent.sandbox.backends import SandboxUnavailable
+from codingagent.sandbox.backends import SandboxUnavailable, default_approval
 from codingagent.sandbox.probe import probe
-from codingagent.sandbox.shell import Limits, Shell
+from codingagent.sandbox.shell import Limits, Shell, ShellResult
+from codingagent.secrecy import file_scan
 from codingagent.session.checking import Check, first_check, session_check
+from codingagent.session.seams import Listener
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import next_outbox, open_workspace
+from codingagent.transaction.outbox import CACHE, next_outbox, open_workspace
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
@@ -184,3 +189,66 @@ def new_session(
         check=session_check(settings.check, shell),
     )
     return state
+
+
+def set_up_shell(
+    shell: Shell, policy: str, listener: Listener, workspace: Path, store: SessionStore
+) -> Shell:
+    """``shell`` set up for a loop: its commands approved as ``policy`` says (``ask``: by
+    ``listener``), the sandbox and what it hides told to the listener, the secret scan's
+    record kept for the next process (per workspace)."""
+    if policy == "deny":
+        shell.approve = lambda command: False
+    elif policy == "ask":
+        shell.approve = listener.approve
+    listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
+    if shell.isolated:
+        listener.note(f"Hidden from commands: {hidden_line(shell.hidden_paths(), workspace)}")
+    key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
+    file_scan.keep_clean_in(store.sessions / CACHE / f"clean-files-{key}.marshal")
+    return shell
+
+
+def approval_policy(
+    settings: Settings, shell: Shell, interactive: bool, automatic: bool = False
+) -> str:
+    """``allow``, ``ask`` or ``deny``: the setting, else ask where no OS sandbox is active and
+    someone can answer. An automatic loop with neither a sandbox nor someone to ask needs
+    the setting: a SettingsError says so."""
+    if settings.commands is None and automatic and not shell.isolated and not interactive:
+        raise SettingsError(
+            f"A model would run RUN_COMMANDs unattended, and {shell.sandbox_reason}; run "
+            "it on a terminal to approve each command, or choose --commands allow (or deny)"
+        )
+    return settings.commands or default_approval(shell.isolated, interactive)
+
+
+class ObservedShell:
+    """The Shell, telling the listener while each command runs (a console spinner)."""
+
+    def __init__(self, shell: Shell, listener: Listener) -> None:
+        self._shell = shell
+        self._listener = listener
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._shell, name)
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        secret_files: Iterable[str] = (),
+        layer: Path | None = None,
+    ) -> ShellResult:
+        with self._listener.running(command):
+            return self._shell.run(command, cwd, secret_files, layer)
+
+
+def hidden_line(hidden: list[str], workspace: Path) -> str:
+    """The hidden paths for the console, without the workspace or a folder holding it: those
+    are not hidden from commands (the workspace is bound back on top), so the line would
+    contradict the workspace in use. See docs/frontends.md."""
+    shown = [p for p in hidden if not workspace.is_relative_to(p)]
+    if len(shown) < len(hidden):
+        shown.append("all around the workspace (not the workspace itself)")
+    return ", ".join(shown) or "nothing"

@@ -6,7 +6,7 @@
         reply = source.next_reply(prompt)   the inbox, the clipboard, a page, an endpoint
         report = apply(reply)               one turn as a transaction (session/turn.py)
         source.done_with(reply, report)     the inbox removes the file it handed over
-        report = ask_user(report)           an ASK: the user answers now, if they can here
+        report = ask_user(review_user(report))  a held review, an ASK: put to the user here
         stop = should_stop(report)          the ONE place that decides when a session stops
         prompt = deliver(report)            the next prompt: listener, the front end's copy
 
@@ -18,7 +18,8 @@ An ASK ends its turn without a next prompt: the prompt is written once the user 
 (:func:`turn.answer_question`), at the listener if someone can answer there, else with
 ``codingagent answer`` while the loop is stopped (it stops, saying so). Until then no reply is
 applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the question
-instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there).
+instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there). A
+reply held for review (:mod:`.reviewing`) waits the same way for ``codingagent review``.
 
 An *automatic* loop (replies from a model, nobody between turns) must end by itself: it stops
 after ``model_max_turns`` replies, after two replies in a row that were not applied (a model
@@ -33,10 +34,8 @@ fault of the source (``inbox/`` deleted) is shown as a note, and the loop goes o
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -44,19 +43,23 @@ from typing import TYPE_CHECKING, cast
 
 from codingagent.faults import Fault, describe, remedy
 from codingagent.prompt.render import PromptOptions
-from codingagent.sandbox.backends import default_approval
 from codingagent.sandbox.probe import probe
-from codingagent.sandbox.shell import Shell, ShellResult
+from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import file_scan
 from codingagent.secrecy.secret_files import notes as secret_file_notes
+from codingagent.session import reviewing
 from codingagent.session.checking import check_anew, session_check
 from codingagent.session.lifecycle import (
+    ObservedShell,
     answer_question,
+    approval_policy,
     follow_up_session,
     make_shell,
     name_files,
+    set_up_shell,
 )
 from codingagent.session.recovery import recover
+from codingagent.session.reviewing import Remade
 from codingagent.session.seams import (
     Listener,
     Prompt,
@@ -67,15 +70,17 @@ from codingagent.session.seams import (
     TurnReport,
 )
 from codingagent.session.turn import TurnOptions, apply_reply
-from codingagent.settings import Settings, SettingsError
+from codingagent.settings import Settings
 from codingagent.state import Environment, SessionError, SessionState
-from codingagent.transaction.outbox import CACHE, ensure_outbox
-from codingagent.transaction.rollback import TurnInterrupted
+from codingagent.transaction.outbox import ensure_outbox
+from codingagent.transaction.rollback import TurnInterrupted, interrupted_turn
 from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport, undo
 
 if TYPE_CHECKING:
     from filelock import FileLock
+
+    from codingagent.review.decision import Choice
 
 
 class SessionLoop:
@@ -175,7 +180,7 @@ class SessionLoop:
         """Make the session ready for a reply; its current prompt, or None when a recovered
         turn completed it. A complete session, or one at its turn limit, is a SessionError.
         ``files``: paths the user named (``resume --file``), shown whole in the prompt."""
-        recovered = self.recover()
+        recovered = self.recover() or self._held_again()
         self._keep_environment()
         question = self.store.load(self.session_id).question
         if question is not None:
@@ -233,7 +238,7 @@ class SessionLoop:
                 done_with(reply, report)
             except Fault as fault:
                 self._passing(fault)
-        report = self.ask_user(report)
+        report = self.ask_user(self.review_user(report))
         self._count(report)
         return report, self.deliver(report), self.should_stop(report)
 
@@ -277,6 +282,49 @@ class SessionLoop:
         outbox = answer_question(self.store, self.session_id, answer, self.prompt_options)
         return replace(report, state=self.store.load(self.session_id), outbox=outbox)
 
+    def review_user(self, report: TurnReport) -> TurnReport:
+        """After a reply held for review (docs/review.md): its turn once the user decided
+        here, or the report as it was (they decide later: ``codingagent review``, the page)."""
+        while report.review is not None and self._interactive:
+            choice = self._listener.review(report.review)
+            if choice is None:
+                break
+            try:
+                return self._decide(choice)
+            except Remade as remade:  # the files changed meanwhile: decide again
+                self._listener.note(str(remade))
+                held = remade.held
+                report = replace(report, review=held, skipped=held is None, notes=[str(remade)])
+        return report
+
+    def decide(self, choice: Choice) -> TurnReport:
+        """Apply the held review as ``choice`` decides, as :meth:`step` applies a reply."""
+        self.recover()
+        report = self.ask_user(self._decide(choice))
+        self.deliver(report)
+        if (stop := self.should_stop(report)) is not None:
+            self._stopped(stop)
+        return report
+
+    def _decide(self, choice: Choice) -> TurnReport:
+        if choice.discard:  # nothing applied; the prompt waits for another reply
+            report = reviewing.discard(self.store, self.session_id, self.prompt_options)
+        else:
+            report = reviewing.decide(self.store, self.session_id, choice, self._turn_options())
+        self._listener.turn_applied(report)
+        return report
+
+    def _held_again(self) -> TurnReport | None:
+        """A review held when the agent last stopped is put to the user again: the turn they
+        decide here; else a SessionError says how to decide."""
+        held = reviewing.current(self.store, self.session_id)
+        if held is None:
+            return None
+        report = self.review_user(reviewing.held_report(self.store, held))
+        if report.review is not None:
+            raise SessionError(reviewing.waiting(self.session_id, report.review))
+        return None if report.skipped else report
+
     def answer(self, text: str) -> Prompt:
         """The user's answer to the LLM's question (``codingagent answer``); offers the
         prompt that carries it."""
@@ -285,6 +333,8 @@ class SessionLoop:
 
     def should_stop(self, report: TurnReport) -> Stop | None:
         """Whether the session stops after this turn, and why: the one place that decides."""
+        if report.review is not None:  # held: decided elsewhere
+            return Stop(StopReason.REVIEW, reviewing.waiting(self.session_id, report.review))
         if report.state.question is not None:
             return Stop(StopReason.QUESTION, self._waiting_message())
         if report.state.is_complete:
@@ -323,6 +373,9 @@ class SessionLoop:
 
     def undo(self, turns: int = 1, force: bool = False) -> UndoReport:
         """Restore the files of the last ``turns`` turns and rewind; offers the prompt again."""
+        held = reviewing.current(self.store, self.session_id)
+        if held is not None:  # decided or dropped first
+            raise SessionError(reviewing.waiting(self.session_id, held, "before undoing a turn"))
         report = undo(self.store, self.session_id, turns, force, self.prompt_options)
         self._listener.undone(report)
         self._offer(report.outbox, report.state.sequence_number)
@@ -363,25 +416,15 @@ class SessionLoop:
 
     def _observed_shell(self) -> Shell:
         """The shell for this loop's turns, the listener told while each command runs."""
-        return cast(Shell, _ObservedShell(self._shell_once(), self._listener))
+        return cast(Shell, ObservedShell(self._shell_once(), self._listener))
 
     def _shell_once(self) -> Shell:
         """The loop's shell, made once; says which sandbox and approval hold."""
         if self._shell is None:
             shell = self._given_shell or make_shell(self.settings, self.store)
-            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
-            if policy == "deny":
-                shell.approve = lambda command: False
-            elif policy == "ask":
-                shell.approve = self._listener.approve
-            self._listener.note(f"RUN_COMMAND: {shell.sandbox_reason}; approval: {policy}")
             workspace = Path(self.store.load(self.session_id).workspace)
-            if shell.isolated:
-                hidden = hidden_line(shell.hidden_paths(), workspace)
-                self._listener.note(f"Hidden from commands: {hidden}")
-            key = hashlib.sha256(os.fsencode(str(workspace))).hexdigest()[:16]
-            file_scan.keep_clean_in(self.store.sessions / CACHE / f"clean-files-{key}.marshal")
-            self._shell = shell
+            policy = approval_policy(self.settings, shell, self._interactive, self._automatic)
+            self._shell = set_up_shell(shell, policy, self._listener, workspace, self.store)
         return self._shell
 
     def _offer(self, path: Path, sequence: int) -> Prompt:
@@ -435,59 +478,5 @@ class SessionLoop:
             preimage_cap=self.settings.max_preimage_bytes,
             environment=self._environment(),
             check=session_check(self.settings.check, self._shell_once(), self._listener.running),
+            hold=reviewing.hold if self.settings.review else None,
         )
-
-
-def interrupted_turn(error: KeyboardInterrupt) -> str:
-    """What a Ctrl-C did to the turn it interrupted, for the console."""
-    if not isinstance(error, TurnInterrupted):
-        return "nothing was applied"
-    said = "the turn was rolled back; its reply is applied again only with --force"
-    if error.problems:
-        said += f"; could not put back {'; '.join(error.problems)}"
-    return said
-
-
-def approval_policy(
-    settings: Settings, shell: Shell, interactive: bool, automatic: bool = False
-) -> str:
-    """``allow``, ``ask`` or ``deny``: the setting, else ask where no OS sandbox is active and
-    someone can answer. An automatic loop with neither a sandbox nor someone to ask needs
-    the setting: a SettingsError says so."""
-    if settings.commands is None and automatic and not shell.isolated and not interactive:
-        raise SettingsError(
-            f"A model would run RUN_COMMANDs unattended, and {shell.sandbox_reason}; run "
-            "it on a terminal to approve each command, or choose --commands allow (or deny)"
-        )
-    return settings.commands or default_approval(shell.isolated, interactive)
-
-
-class _ObservedShell:
-    """The Shell, telling the listener while each command runs (a console spinner)."""
-
-    def __init__(self, shell: Shell, listener: Listener) -> None:
-        self._shell = shell
-        self._listener = listener
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._shell, name)
-
-    def run(
-        self,
-        command: str,
-        cwd: Path,
-        secret_files: Iterable[str] = (),
-        layer: Path | None = None,
-    ) -> ShellResult:
-        with self._listener.running(command):
-            return self._shell.run(command, cwd, secret_files, layer)
-
-
-def hidden_line(hidden: list[str], workspace: Path) -> str:
-    """The hidden paths for the console, without the workspace or a folder holding it: those
-    are not hidden from commands (the workspace is bound back on top), so the line would
-    contradict the workspace in use. See docs/frontends.md."""
-    shown = [p for p in hidden if not workspace.is_relative_to(p)]
-    if len(shown) < len(hidden):
-        shown.append("all around the workspace (not the workspace itself)")
-    return ", ".join(shown) or "nothing"

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
+from codingagent.session.reviewing import Remade, decided_again, settle
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
@@ -66,7 +67,14 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
         crash_point("rolled-back")
     data = reply.read_bytes()
     rendered = kept_rendered(reply)  # read from a rendered page: refused as then
-    report = apply_admitted(store, state, Reply(data, source, rendered=rendered), options)
+    try:  # a reviewed turn is applied again as the user decided (docs/review.md)
+        decided = decided_again(store, state, sequence)
+    except Remade:  # its files are not as the review found them: it is offered again
+        journal_path.unlink()
+        return None
+    reply_again = Reply(data, source, rendered=rendered)
+    report = apply_admitted(store, state, reply_again, options, decided=decided)
+    settle(store, report.state)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
         f"{len(restored.paths)} file(s) and applied {source} again"

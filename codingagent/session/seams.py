@@ -19,6 +19,8 @@ from codingagent.state import SessionState
 
 if TYPE_CHECKING:
     from codingagent.execute import TurnOutcome
+    from codingagent.review.decision import Choice
+    from codingagent.review.record import HeldReview
     from codingagent.state import CommandResult
     from codingagent.transaction.undo import UndoReport
 
@@ -37,13 +39,18 @@ class TurnReport:
     masked: int = 0  # secrets masked in the next prompt
     # Files the turn left that run code when the user works in the folder (autorun.scan).
     auto_run: list[str] = field(default_factory=list)
+    # The reply's file changes, held for the user's review (docs/review.md): nothing of it was
+    # written or run yet, and no next prompt exists.
+    review: HeldReview | None = None
 
     @property
     def found_no_command(self) -> bool:
         """Applied, yet no command was found in the reply (prose, or the wrong text pasted):
         the next prompt asks the LLM for commands, and the user deserves to hear it."""
-        return not self.skipped and all(
-            r.command in ("REPLY", "NOTE") for r in self.outcome.results
+        return (
+            not self.skipped
+            and self.review is None
+            and all(r.command in ("REPLY", "NOTE") for r in self.outcome.results)
         )
 
 
@@ -127,6 +134,11 @@ class Listener:
         they give none here (they answer later with ``codingagent answer``)."""
         return None
 
+    def review(self, held: HeldReview) -> Choice | None:
+        """Put a reply's held file changes to the user (docs/review.md): what they accept and
+        their note, or None when they decide elsewhere (``codingagent review``, the page)."""
+        return None
+
     def result(self, result: CommandResult) -> None:
         """One command's result, as it comes."""
 
@@ -152,6 +164,7 @@ class StopReason(Enum):
     TURN_LIMIT = "turn limit"
     NO_COMMANDS = "no commands"
     QUESTION = "question"  # the LLM asked; the user answers with `codingagent answer`
+    REVIEW = "review"  # a reply's file changes wait for `codingagent review` (docs/review.md)
     INTERRUPTED = "interrupted"
     SOURCE_ENDED = "source ended"
     REFUSED = "refused"  # replies in a row were not applied (docs/admission.md)

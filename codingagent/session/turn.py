@@ -27,11 +27,13 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from codingagent.execute import TurnOutcome, execute
+from codingagent.execute.context import Success, Turn
 from codingagent.faults import TurnNotApplied
 from codingagent.fsio import folder_syncs_grouped
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
@@ -56,6 +58,15 @@ from codingagent.transaction.rollback import (
 from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace, autorun
 
+if TYPE_CHECKING:
+    from codingagent.review.decision import Decided
+
+# Asked after admission let a reply in: a report when it holds the reply for the user's review
+# (session/reviewing.py, docs/review.md), None to apply it now.
+Hold = Callable[
+    [SessionStore, SessionState, Reply, "TurnOptions", Sequence[str]], TurnReport | None
+]
+
 
 @dataclass(frozen=True)
 class TurnOptions:
@@ -70,6 +81,7 @@ class TurnOptions:
     # shows it when it changed); None keeps the state's.
     environment: Environment | None = None
     check: Check | None = None  # the user's check command (session/checking.py), if any
+    hold: Hold | None = None  # the review setting: a reply's file changes wait for the user
 
 
 def apply_reply(
@@ -113,6 +125,10 @@ def apply_reply(
         return _skipped(store, state, verdict.refusal, options.prompt)
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
+    if options.hold is not None:
+        held = options.hold(store, state, reply, options, verdict.notes)
+        if held is not None:
+            return held
     return apply_admitted(store, state, reply, options, verdict.notes)
 
 
@@ -122,10 +138,12 @@ def apply_admitted(
     reply: Reply,
     options: TurnOptions,
     told: Sequence[str] = (),
+    decided: Decided | None = None,
 ) -> TurnReport:
     """:func:`apply_reply` once admission let the reply in (also recovery's way to apply a
     reply again); ``told``: what admission tells the model about the reply (it sees it
-    first)."""
+    first); ``decided``: the user's review of its file changes (docs/review.md), whose steps
+    its file commands take."""
     data, source = reply.data, reply.source
     digest = reply_digest(data)
     started = time.perf_counter()
@@ -149,11 +167,14 @@ def apply_admitted(
             began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
             watch = Watch(ws, journal, options.shell)
             checking = turn_checking(options.check, state, ws, watch, options.on_result)
-            outcome = _execute(commands, ws, options, journal, state, problems, watch, checking)
+            steps = decided.steps() if decided is not None else {}
+            outcome = _execute(
+                commands, ws, options, journal, state, problems, watch, checking, steps
+            )
             if checking is not None:  # after a turn that changed files
                 checking.settle(outcome)
             auto_run = _auto_run(ws, commands, outcome, began_ns, watch.placed)
-            _advance(state, outcome)
+            _advance(state, outcome, decided)
             state.reply_digests.append(digest)
             if checking is not None:
                 checking.record(state)
@@ -185,6 +206,7 @@ def apply_admitted(
                     "maskedKinds": masked_kinds,
                     "autoRun": auto_run,
                     **({"rendered": True} if reply.rendered else {}),
+                    **({"review": decided.meta()} if decided is not None else {}),
                     **reply.meta,
                 }
             )
@@ -278,6 +300,7 @@ def _execute(
     problems: list[CommandResult],
     watch: Watch,
     checking: Checking | None = None,
+    steps: Mapping[int, Callable[[Turn], Success]] | None = None,
 ) -> TurnOutcome:
     """Run the commands, each file's pre-image recorded in the journal before it changes, and
     what each RUN_COMMAND changed recorded around it by ``watch``
@@ -295,6 +318,7 @@ def _execute(
             shown=state.shown_files,
             session_id=state.session_id,
             check=checking.now if checking is not None else None,
+            steps=steps,
         )
     finally:
         ws.before_change = ws.before_changes = None
@@ -312,8 +336,9 @@ def _postimage(ws: Workspace, outcome: TurnOutcome, path: str) -> str | None:
     )
 
 
-def _advance(state: SessionState, outcome: TurnOutcome) -> None:
-    """The state after the turn (not saved yet)."""
+def _advance(state: SessionState, outcome: TurnOutcome, decided: Decided | None) -> None:
+    """The state after the turn (not saved yet); ``decided``: the user's review of the reply,
+    whose rejections and note the next prompt shows, with each file written only in part."""
     state.sequence_number += 1
     state.last_results = outcome.results
     state.read_file_requests = outcome.read_requests
@@ -321,6 +346,11 @@ def _advance(state: SessionState, outcome: TurnOutcome) -> None:
     state.shown_files = outcome.shown
     state.answers = []  # shown in the prompt this reply answered
     state.question = outcome.question
+    state.rejected = decided.rejected if decided is not None else []
+    state.review_note = decided.note if decided is not None else None
+    if decided is not None:  # a file written in part is shown as it now is
+        shown = [p for p in decided.partly if p not in outcome.read_requests]
+        state.read_file_requests = [*outcome.read_requests, *shown]
     state.updated_at = utc_now()
     if outcome.done is not None:
         state.is_complete = True

@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 
 from codingagent.prompt.render import is_prompt
@@ -147,6 +147,7 @@ class Outcome:
     results: list[str] = field(default_factory=list)
     next_prompt_id: str | None = None
     done: bool = False
+    review: dict[str, object] | None = None  # its file changes wait for the user's review
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -155,6 +156,7 @@ class Outcome:
             "results": self.results,
             "next_prompt_id": self.next_prompt_id,
             "done": self.done,
+            "review": self.review,
         }
 
 
@@ -184,9 +186,13 @@ class Exchange:
     """What the server's threads and the loop's thread share: the prompt on offer, the reply
     posted for it, the session's status. Every wait is on one condition."""
 
-    def __init__(self, session_id: str, task: str) -> None:
+    def __init__(self, session_id: str, task: str, page: str | None = None) -> None:
+        """``page``: the address of the page served beside the relay (``ui --relay``), where
+        a held review is decided (docs/review.md); None: none is."""
         self.session_id = session_id
         self.task = task.strip().splitlines()[0] if task.strip() else ""
+        self.page = page
+        self.review: dict[str, object] | None = None  # a held review, while one waits
         self._cond = threading.Condition()
         self.prompt: Prompt | None = None
         self.status = "applying"  # until the loop offers its first prompt
@@ -210,11 +216,15 @@ class Exchange:
                 "last_result": self.last_result,
                 "tokens": prompt.tokens if prompt else None,
                 "window": None,  # a chat tab's window is not known to the agent
+                "review": self.review,
             }
 
-    def next_prompt(self, after: str | None, wait: float) -> dict[str, object] | None:
+    def next_prompt(
+        self, after: str | None, wait: float, review_seen: str | None = None
+    ) -> dict[str, object] | None:
         """The prompt on offer once it is newer than ``after`` (a prompt_id), as JSON; the
-        end of the session, if it ended; None when ``wait`` seconds passed first."""
+        end of the session, if it ended; a held review the poller has not seen (its id is
+        not ``review_seen``); None when ``wait`` seconds passed first."""
         known = parse_prompt_id(after)
         seen = known[1] if known is not None and known[0] == self.session_id else 0
         deadline = time.monotonic() + min(max(wait, 0.0), MAX_WAIT)
@@ -222,6 +232,8 @@ class Exchange:
             while True:
                 if self.status in ("done", "stopped"):
                     return {"done": True, "status": self.status, "summary": self.summary or ""}
+                if self.review is not None and self.review["id"] != review_seen:
+                    return {"review": self.review}
                 prompt = self.prompt
                 if prompt is not None and prompt.sequence > seen:
                     return {
@@ -284,8 +296,20 @@ class Exchange:
         with self._cond:
             self.prompt = prompt
             self.status = "waiting_for_reply"
+            self.review = None  # decided, or dropped: the loop offers a prompt again
             self._cond.notify_all()
         self.offered.set()
+
+    def reviewing(self, review_id: str, summary: str) -> None:
+        """A reply's file changes wait for the user's review (docs/review.md): the extension
+        hears of it, with the page's address where it is decided, if a page is served."""
+        url = f"{self.page}#{self.session_id}" if self.page else None
+        where = "on the page" if url else "in the agent's terminal (or: codingagent review)"
+        with self._cond:
+            self.status = "reviewing"
+            self.review = {"id": review_id, "summary": summary, "url": url, "where": where}
+            self.last_result = f"held for your review: {summary}"
+            self._cond.notify_all()
 
     def take(self, wake: threading.Event, timeout: float) -> Reply | None:
         """A posted reply not yet taken, waiting up to ``timeout`` s (or until ``wake``)."""
@@ -315,16 +339,23 @@ class Exchange:
             refused = (refusal.to_model or refusal.note) if refusal else "it was not applied"
         done = state.is_complete
         next_id = None if done else prompt_id(self.session_id, state.sequence_number)
-        outcome = Outcome(not report.skipped, refused, results, next_id, done)
+        held = report.review
+        if held is not None:  # nothing applied yet: it waits for the user
+            self.reviewing(held.id, held.summary())
+            next_id, results = None, []
+        outcome = Outcome(held is None and not report.skipped, refused, results, next_id, done)
+        outcome = replace(outcome, review=self.review if held is not None else None)
         with self._cond:
-            if refused is not None:
+            if held is not None:
+                pass  # said by reviewing()
+            elif refused is not None:
                 self.last_result = f"not applied: {refused}"
             else:
                 failed = sum(not r.success for r in report.outcome.results)
                 self.last_result = f"applied: {len(results)} results, {failed} failed"
             if done:
                 self.status, self.summary = "done", state.summary or ""
-            elif self.prompt is not None:
+            elif self.prompt is not None and held is None:
                 self.status = "waiting_for_reply" if report.skipped else "applying"
             posted = self._posted
             if posted is not None and posted.reply is reply:

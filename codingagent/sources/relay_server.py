@@ -4,7 +4,8 @@ why they are so is docs/relay.md.
 
     POST /relay/v1/pair     {"code"} -> {"token", "session", "task"}   (no token needed)
     GET  /relay/v1/state    the session, its prompt_id and status
-    GET  /relay/v1/prompt   ?after=<prompt_id>&wait=<s>: long-poll for a newer prompt
+    GET  /relay/v1/prompt   ?after=<prompt_id>&wait=<s>&review=<id>: long-poll for a newer
+                            prompt (or a held review not seen yet)
     POST /relay/v1/reply    {"prompt_id", "text", "source_url", "rendered"} -> the turn's outcome
     POST /relay/v1/unpair   forget the token
 
@@ -153,7 +154,8 @@ def create_app(exchange: Exchange, pairing: Pairing, max_reply_bytes: int) -> AS
             wait = float(request.query_params.get("wait", DEFAULT_WAIT))
         except ValueError:
             raise Refused(400, "'wait' must be a number of seconds") from None
-        found = await run_in_threadpool(exchange.next_prompt, after, wait)
+        seen = request.query_params.get("review") or None  # the held review it knows of
+        found = await run_in_threadpool(exchange.next_prompt, after, wait, seen)
         if found is None:
             return Response(status_code=204)
         return JSONResponse(found)

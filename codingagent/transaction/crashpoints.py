@@ -7,7 +7,8 @@ Each RUN_COMMAND passes ``snapshot`` (its snapshot taken or its layer made, befo
 ``ran`` (it ran, nothing of its changes recorded yet), ``preimage`` for each file it changed,
 then ``captured``; on an overlay then ``committed`` after each step moving its layer in.
 Recovery passes ``restored`` (each file put back) and ``rolled-back`` (journal marked), then the
-turn's points as it applies the reply again; undo passes ``undo`` (its journal written),
+turn's points as it applies the reply again; a reply held for review (docs/review.md) passes
+``review`` once its record is written; undo passes ``undo`` (its journal written),
 ``restored``, ``rewound`` (the state saved) and ``undone`` (each turn set aside).
 """
 

@@ -27,6 +27,16 @@ class TurnInterrupted(KeyboardInterrupt):
         self.problems = problems
 
 
+def interrupted_turn(error: KeyboardInterrupt) -> str:
+    """What a Ctrl-C did to the turn it interrupted, for the console."""
+    if not isinstance(error, TurnInterrupted):
+        return "nothing was applied"
+    said = "the turn was rolled back; its reply is applied again only with --force"
+    if error.problems:
+        said += f"; could not put back {'; '.join(error.problems)}"
+    return said
+
+
 def _put_back(
     store: SessionStore, session_id: str, record: TurnRecord, ws: Workspace, answered: int
 ) -> list[str]:

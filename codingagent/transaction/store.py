@@ -146,6 +146,11 @@ class SessionStore:
         """Present while a turn is being applied; see :mod:`codingagent.transaction.journal`."""
         return self.sessions / session_id / "journal.json"
 
+    def review_path(self, session_id: str) -> Path:
+        """Present while a reply's file changes are held for the user's review (with the reply
+        beside it); see docs/review.md and :mod:`codingagent.review.record`."""
+        return self.sessions / session_id / "review" / "review.json"
+
     # --- lock --------------------------------------------------------------------------
 
     def lock(self, session_id: str) -> FileLock:

@@ -129,6 +129,11 @@ class Workspace:
         if pres:
             self.before_changes(pres)
 
+    def exists_for_write(self, rel: str) -> bool:
+        """Whether a write of ``rel`` would replace a file (False: create one); raises as the
+        write would (a folder, a symlink, a hard-linked file, a forbidden path)."""
+        return files.exists_for_write(self._guard, rel)
+
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""
         created = files.write_text(self._guard, rel, text, self.before_change)

@@ -96,6 +96,13 @@ def write_text(
     return info is None
 
 
+def exists_for_write(guard: Guard, rel: str) -> bool:
+    """Whether the file a write of ``rel`` would replace exists; refused as the write would
+    refuse it (a folder, a symlink, a hard-linked file, a path the guard rejects)."""
+    with guard.locate(rel, for_write=True) as spot:
+        return _writable_status(spot, rel) is not None
+
+
 def preimage(guard: Guard, rel: str) -> PreImage | None:
     """The pre-image of the file a write of ``rel`` would replace (or of its absence), as the
     write itself would record it; None where the write would be refused (a folder, a

@@ -166,6 +166,7 @@ async function unpair() {
   if (tabId != null) await leave(tabId);
   await chrome.storage.local.remove([
     ...["token", "session", "task", "tabId", "delivered", "status", "blocked", "paused", "done"],
+    "reviewSeen",
   ]);
   return { ok: true };
 }
@@ -193,7 +194,8 @@ async function poll() {
       inflight = new AbortController();
       try {
         const after = stored.delivered ? `after=${encodeURIComponent(stored.delivered)}&` : "";
-        prompt = await relay(`/prompt?${after}wait=${WAIT_SECONDS}`, { signal: inflight.signal });
+        const seen = stored.reviewSeen ? `review=${encodeURIComponent(stored.reviewSeen)}&` : "";
+        prompt = await relay(`/prompt?${after}${seen}wait=${WAIT_SECONDS}`, { signal: inflight.signal });
       } catch (error) {
         if (error.name === "AbortError") continue; // woken: read the state again
         await setStatus(error.message, "error");
@@ -204,6 +206,10 @@ async function poll() {
         inflight = null;
       }
       if (!prompt) continue; // 204: nothing new yet
+      if (prompt.review) {
+        await reviewWaits(prompt.review);
+        continue;
+      }
       if (prompt.done) {
         await save({ done: true });
         await setStatus(`session done: ${prompt.summary || "finished"}`, "ok");
@@ -242,6 +248,26 @@ async function deliver(tabId, prompt) {
   await setStatus(`${error} (Pause, then Resume, tries again)`, "error");
 }
 
+// ---- a held review (docs/review.md) -------------------------------------------------------
+// The answer's file changes wait for the user's review: the pill says so, with a button that
+// opens the page where it is decided (when the relay knows one: `codingagent ui --relay`).
+async function reviewWaits(review) {
+  await save({ reviewSeen: review.id });
+  const how = review.url ? "Open the review to decide" : `decide ${review.where}`;
+  await setStatus(`review waiting: ${review.summary} — ${how}`, "busy", { review });
+}
+
+async function openReview() {
+  const { status } = await load();
+  const url = status && status.review && status.review.url;
+  // Only the page of an agent on this machine (the relay said where): never another site.
+  if (!url || !/^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?\//.test(url)) {
+    return { error: "no review page to open: decide in the agent's terminal (codingagent review)" };
+  }
+  await chrome.tabs.create({ url });
+  return { ok: true };
+}
+
 // ---- answers: Apply -----------------------------------------------------------------------
 async function apply({ prompt_id, text, url, rendered }) {
   const stored = await load();
@@ -253,6 +279,7 @@ async function apply({ prompt_id, text, url, rendered }) {
       body: { prompt_id: promptId, text, source_url: url, rendered: Boolean(rendered) },
     });
     if (outcome.done) await save({ done: true });
+    if (outcome.review) await reviewWaits(outcome.review);
     poll();
     return outcome;
   } catch (error) {
@@ -273,6 +300,7 @@ async function hello(sender) {
     sent_prompt_id: stored.delivered,
     text: status.text,
     level: status.level,
+    review: status.review,
   };
 }
 
@@ -286,7 +314,7 @@ async function pause({ paused }) {
   return { ok: true };
 }
 
-const handlers = { pair, attach, detach, unpair, pause, apply };
+const handlers = { pair, attach, detach, unpair, pause, apply, open_review: openReview };
 
 chrome.runtime.onMessage.addListener((message, sender, reply) => {
   // A chat page's content script, not one of the extension's own pages (the popup, which a
@@ -298,7 +326,7 @@ chrome.runtime.onMessage.addListener((message, sender, reply) => {
     // a tab may only pause or apply, and only the attached one
     if (fromTab) {
       const { tabId } = await load();
-      if (sender.tab.id !== tabId || !["pause", "apply"].includes(message.type)) {
+      if (sender.tab.id !== tabId || !["pause", "apply", "open_review"].includes(message.type)) {
         return { error: "this tab is not attached" };
       }
     }

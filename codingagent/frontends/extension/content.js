@@ -44,6 +44,7 @@
     </style>
     <div class="pill" role="status" aria-live="polite" data-level="info">
       <span class="dot"></span><span class="who"></span><span class="text"></span>
+      <button class="review" hidden title="Open the page where you accept or reject the answer's file changes">Open the review</button>
       <button class="selection" hidden title="Send the text you selected as the answer">Apply selection</button>
       <button class="pause">Pause</button>
     </div>`;
@@ -52,7 +53,18 @@
   const line = shadow.querySelector(".text");
   const pauseButton = shadow.querySelector(".pause");
   const selectionButton = shadow.querySelector(".selection");
+  const reviewButton = shadow.querySelector(".review");
   document.documentElement.append(host);
+
+  // A held review (docs/review.md): the button opens the page that decides it, if there is one.
+  function setReview(review) {
+    reviewButton.hidden = !(review && review.url);
+  }
+
+  reviewButton.addEventListener("click", async () => {
+    const opened = await send({ type: "open_review" });
+    if (opened && opened.error) show(opened.error, "error");
+  });
 
   function show(text, level = "info") {
     line.textContent = text;
@@ -183,8 +195,8 @@
       const answer = await readAnswer(element);
       if (info.discovered) answer.via = `the answer found on the page, ${answer.via}`;
       const outcome = await apply(answer, info.bound, note);
-      info.done = Boolean(outcome && outcome.applied);
-      button.textContent = info.done ? "Applied" : "Apply";
+      info.done = Boolean(outcome && (outcome.applied || outcome.review));
+      button.textContent = info.done ? (outcome.review ? "In review" : "Applied") : "Apply";
       button.disabled = info.done;
     });
     element.after(holder);
@@ -205,6 +217,12 @@
     if (!outcome) return null;
     if (outcome.error) show(outcome.error, "error");
     else if (outcome.refused) show(`refused: ${outcome.refused}`, "error");
+    else if (outcome.review) {
+      const review = outcome.review;
+      const how = review.url ? "Open the review to decide" : `decide ${review.where}`;
+      show(`review waiting: ${review.summary} — ${how}`, "busy");
+      setReview(review);
+    }
     else if (outcome.applied) {
       const results = outcome.results || [];
       const failed = results.filter((r) => !r.startsWith("[OK]"));
@@ -300,6 +318,7 @@
       paused = Boolean(message.paused);
       pauseButton.textContent = paused ? "Resume" : "Pause";
       if (message.text) show(message.text, message.level);
+      setReview(message.review);
       if (message.sent_prompt_id && !sentPromptId) sentPromptId = message.sent_prompt_id;
       reply({ ok: true });
     }
@@ -314,6 +333,7 @@
     pauseButton.textContent = paused ? "Resume" : "Pause";
     if (state.sent_prompt_id) sentPromptId = state.sent_prompt_id;
     show(state.text || "attached", state.level || "info");
+    setReview(state.review);
   }
 
   globalThis.codingagentRelay = { hello, adapter: adapter.id };

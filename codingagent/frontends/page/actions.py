@@ -1,5 +1,5 @@
-"""What the page's buttons do: start a session, apply a reply, answer the LLM's question, undo
-the last turn.
+"""What the page's buttons do: start a session, apply a reply, decide a held review, answer the
+LLM's question, undo the last turn.
 
 Each action runs in a worker thread through the session loop (:class:`codingagent.session.
 SessionLoop`) with a :class:`~.events.PageListener`, so the page sees every result as it happens.
@@ -18,9 +18,10 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from codingagent.frontends.page.events import Approvals, EventHub, PageListener
+from codingagent.frontends.page.events import Approvals, EventHub, PageListener, Reviews
 from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
+from codingagent.review.decision import Choice
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
@@ -41,12 +42,20 @@ class SessionActions:
     worker thread). Errors the user must fix are :class:`SessionError` messages."""
 
     def __init__(
-        self, store: SessionStore, settings: Settings, hub: EventHub, approvals: Approvals
+        self,
+        store: SessionStore,
+        settings: Settings,
+        hub: EventHub,
+        approvals: Approvals,
+        reviews: Reviews | None = None,
     ) -> None:
+        """``reviews``: where a loop of this process (the relay's, ``ui --relay``) waits for
+        the page's decision on a held review."""
         self.store = store
         self.settings = settings
         self.hub = hub
         self.approvals = approvals
+        self.reviews = reviews
         self._guard = threading.Lock()
         self._busy: set[str] = set()
 
@@ -103,7 +112,31 @@ class SessionActions:
                 "notes": report.notes,
                 "skipped": report.skipped,
                 "noCommand": report.found_no_command,
+                "review": report.review is not None,
             }
+
+    def review(
+        self, session_id: str, accepted: list[str], note: str, discard: bool = False
+    ) -> dict[str, Any]:
+        """Decide the session's held review (docs/review.md): the numbers ``accepted`` are
+        written, the rest is not, ``note`` goes to the LLM with it; or ``discard`` the reply.
+        A loop of this process waiting on the review gets the decision; else it is applied
+        here, under the session's lock."""
+        session_id = self.store.resolve(session_id)
+        choice = Choice(tuple(accepted), note, discard)
+        if self.reviews is not None and self.reviews.answer(session_id, choice):
+            return {"handed": True}
+        with self._slot(session_id), ExitStack() as stack:
+            loop = self._loop(session_id)
+            try:
+                stack.enter_context(loop)
+            except SessionError:
+                raise SessionError(
+                    f"Another codingagent process holds session {session_id} (a terminal "
+                    "watcher): decide the review there, or stop it and decide here"
+                ) from None
+            report = loop.decide(choice)
+        return {"sequence": report.state.sequence_number, "notes": report.notes}
 
     def workspace(self, given: str) -> dict[str, Any]:
         """The folder a New session on ``given`` would work on, resolved, and why it would be

@@ -2,7 +2,8 @@
 
 The loop runs in a worker thread; the page's event streams live on the server's event loop.
 :class:`EventHub` hands events from one to the other. :class:`Approvals` holds the RUN_COMMAND
-questions the page answers with Allow or Deny; no answer in time is a Deny.
+questions the page answers with Allow or Deny; no answer in time is a Deny. :class:`Reviews`
+holds the held reviews a loop of this process waits on (docs/review.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from codingagent.frontends.page.views import result_json
 from codingagent.session.seams import Listener
 
 if TYPE_CHECKING:
+    from codingagent.review.decision import Choice
+    from codingagent.review.record import HeldReview
     from codingagent.session.seams import Prompt, Reply, ReplySource, Stop, TurnReport
     from codingagent.state import CommandResult
     from codingagent.transaction.undo import UndoReport
@@ -114,13 +117,63 @@ class Approvals:
             return [q.event for q in self._waiting.values() if q.event["session"] == session_id]
 
 
+class Reviews:
+    """Held reviews a loop of this process waits on (``ui --relay``: the relay's loop holds
+    the session): the page's decision is handed to it (docs/review.md). Closed, every wait
+    ends undecided."""
+
+    def __init__(self, hub: EventHub) -> None:
+        self._hub = hub
+        self._lock = threading.Lock()
+        self._waiting: dict[str, tuple[threading.Event, list[Choice]]] = {}
+        self._closed = threading.Event()
+        self.waiting = threading.Event()  # set once a loop waits on a review
+
+    def wait(self, session_id: str, held: HeldReview) -> Choice | None:
+        """Show the review on the page and wait for its decision (blocks the loop's thread)."""
+        answered: tuple[threading.Event, list[Choice]] = (threading.Event(), [])
+        with self._lock:
+            self._waiting[session_id] = answered
+        self.waiting.set()
+        self._hub.publish({"type": "review", "session": session_id, "id": held.id})
+        try:
+            while not answered[0].wait(0.2) and not self._closed.is_set():
+                pass
+        finally:
+            with self._lock:
+                self._waiting.pop(session_id, None)
+        return answered[1][0] if answered[1] else None
+
+    def answer(self, session_id: str, choice: Choice) -> bool:
+        """Hand ``choice`` to a loop waiting on the session's review; False when none waits."""
+        with self._lock:
+            waiting = self._waiting.pop(session_id, None)
+        if waiting is None:
+            return False
+        waiting[1].append(choice)
+        waiting[0].set()
+        return True
+
+    def close(self) -> None:
+        self._closed.set()
+
+
 class PageListener(Listener):
     """A :class:`codingagent.session.seams.Listener` that streams what the loop does to the page."""
 
-    def __init__(self, session_id: str, hub: EventHub, approvals: Approvals) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        hub: EventHub,
+        approvals: Approvals,
+        reviews: Reviews | None = None,
+    ) -> None:
+        """``reviews``: a held review waits there for the page's decision (a loop that runs
+        on, beside the page); without, the page decides it later with the session's lock."""
         self._session = session_id
         self._hub = hub
         self._approvals = approvals
+        self._reviews = reviews
 
     def _send(self, kind: str, **fields: Any) -> None:
         self._hub.publish({"type": kind, "session": self._session, **fields})
@@ -145,6 +198,9 @@ class PageListener(Listener):
     def answer_question(self, question: str) -> str | None:
         return None  # the page shows the question; `codingagent answer` answers it
 
+    def review(self, held: HeldReview) -> Choice | None:
+        return self._reviews.wait(self._session, held) if self._reviews is not None else None
+
     def result(self, result: CommandResult) -> None:
         self._send("result", result=result_json(result))
 
@@ -155,6 +211,7 @@ class PageListener(Listener):
             notes=report.notes,
             skipped=report.skipped,
             noCommand=report.found_no_command,
+            review=report.review is not None,
         )
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:

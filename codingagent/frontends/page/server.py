@@ -14,6 +14,7 @@ a cap gets 413 before it is read (:mod:`.intake`).
     POST /api/sessions/{id}/apply   {"reply", "sequence", "rendered"}: one turn (or into inbox/
                                     for a terminal watcher); "sequence": the prompt shown
     POST /api/paste                 {"text", "html"}: what a paste from a browser stands for
+    POST /api/sessions/{id}/review  {"accept", "note", "discard"}: decide its held review
     POST /api/sessions/{id}/undo    undo the last turn
     POST /api/sessions/{id}/answer  {"answer"}: the answer to the LLM's [ASK]
     GET  /api/workspace?folder=...  the folder a New session would work on, and why not
@@ -49,7 +50,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codingagent.frontends.console import say
 from codingagent.frontends.page.actions import SessionActions
-from codingagent.frontends.page.events import APPROVAL_TIMEOUT, Approvals, EventHub, PageListener
+from codingagent.frontends.page.events import (
+    APPROVAL_TIMEOUT,
+    Approvals,
+    EventHub,
+    PageListener,
+    Reviews,
+)
 from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.frontends.relaying import relay_beside_page
@@ -132,11 +139,13 @@ def create_app(
     first: str | None = None,
     approval_timeout: float = APPROVAL_TIMEOUT,
     approvals: Approvals | None = None,
+    reviews: Reviews | None = None,
 ) -> ASGIApp:
     """The page's app; every URL under ``/TOKEN/``. ``hub`` carries its events; ``approvals``
-    the RUN_COMMAND questions (shared with a relay's loop, ``ui --relay``)."""
+    the RUN_COMMAND questions and ``reviews`` the held reviews a relay's loop waits on
+    (``ui --relay``)."""
     approvals = approvals or Approvals(hub, approval_timeout)
-    actions = SessionActions(store, settings, hub, approvals)
+    actions = SessionActions(store, settings, hub, approvals, reviews)
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
@@ -191,6 +200,17 @@ def create_app(
         done = await run_in_threadpool(actions.apply, session, reply, sequence, rendered)
         return JSONResponse(done)
 
+    async def review(request: Request) -> Response:
+        body = await _body(request)
+        accepted, discard = body.get("accept", []), body.get("discard", False)
+        if not isinstance(accepted, list) or not all(isinstance(a, str) for a in accepted):
+            raise SessionError("'accept' must be a list of the numbers accepted ('1', '2.1')")
+        if not isinstance(discard, bool):
+            raise SessionError("'discard' must be true or false")
+        session, note = request.path_params["session"], _text(body, "note")
+        done = await run_in_threadpool(actions.review, session, accepted, note, discard)
+        return JSONResponse(done)
+
     async def paste(request: Request) -> Response:
         body = await _body(request)
         text, html = body.get("text"), body.get("html")
@@ -243,6 +263,7 @@ def create_app(
         Route("/api/sessions/{session}/full", _api(full)),
         Route("/api/sessions/{session}/diff", _api(diff)),
         Route("/api/sessions/{session}/apply", _api(apply), methods=["POST"]),
+        Route("/api/sessions/{session}/review", _api(review), methods=["POST"]),
         Route("/api/paste", _api(paste), methods=["POST"]),
         Route("/api/sessions/{session}/undo", _api(undo), methods=["POST"]),
         Route("/api/sessions/{session}/answer", _api(answer_question), methods=["POST"]),
@@ -349,14 +370,18 @@ def run(
     token = new_token()
     hub = EventHub()
     approvals = Approvals(hub, APPROVAL_TIMEOUT)
+    reviews = Reviews(hub)
+    address = url(sock, token)
     with ExitStack() as stack:
         if relay and first is not None:
-            listener = PageListener(first, hub, approvals)
-            stack.enter_context(relay_beside_page(store, settings, first, listener))
-        address = url(sock, token)
+            listener = PageListener(first, hub, approvals, reviews)
+            stack.enter_context(
+                relay_beside_page(store, settings, first, listener, address, reviews.waiting)
+            )
+            stack.callback(reviews.close)  # (first, on the way out: a waiting loop ends)
         print(address, flush=True)  # stdout: the one line of data, for scripts
         say("The page for your chat tab is at the address above (keep it secret). Ctrl-C stops.")
         if open_browser:
             webbrowser.open(address)
-        app = create_app(store, settings, token, hub, first, approvals=approvals)
+        app = create_app(store, settings, token, hub, first, approvals=approvals, reviews=reviews)
         PageServer(app, hub).run(sockets=[sock])

@@ -13,6 +13,7 @@ from typing import Any
 from codingagent.frontends.page.diffs import session_diffs
 from codingagent.prompt.render import PromptOptions, estimate_tokens
 from codingagent.queue.tasks import QueueStore, summary_rows
+from codingagent.review.record import current as current_review
 from codingagent.state import CommandResult, SessionError, SessionState
 from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.outbox import ensure_outbox, open_workspace, prompt_text
@@ -45,8 +46,9 @@ def sessions_list(store: SessionStore) -> list[dict[str, Any]]:
 def session_view(
     store: SessionStore, session_id: str, token_budget: int, window: int | None = None
 ) -> dict[str, Any]:
-    """One session: its state, the prompt it waits on (None once complete) and its turns,
-    newest first, each with its results, MESSAGE texts and diffs. ``window``: the chat's
+    """One session: its state, the prompt it waits on (None once complete), its turns,
+    newest first, each with its results, MESSAGE texts and diffs, and the review it holds
+    (docs/review.md), if any. ``window``: the chat's
     window (setting ``context_tokens``), shown as "~N of M tokens"."""
     # A rewritten prompt's digests are saved only under the lock (a watcher may hold it).
     with store.held_if_free(session_id) as held:
@@ -76,11 +78,13 @@ def session_view(
     else:
         for turn, changes in zip(turns, diffs, strict=True):
             turn["diffs"] = [asdict(d) for d in changes]
+    review = current_review(store, state)
     return {
         "session": session_row(state),
         "prompt": prompt,
         "interrupted": store.journal_path(session_id).exists(),
         "turns": turns[::-1],
+        "review": review.as_json() if review is not None else None,
     }
 
 

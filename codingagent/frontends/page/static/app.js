@@ -119,7 +119,8 @@ function render() {
   $("complete").textContent = s.complete ? `Session complete: ${s.summary || ""}` : "";
   $("ask").hidden = !asking;
   $("question").textContent = asking || "";
-  $("steps").hidden = s.complete || Boolean(asking);
+  $("steps").hidden = s.complete || Boolean(asking) || Boolean(view.review);
+  renderReview(view.review); // review.js: a reply's held file changes
   if (view.prompt) {
     const p = view.prompt;
     if ($("prompt").dataset.sequence !== String(p.sequence)) $("copy-status").textContent = "";
@@ -306,6 +307,7 @@ function onEvent(event) {
     case "result": liveCard().append(resultLine(event.result)); break;
     case "approve": addApproval(event); break;
     case "approved": dropApproval(event); break;
+    case "review": refresh().catch((e) => showError(e.message)); break;
     case "turn": if (event.notes.length) notice(event.notes.join("\n")); break;
     case "queued": waitForWatcher(event.path, view.session.sequence); break;
     case "stopped": if (event.message) notice(event.message); // and show the session as it is
@@ -397,6 +399,7 @@ async function applyReply() {
     pastedRendered = false;
     if (done.queued) waitForWatcher(done.queued, before);
     else await refresh();
+    if (done.review) notice("The reply's file changes wait for your review: Accept or Reject them.");
     if (done.skipped) {
       $("reply").value = reply;
       pastedRendered = rendered;

@@ -1,0 +1,127 @@
+"""Hunks: the change from one text to another as unified-diff hunks, and the old text with
+only some of them applied. Pure.
+
+difflib's matcher (the one ``diff -u``-style output of the page and ``codingagent diff`` comes
+from) runs on the lines between the common head and tail only, so its cost follows the change,
+not the file; its groups are ``diff -u``'s: three lines of context, and changes closer than six
+lines share a hunk, so no two hunks share an old line. Lines keep their endings (``\\r\\n``
+too), so applying every hunk to the old text gives the new one byte for byte, and applying none
+gives the old one (tests/test_review.py checks both, and that each hunk alone changes its own
+lines only, with hypothesis).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from codingagent.execute.lines import split_lines, strip_eol
+
+CONTEXT = 3
+NO_NEWLINE = "\\ No newline at end of file"
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk: the old lines it covers (context and removed) from ``old_start``, the new
+    lines it leaves (context and added) from ``new_start`` (0-based line indexes), each with its
+    ending, and its lines as a unified diff shows them (``' '``, ``'-'``, ``'+'``)."""
+
+    old_start: int
+    old: tuple[str, ...]
+    new_start: int
+    new: tuple[str, ...]
+    body: tuple[str, ...]
+
+    @property
+    def header(self) -> str:
+        """``@@ -10,7 +10,9 @@``: 1-based, as ``diff -u`` writes it (an empty side names the
+        line before it); "" for a hunk with no lines on either side (a file not text)."""
+        if not self.old and not self.new:
+            return ""
+        old, new = _span(self.old_start, len(self.old)), _span(self.new_start, len(self.new))
+        return f"@@ -{old} +{new} @@"
+
+    def changed_lines(self) -> tuple[int, int] | None:
+        """The first and last line (1-based, of the new text) the hunk adds; None when it only
+        removes lines."""
+        added = [n for n, line in enumerate(self._side("+")) if line]
+        if not added:
+            return None
+        return self.new_start + added[0] + 1, self.new_start + added[-1] + 1
+
+    def removed_lines(self) -> tuple[int, int] | None:
+        """The first and last line (1-based, of the old text) the hunk removes, or None."""
+        removed = [n for n, line in enumerate(self._side("-")) if line]
+        if not removed:
+            return None
+        return self.old_start + removed[0] + 1, self.old_start + removed[-1] + 1
+
+    def _side(self, mark: str) -> list[bool]:
+        """For each line of one side (``+``: new, ``-``: old), whether it is ``mark``'s."""
+        return [
+            line[:1] == mark for line in self.body if line[:1] in (" ", mark) and line != NO_NEWLINE
+        ]
+
+
+def hunks(before: str, after: str) -> list[Hunk]:
+    """The hunks that make ``after`` of ``before``, in file order (none when they are equal)."""
+    if before == after:
+        return []
+    old, new = split_lines(before), split_lines(after)
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    skip, keep = max(0, head - CONTEXT), max(0, tail - CONTEXT)
+    a, b = old[skip : len(old) - keep], new[skip : len(new) - keep]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    found = []
+    for group in matcher.get_grouped_opcodes(CONTEXT):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        body: list[str] = []
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                body += _marked(" ", a[a1:a2])
+                continue
+            if tag in ("replace", "delete"):
+                body += _marked("-", a[a1:a2])
+            if tag in ("replace", "insert"):
+                body += _marked("+", b[b1:b2])
+        found.append(Hunk(skip + i1, tuple(a[i1:i2]), skip + j1, tuple(b[j1:j2]), tuple(body)))
+    return found
+
+
+def apply(before: str, found: Sequence[Hunk], accepted: Collection[int]) -> str:
+    """``before`` with the hunks whose indexes (0-based, into ``found``) are ``accepted``
+    applied and the others not: a ValueError if ``before`` is not the text they were made of."""
+    old = split_lines(before)
+    out: list[str] = []
+    at = 0
+    for index, hunk in enumerate(found):
+        end = hunk.old_start + len(hunk.old)
+        if hunk.old_start < at or tuple(old[hunk.old_start : end]) != hunk.old:
+            raise ValueError(f"hunk {index + 1} does not fit the text it is applied to")
+        out += old[at : hunk.old_start]
+        out += hunk.new if index in accepted else hunk.old
+        at = end
+    return "".join(out + old[at:])
+
+
+def _marked(mark: str, lines: Sequence[str]) -> list[str]:
+    """Unified-diff lines: each line after its mark, without its ending; a line without one
+    (the text's last) is followed by ``\\ No newline at end of file``."""
+    shown = []
+    for line in lines:
+        shown.append(mark + strip_eol(line))
+        if not line.endswith("\n"):
+            shown.append(NO_NEWLINE)
+    return shown
+
+
+def _span(start: int, length: int) -> str:
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
