@@ -17,7 +17,8 @@ pasted chat starts; with the task's ``check`` as ``--check``), the task worded a
 reports the bug: what they called and what they saw, never the line. Two tasks paste a
 traceback, made by running the buggy code (Python, or Node.js), its paths rewritten to an
 installed copy's, as a user's are; four are failing suites, whose check gives the evidence.
-The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too.
+The tasks of ``pointed_heldout.py`` and ``pointed_heldout2.py`` beside this file, when they
+are there, are run too.
 
 Printed, one markdown row a task: when it was written, whether the first prompt holds the
 whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
@@ -749,12 +750,17 @@ def cost(files: int, runs: int = 5) -> str:
 
 
 def held_out() -> list[Task]:
-    """The tasks of ``pointed_heldout.py`` beside this file, when it is there: written by
-    someone who has not read the ranking, after it was frozen."""
-    path = Path(__file__).resolve().parent / "pointed_heldout.py"
+    """The tasks of ``pointed_heldout.py`` and ``pointed_heldout2.py`` beside this file, those
+    that are there: written by someone who has not read the ranking, after it was frozen."""
+    return [*_held_out("pointed_heldout"), *_held_out("pointed_heldout2")]
+
+
+def _held_out(stem: str) -> list[Task]:
+    """The tasks of one held-out file beside this one (none when it is not there)."""
+    path = Path(__file__).resolve().parent / f"{stem}.py"
     if not path.is_file():
         return []
-    spec = importlib.util.spec_from_file_location("pointed_heldout", path)
+    spec = importlib.util.spec_from_file_location(stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
