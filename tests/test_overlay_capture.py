@@ -65,15 +65,26 @@ def tracked(tree: dict) -> dict:
     return {p: v for p, v in tree.items() if not p.startswith(("build/", ".git/"))}
 
 
-@pytest.fixture
-def store(tmp_path) -> SessionStore:
+def overlay_store(tmp_path: Path, files: int) -> SessionStore:
     store = SessionStore(tmp_path / "run")
     store.ensure_dirs()
     problem = Shell(sandbox="auto").layer_problem(store.workspace, store.sessions / LAYER)
     if problem is not None:
         pytest.skip(f"no overlay here: {problem}")
-    make_tree(store.workspace)
+    make_tree(store.workspace, files)
     return store
+
+
+@pytest.fixture
+def store(tmp_path) -> SessionStore:
+    return overlay_store(tmp_path, FILES)
+
+
+@pytest.fixture
+def small_store(tmp_path) -> SessionStore:
+    """The tree the script needs (folders d000 to d008), no bigger: for the kill tests, whose
+    point is each crash point, not the size."""
+    return overlay_store(tmp_path, 900)
 
 
 @pytest.mark.slow  # a big tree
@@ -136,28 +147,28 @@ COMMIT_STEPS = 12  # the commit's steps: removals and moves, one crash point eac
         pytest.param(f"committed:{COMMIT_STEPS}", marks=pytest.mark.slow),
     ],
 )
-def test_a_kill_during_a_command_turn_leaves_before_or_after(store, tmp_path, crash_at):
+def test_a_kill_during_a_command_turn_leaves_before_or_after(small_store, tmp_path, crash_at):
     """SIGKILL at each point of a command turn on an overlay, the commit half done included:
     recovery puts the workspace back and applies the reply again, so it ends exactly as the
     command leaves it, and undo gets the tree before."""
-    sid = start_session(store, "task")[0].session_id
-    before = snapshot(store.workspace)
-    oracle = expected_after(tmp_path, store.workspace)
-    reply = store.root / "r.txt"
+    sid = start_session(small_store, "task")[0].session_id
+    before = snapshot(small_store.workspace)
+    oracle = expected_after(tmp_path, small_store.workspace)
+    reply = small_store.root / "r.txt"
     reply.write_text(f"[RUN_COMMAND]\n{SCRIPT}\n[/RUN_COMMAND]\n")
-    process = agent(store, "step", sid, str(reply), crash_at=crash_at)
+    process = agent(small_store, "step", sid, str(reply), crash_at=crash_at)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == -signal.SIGKILL, stderr.decode()
     if not crash_at.startswith("committed"):  # nothing reached the workspace yet
-        assert tracked(snapshot(store.workspace)) == tracked(before)
-    resumed = agent(store, "resume", sid, "--no-watch")
+        assert tracked(snapshot(small_store.workspace)) == tracked(before)
+    resumed = agent(small_store, "resume", sid, "--no-watch")
     _, stderr = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, stderr.decode()
-    assert store.load(sid).sequence_number == 2
-    assert snapshot(store.workspace) == oracle
-    assert not (store.sessions / sid / LAYER).exists()
-    undo(store, sid)
-    assert tracked(snapshot(store.workspace)) == tracked(before)
+    assert small_store.load(sid).sequence_number == 2
+    assert snapshot(small_store.workspace) == oracle
+    assert not (small_store.sessions / sid / LAYER).exists()
+    undo(small_store, sid)
+    assert tracked(snapshot(small_store.workspace)) == tracked(before)
 
 
 def test_the_layer_needs_the_sessions_folder_outside_the_workspace(tmp_path):
