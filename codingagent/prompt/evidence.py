@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, is_declaration
-from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.copies import Copies, is_declaration
+from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, module_name
+from codingagent.prompt.frames import Frame, frames, raises
 from codingagent.protocol.commands import file_lines
 
 READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
@@ -49,15 +50,18 @@ CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definiti
 CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
+NAMED_OTHER = 0.5  # ``x.name`` found only as another class's method ``Other.name``
+HELPER_LINES = 20  # a definition this short whose frame's line raises is an error helper
 
 Key = tuple[str, int, int]  # a definition: its file, first line, last line
 
-# a call: ``name(``, and Babel's ``(0, _module.name)(``
-_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|\.([A-Za-z_$][\w$]*)\)\(")
+# a call: ``name(``, and Babel's ``(0, _module.name)(`` (``(0, _module.default)(``: ``module``)
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|([\w$]+)\.([A-Za-z_$][\w$]*)\)\(")
 _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
 )
+_BOUND = re.compile(r"\b([A-Za-z_$][\w$]*)\s*=\s*(?:new\s+)?([A-Z][\w$]*)\s*\(")
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
@@ -93,8 +97,11 @@ class Evidence:
     files: list[str] = field(default_factory=list)  # files the task names by path
     names: set[str] = field(default_factory=set)  # names the task and the failing tests use
     resolved: set[str] = field(default_factory=set)  # names the task uses that were found
+    copies: Copies | None = None  # which copy of a definition stands for all (.copies)
 
     def add(self, kind: str, rel: str, definition: Definition, strength: float) -> Key:
+        if self.copies is not None:
+            rel, definition = self.copies.preferred(rel, definition)
         key = (rel, definition[3], definition[4])
         self.defs[key] = definition
         found = self.strength.setdefault(kind, {})
@@ -104,8 +111,10 @@ class Evidence:
 
 def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
     """The evidence ``task`` and the check's failing output give, in ``tree``."""
-    found = Evidence()
+    found = Evidence(copies=tree.copies)
     trace = frames(task) + frames(failure)
+    found.files = _paths(tree, task)
+    tree.copies.reach(_reached(tree, trace) | set(found.files))
     tests = _frames(tree, trace, found)
     _named(tree, task, found)
     _tested(tree, tests, found)
@@ -153,20 +162,38 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
 
 
 def _called(text: str) -> list[str]:
-    """The names ``text`` calls, in order, each once."""
-    return list(dict.fromkeys(a or b for a, b in _CALL.findall(text)))
+    """The names ``text`` calls, in order, each once (Babel's ``(0, _module.default)(`` calls
+    the module's own: ``module``)."""
+    return list(
+        dict.fromkeys(
+            name or (field if field != "default" else re.sub(r"\d+$", "", owner.lstrip("_")))
+            for name, owner, field in _CALL.findall(text)
+        )
+    )
+
+
+def _reached(tree: Tree, trace: list[Frame]) -> set[str]:
+    """The files the frames reach: the code's, and what the test files among them import."""
+    reached = set()
+    for frame in trace:
+        rel = tree.resolve(frame.path)
+        if rel is not None and tree.text(rel, parse=True) is not None:
+            reached.update(tree.imports(rel) if is_test(rel) else {rel})
+    return {rel for rel in reached if not is_test(rel)}
 
 
 def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
     """The definitions around the frames, as ``frame`` or ``test_frame`` evidence (the
-    deepest of a trace the strongest); the lines of the failing tests, to read their calls:
-    a test definition's, or (a test written as a callback, ``test('...', () => {...})``)
-    the lines around its frame."""
+    deepest of a trace the strongest; error helpers below it, short definitions whose line
+    raises, after the frame that called them); the lines of the failing tests, to read
+    their calls: a test definition's, or (a test written as a callback, ``test('...', () =>
+    {...})``) the lines around its frame."""
     deepest_first = [f for f in trace if f.innermost_first] + [
         f for f in reversed(trace) if not f.innermost_first
     ]
     tests: list[Key] = []
-    for depth, frame in enumerate(deepest_first):
+    placed: list[tuple[Frame, str, list[Definition]]] = []
+    for frame in deepest_first:
         rel = tree.resolve(frame.path)
         if rel is None or tree.text(rel, parse=True) is None:
             continue
@@ -182,12 +209,28 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
             last = (frame.name or "").rpartition(".")[2]
             exact = [d for d in defs if d[1] == frame.name] or [d for d in defs if d[0] == last]
             picked = exact[:1]
+        placed.append((frame, rel, picked))
+    helpers = 0
+    while helpers < len(placed) - 1 and _helper(tree, *placed[helpers]):
+        helpers += 1
+    if placed:
+        placed.insert(0, placed.pop(helpers))
+    for depth, (_, rel, picked) in enumerate(placed):
         kind = "test_frame" if is_test(rel) else "frame"
         for definition in picked:
             key = found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
             if kind == "test_frame":
                 tests.append(key)
     return list(dict.fromkeys(tests))
+
+
+def _helper(tree: Tree, frame: Frame, rel: str, picked: list[Definition]) -> bool:
+    """Whether a frame is in an error helper: a short definition, not a test's, whose line
+    there raises or builds an error (``throw error(state, message)``)."""
+    if not picked or frame.line is None or is_test(rel):
+        return False
+    line = file_lines(tree.text(rel) or "")[frame.line - 1 : frame.line]
+    return picked[0][4] - picked[0][3] < HELPER_LINES and any(raises(text) for text in line)
 
 
 def _at_frames(tree: Tree, trace: list[Frame]) -> list[str]:
@@ -203,14 +246,19 @@ def _at_frames(tree: Tree, trace: list[Frame]) -> list[str]:
     return lines
 
 
-def _named(tree: Tree, task: str, found: Evidence) -> None:
-    """The files the task names by path, and the definitions it names as code."""
+def _paths(tree: Tree, task: str) -> list[str]:
+    """The files the task names by path."""
+    files = []
     for match in _PATH.finditer(task):
         if language_of(match[1]) is not None:
             rel = tree.resolve(match[1])
             if rel is not None and tree.text(rel, parse=True) is not None:
-                found.files.append(rel)
-    found.files = list(dict.fromkeys(found.files))
+                files.append(rel)
+    return list(dict.fromkeys(files))
+
+
+def _named(tree: Tree, task: str, found: Evidence) -> None:
+    """The definitions the task names as code, and the first of each file it names."""
     names: list[str] = []
     for match in _NAMED.finditer(task):
         text = _QUOTED.sub("", match[1] or match[2] or match[3] or match[4])
@@ -219,8 +267,10 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             for name in _DOTTED.findall(text)
             if len(name.rpartition(".")[2]) >= 3 and not language_of(name)
         ]
+    bound = dict(_BOUND.findall(task))  # ``sl = SortedList()``: ``sl.add`` is SortedList's
     for name in dict.fromkeys(names):
         parts = name.split(".")
+        parts[0] = bound.get(parts[0], parts[0])
         tree.parse_module(parts[-1])
         for start in range(len(parts)):  # ``pkg.mod.Class.method``: the longest tail known
             tail = ".".join(parts[start:])
@@ -232,7 +282,9 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
         if mine:
             found.resolved.add(name)
         for rel, definition in mine[:DEFINERS_MOST]:
-            found.add("named", rel, definition, 1.0)
+            owner = definition[1].rpartition(".")[0]  # ``marked.parse``, ``_Parser.parse``
+            other = start and owner and _plain(owner) != _plain(parts[start - 1])
+            found.add("named", rel, definition, NAMED_OTHER if other else 1.0)
     for rel in found.files:
         for definition in tree.defs.get(rel, [])[:1]:
             found.add("named", rel, definition, 1.0)
@@ -247,6 +299,8 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
     bodies = []
     for rel, first, last in tests:
         text = tree.text(rel) or ""
+        for path in tree.imports(rel, text):
+            tree.text(path, parse=True)
         body = "\n".join(file_lines(text)[first - 1 : last])
         bodies.append((rel, text, body))
         built.update(name for name in _called(text) if name[:1].isupper())
@@ -298,14 +352,19 @@ def _callees(
         return []
     body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
     found: dict[Key, Definition] = {}
-    for name in _called(body):
+    called = _called(body)
+    for path in tree.imports(rel, text):  # the modules it imports by path that it calls
+        if module_name(path) in called:
+            tree.text(path, parse=True)
+    for name in called:
         if name == definition[0]:
             continue  # its own first line, or a call of itself
         if name not in tree.by_name:
-            tree.parse_module(name, text)
+            tree.parse_module(name, text, rel)
         for path, callee in tree.definers(name, rel, text, definition)[:2]:
             if callee[2] == "class":
                 continue  # a class built: too long to follow, its methods called are
+            path, callee = tree.copies.preferred(path, callee)
             found.setdefault((path, callee[3], callee[4]), callee)
         if len(found) >= CALLS_MOST:
             break
@@ -356,9 +415,8 @@ def _lexical(
             break
     docs = []
     pairs = []
-    copies = tree.copies()
     for rel, defs in tree.defs.items():
-        if rel in tree.generated or rel in copies or is_declaration(rel):
+        if rel in tree.generated or is_declaration(rel):
             continue
         text = tree.texts.get(rel)
         lines = file_lines(text) if text is not None else None
@@ -367,6 +425,8 @@ def _lexical(
                 lines is None and everything is not None and (rel, d[3]) not in hit
             ):
                 continue  # (a big tree's definitions that share no word and were not read)
+            if tree.copies.preferred(rel, d, read=False)[0] != rel:
+                continue  # another copy of it stands for it
             docs.append(Doc(rel, d[0], _body(lines, d, defs) if lines is not None else None))
             pairs.append((rel, d))
     scored = sorted(
@@ -381,6 +441,11 @@ def _lexical(
     top = scored[0][0]
     floor = top * LEXICAL_FLOOR
     return [(s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
+
+
+def _plain(name: str) -> str:
+    """A name as compared with another: ``_Parser`` is ``parser``."""
+    return name.rpartition(".")[2].strip("_").lower()
 
 
 def _dunder(name: str) -> bool:
