@@ -50,7 +50,6 @@ CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definiti
 CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
-NAMED_OTHER = 0.5  # ``x.name`` found only as another class's method ``Other.name``
 HELPER_LINES = 20  # a definition this short whose frame's line raises is an error helper
 
 Key = tuple[str, int, int]  # a definition: its file, first line, last line
@@ -61,7 +60,6 @@ _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
 )
-_BOUND = re.compile(r"\b([A-Za-z_$][\w$]*)\s*=\s*(?:new\s+)?([A-Z][\w$]*)\s*\(")
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
@@ -267,10 +265,8 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             for name in _DOTTED.findall(text)
             if len(name.rpartition(".")[2]) >= 3 and not language_of(name)
         ]
-    bound = dict(_BOUND.findall(task))  # ``sl = SortedList()``: ``sl.add`` is SortedList's
     for name in dict.fromkeys(names):
         parts = name.split(".")
-        parts[0] = bound.get(parts[0], parts[0])
         tree.parse_module(parts[-1])
         for start in range(len(parts)):  # ``pkg.mod.Class.method``: the longest tail known
             tail = ".".join(parts[start:])
@@ -282,9 +278,7 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
         if mine:
             found.resolved.add(name)
         for rel, definition in mine[:DEFINERS_MOST]:
-            owner = definition[1].rpartition(".")[0]  # ``marked.parse``, ``_Parser.parse``
-            other = start and owner and _plain(owner) != _plain(parts[start - 1])
-            found.add("named", rel, definition, NAMED_OTHER if other else 1.0)
+            found.add("named", rel, definition, 1.0)
     for rel in found.files:
         for definition in tree.defs.get(rel, [])[:1]:
             found.add("named", rel, definition, 1.0)
@@ -441,11 +435,6 @@ def _lexical(
     top = scored[0][0]
     floor = top * LEXICAL_FLOOR
     return [(s / top, rel, d) for s, rel, d in scored[:LEXICAL_MOST] if s >= floor]
-
-
-def _plain(name: str) -> str:
-    """A name as compared with another: ``_Parser`` is ``parser``."""
-    return name.rpartition(".")[2].strip("_").lower()
 
 
 def _dunder(name: str) -> bool:
