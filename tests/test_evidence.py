@@ -18,6 +18,7 @@ from test_project_context import make_run, start
 from codingagent.prompt.evidence import WEIGHTS, Evidence, rank
 from codingagent.prompt.frames import Frame, frames
 from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
+from codingagent.protocol.commands import numbered
 
 PYTEST_RUN = """\
 =================================== FAILURES ===================================
@@ -206,3 +207,98 @@ def test_leave_one_out_chooses_the_weights_without_the_task_it_scores() -> None:
     held = {"a": [True, False], "b": [True, True], "c": [False, True]}
     # left out, "a" is scored with the second weights (they hold b and c), which miss it
     assert bench.loo_choice(held, default=0) == {"a": 1, "b": 0, "c": 0}
+
+
+LOADER_HEAD = (
+    "'use strict';\n\n"
+    "class LoaderError extends Error {}\n\n"
+    "function generateError(state, message) {\n"
+    "  const mark = { position: state.position, line: state.line };\n"
+    "  return new LoaderError(message + ' at ' + mark.line);\n"
+    "}\n\n"
+    "function throwError(state, message) {\n"
+    "  throw generateError(state, message);\n"
+    "}\n\n"
+)
+READ_BLOCK = (
+    "function readBlock(state, indicator) {\n"
+    "  let chomping = 'clip';\n"
+    + "".join(
+        f"  const step{n} = state.input.charCodeAt(state.position + {n}) + indentOf(state, {n});\n"
+        for n in range(70)
+    )
+    + "  if (indicator === '-' || indicator === '+') {\n"
+    "    if (chomping !== 'clip') {\n"
+    "      throwError(state, 'repeat of a chomping mode identifier');\n"
+    "    }\n"
+    "    chomping = indicator === '+' ? 'keep' : 'strip';\n"
+    "  }\n"
+    + "".join(f"  state.position += step{n} > 0 ? 1 : 0;\n" for n in range(70))
+    + "  return chomping;\n"
+    "}\n\n"
+)
+LOADER_TAIL = (
+    "function indentOf(state, n) {\n  return state.indent + n;\n}\n\n"
+    "function compose(state, indicator) {\n  return readBlock(state, indicator);\n}\n\n"
+    "function load(input) {\n"
+    "  return compose({ input, position: 0, line: 0, indent: 0 }, input[0]);\n"
+    "}\n\n"
+    "module.exports = { load };\n"
+)
+
+
+def test_the_function_calling_an_error_helper_is_the_deepest_frame_and_shown_whole(
+    tmp_path: Path,
+) -> None:
+    """A traceback whose deepest frames are error helpers (``generateError``, built by
+    ``throwError``): the function that called them is where the trace points, and, the
+    evidence clearly leading to it, it is shown whole though it takes more than half of the
+    section."""
+    text = LOADER_HEAD + READ_BLOCK + LOADER_TAIL
+    lines = text.split("\n")
+
+    def line(code: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if code in line)
+
+    where = "/home/me/app/node_modules/pkg/lib/loader.js"
+    trace = "\n".join(
+        f"    at {name} ({where}:{line(code)}:9)"
+        for name, code in (
+            ("generateError", "return new LoaderError"),
+            ("throwError", "throw generateError"),
+            ("readBlock", "throwError(state, 'repeat"),
+            ("compose", "return readBlock(state"),
+            ("Object.load", "return compose({"),
+        )
+    )
+    run = make_run(tmp_path, {"lib/loader.js": text, "index.js": "require('./lib/loader');\n"})
+    start(run, f"load('|-') throws since the update:\nLoaderError: repeat of a chomping\n{trace}")
+    shown = section(run.prompt())
+    block = READ_BLOCK.rstrip("\n").split("\n")
+    first = line("function readBlock(")
+    assert "\n".join(numbered(block, first)) in shown  # every line of it, numbered
+    assert len(READ_BLOCK) > (PASTED_TOKENS * 4) // 2  # more than half the section
+    assert "throw generateError(state, message);" in shown  # the helpers, small, too
+
+
+def test_a_definition_the_evidence_clearly_leads_to_is_shown_whole(tmp_path: Path) -> None:
+    """The one definition the task names, scoring more than twice the next: whole, though
+    it takes more than half of the section."""
+    body = "".join(
+        f"        value_{n} = line.partition('=')[2].strip().removesuffix(';') + '{n}'\n"
+        for n in range(110)
+    )
+    parse = (
+        "def parse_config(text):\n"
+        "    found = {}\n"
+        "    for line in text.splitlines():\n" + body + "        found[_key(line)] = _rhs(line)\n"
+        "    return _checked(_merged(found))\n"
+    )
+    helpers = "".join(
+        f"\n\ndef _{name}(x):\n    return x\n" for name in ("key", "rhs", "checked", "merged")
+    )
+    run = make_run(tmp_path, {"conf/parse.py": parse + helpers, "conf/__init__.py": ""})
+    start(run, "parse_config('a = 1') returns {'a': ''}: the values are lost")
+    shown = section(run.prompt())
+    assert len(parse) > (PASTED_TOKENS * 4) // 2
+    assert whole(parse, "parse_config", "conf/parse.py", shown)

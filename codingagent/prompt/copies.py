@@ -15,12 +15,13 @@ Of copies, the one shown (:meth:`Copies.order`) is
 1. the nearest to a file the evidence reaches (a frame's, one the failing tests import, one
    the task names by path): that file itself, else one with its extension, else the one
    sharing the most leading folders with it;
-2. else the nearest, so, to the files the package's entry imports (``package.json``'s
-   ``exports`` for ``require``, ``node`` or ``default``, else its ``main``);
-3. else the one an import loads (Python's package ``x/__init__.py`` over ``x.py`` beside
-   it); else a source over a build (under ``src/`` first; under a build folder, or a build
-   word in its name, last);
-4. else the plain source's extension (``.js`` before ``.cjs`` and ``.mjs``), else the first
+2. else the one an import loads (Python's package ``x/__init__.py`` over ``x.py`` beside
+   it);
+3. else a source over a build (under ``src/`` first; under a build folder, or with a build
+   word in its name, last): a build is made again from its source;
+4. else the nearest, as in 1, to the files the package's entry imports (``package.json``'s
+   ``exports`` for ``require``, ``node`` or ``default``, else its ``main``): what runs;
+5. else the plain source's extension (``.js`` before ``.cjs`` and ``.mjs``), else the first
    path.
 """
 
@@ -197,9 +198,9 @@ class Copies:
         shadowed = rel.endswith(".py") and f"{rel[:-3]}/__init__.py" in self.tree.file_set
         return (
             _nearest(rel, self.reached),
-            _nearest(rel, self.entry()),
             shadowed,  # Python imports a package ``x/`` before a module ``x.py`` beside it
             made(rel),
+            _nearest(rel, self.entry()),
             source_first(rel),
             rel,
         )
