@@ -16,7 +16,7 @@ from test_pointed import benchmark, section, whole
 from test_project_context import make_run, start
 
 from codingagent.prompt.evidence import WEIGHTS, Evidence, rank
-from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.frames import Frame, frames, raises
 from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
 
@@ -302,3 +302,16 @@ def test_a_definition_the_evidence_clearly_leads_to_is_shown_whole(tmp_path: Pat
     shown = section(run.prompt())
     assert len(parse) > (PASTED_TOKENS * 4) // 2
     assert whole(parse, "parse_config", "conf/parse.py", shown)
+
+
+def test_a_line_raises_when_it_throws_or_builds_an_error() -> None:
+    raising = (
+        "throw generateError(state, message);",
+        "return new YAMLException(message, mark);",
+        "raise ValueError(kind)",
+        "        raise",
+        "return makeError('no colon')",
+    )
+    assert all(raises(line) for line in raising)
+    plain = ("total += price(item)", "errors.append(line)", "if (isError) {", "throwing = 1")
+    assert not any(raises(line) for line in plain)
