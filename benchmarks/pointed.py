@@ -779,6 +779,7 @@ GRID = {  # the weights leave-one-out chooses among (the defaults are one of eac
     "callee": (0.25, 0.5, 1.0),
     "near": (1.0, 2.0, 4.0),
     "tested": (1.0, 2.0, 4.0),
+    "shared": (1.0, 2.0, 4.0),
 }
 
 

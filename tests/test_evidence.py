@@ -15,10 +15,12 @@ import pytest
 from test_pointed import benchmark, section, whole
 from test_project_context import make_run, start
 
-from codingagent.prompt.evidence import WEIGHTS, Evidence, rank
+from codingagent.prompt.definitions import Tree
+from codingagent.prompt.evidence import WEIGHTS, Evidence, gather, rank
 from codingagent.prompt.frames import Frame, frames, raises
 from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
+from codingagent.workspace import Workspace
 
 PYTEST_RUN = """\
 =================================== FAILURES ===================================
@@ -315,3 +317,77 @@ def test_a_line_raises_when_it_throws_or_builds_an_error() -> None:
     assert all(raises(line) for line in raising)
     plain = ("total += price(item)", "errors.append(line)", "if (isError) {", "throwing = 1")
     assert not any(raises(line) for line in plain)
+
+
+STEPS = "".join(
+    f"\n\ndef _step_{n}(rows):\n"
+    + "".join(
+        f"    rows = [list(row) for row in rows if row is not None]  # {m}\n" for m in range(20)
+    )
+    + "    return rows\n"
+    for n in range(30)
+)
+TABLE = (
+    "def _afterpoint(text):\n"
+    '    """Digits after the point, -1 without one."""\n'
+    '    if "." not in text:\n'
+    "        return 0\n"
+    '    return len(text) - text.index(".")\n\n\n'
+    "def _choose(column, how):\n"
+    '    if how == "decimal":\n'
+    "        points = [_afterpoint(text) for text in column]\n"
+    "        most = max(points)\n"
+    '        return [text + " " * (most - point) for text, point in zip(column, points)]\n'
+    "    return column\n\n\n"
+    'def _align(column, how="decimal"):\n'
+    "    padded = _choose(column, how)\n"
+    "    width = max(len(text) for text in padded)\n"
+    "    return [text.rjust(width) for text in padded]\n"
+    + STEPS
+    + '\n\ndef render(rows, how="decimal"):\n'
+    + "".join(f"    rows = _step_{n}(rows)\n" for n in range(30))
+    + "    columns = list(zip(*rows))\n"
+    "    aligned = [_align([str(value) for value in column], how) for column in columns]\n"
+    '    return "\\n".join(" ".join(cells) for cells in zip(*aligned))\n'
+)
+CASES = [
+    ("[[2, 1.5], [2.5, 10]]", "2      1.5\\n 2.5 10   "),
+    ("[[7], [7.25]]", "7    \\n 7.25"),
+    ("[['a', 1], ['b', 2.5]]", "a 1   \\nb  2.5"),
+]
+TABLE_TESTS = "from tab.table import render\n" + "".join(
+    f"\n\ndef test_render_{n}():\n    assert render({rows}) == '{text}'\n"
+    for n, (rows, text) in enumerate(CASES * 3)
+)
+ALIGN_TESTS = (
+    "from tab.table import _align\n\n\n"
+    "def test_align():\n"
+    "    assert _align(['2', '2.5']) == ['2   ', ' 2.5']\n"
+)
+
+
+def test_what_every_failing_test_reaches_is_where_one_fault_is(tmp_path: Path) -> None:
+    """Nine failing tests call ``render`` (30 steps and ``_align`` below it), one calls
+    ``_align`` directly: what they all reach (``_align``, ``_choose`` and the ``_afterpoint``
+    it calls, three calls below ``render``) is ``shared`` evidence, what only some reach is
+    not: ``_afterpoint`` ranks above ``render``, though nothing names it."""
+    files = {
+        "tab/__init__.py": "",
+        "tab/table.py": TABLE,
+        "tests/test_table.py": TABLE_TESTS,
+        "tests/test_internal.py": ALIGN_TESTS,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    tests = ["test_internal.py::test_align"]
+    tests += [f"test_table.py::test_render_{n}" for n in range(9)]
+    failure = "".join(f"FAILED tests/{test} - AssertionError\n" for test in tests)
+    ws = Workspace(tmp_path)
+    task = "The tests fail since my last change. Please fix the library."
+    found = gather(Tree(ws, ws.list_files(limit=100), None), task, failure)
+    shared = {found.defs[key][1]: strength for key, strength in found.strength["shared"].items()}
+    assert shared.keys() == {"_align", "_choose", "_afterpoint"}
+    assert set(shared.values()) == {1 - 3 / 34}  # of the 34 definitions they reach
+    ranked = [found.defs[key][1] for _, key in rank(found)]
+    assert ranked[:4] == ["_align", "_choose", "_afterpoint", "render"]  # before the steps

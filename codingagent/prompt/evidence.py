@@ -47,6 +47,7 @@ LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
 LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 DEPTH_DECAY = 0.25  # a frame ``n`` above the deepest counts 1 / (1 + n * this)
 CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definition holds it
+REACH_DEPTH = 3  # calls below what the failing tests call that ``shared`` follows
 CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
@@ -74,13 +75,14 @@ class Weights:
     test_frame: float = 1.0
     words: float = 1.0
     tested: float = 2.0
+    shared: float = 2.0
     callee: float = 0.5
     near: float = 2.0
     test_share: float = 0.3
 
 
 WEIGHTS = Weights()
-KINDS = ("named", "frame", "test_frame", "words", "tested")
+KINDS = ("named", "frame", "test_frame", "words", "tested", "shared")
 
 
 @dataclass
@@ -115,7 +117,7 @@ def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
     tree.copies.reach(_reached(tree, trace) | set(found.files))
     tests = _frames(tree, trace, found)
     _named(tree, task, found)
-    _tested(tree, tests, found)
+    _shared(tree, _tested(tree, tests, found), found)
     extra = " ".join(_at_frames(tree, trace))
     resolved = {word for name in found.resolved for word in words(name)}
     for score, rel, definition in _lexical(tree, task, failure, extra, found.files, resolved):
@@ -284,11 +286,12 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             found.add("named", rel, definition, 1.0)
 
 
-def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
+def _tested(tree: Tree, tests: list[Key], found: Evidence) -> list[set[Key]]:
     """What the failing tests call into the code under test, as ``tested`` evidence: each
     failing test's calls, split over the definitions a name stands for; a method of a class
-    the test files build before a method of another class."""
+    the test files build before a method of another class. What each test calls."""
     counts: defaultdict[Key, float] = defaultdict(float)
+    called: list[set[Key]] = []
     built: set[str] = set()
     bodies = []
     for rel, first, last in tests:
@@ -299,6 +302,7 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
         bodies.append((rel, text, body))
         built.update(name for name in _called(text) if name[:1].isupper())
     for rel, text, body in bodies:
+        called.append(set())
         for name in _called(body):
             pairs = [p for p in tree.definers(name, rel, text) if not is_test(p[0])]
             if not pairs:
@@ -308,10 +312,38 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
             for path, definition in mine:
                 key = found.add("tested", path, definition, 0.0)
                 counts[key] += 1.0 / len(mine)
+                called[-1].add(key)
     if counts:
         most = math.log1p(max(counts.values()))
         for key, count in counts.items():
             found.strength["tested"][key] = math.log1p(count) / most
+    return called
+
+
+def _shared(tree: Tree, called: list[set[Key]], found: Evidence) -> None:
+    """What the most failing tests reach (``REACH_DEPTH`` calls below what they call), as
+    ``shared`` evidence, when two or more reach any: one fault that fails them all is
+    there. Its strength is how much of all they reach it leaves out."""
+    below: dict[tuple[Key, int], set[Key]] = {}
+
+    def reach(key: Key, depth: int) -> set[Key]:
+        if (key, depth) not in below:
+            below[(key, depth)] = {key}
+            if depth and found.defs[key][2] != "class":
+                for callee, definition in _callees(tree, key, found.defs[key], found):
+                    found.defs.setdefault(callee, definition)
+                    below[(key, depth)] |= reach(callee, depth - 1)
+        return below[(key, depth)]
+
+    reached = [set().union(*(reach(key, REACH_DEPTH) for key in keys)) for keys in called]
+    reached = [keys for keys in reached if keys]
+    counts = Counter(key for keys in reached for key in keys)
+    if len(reached) < 2:
+        return
+    most = max(counts.values())
+    shared = [key for key, count in counts.items() if count == most]
+    for key in shared:
+        found.add("shared", key[0], found.defs[key], 1 - len(shared) / len(counts))
 
 
 def _follow(tree: Tree, found: Evidence) -> None:
