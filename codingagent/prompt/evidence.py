@@ -7,7 +7,8 @@ The evidence, each kind's strength at most 1:
 - ``named``: the task names the definition as code (```parse_header```, ``Parser.parse``,
   ``load()``, ``snake_case``, ``camelCase``), or names its file by path;
 - ``frame``: a frame of a traceback in the task, or of the check's failing output, stands in
-  it (:mod:`.frames`); the deepest of a trace the most;
+  it (:mod:`.frames`); the deepest of a trace the most, error helpers (short definitions
+  whose line there raises) counting after the frame that called them;
 - ``test_frame``: the same, in a test file: the failing tests and their helpers;
 - ``words``: the task's words point at it (:mod:`codingagent.codemap.lexical`; the best 1),
   with the failing output's words and, as code, those of the failing tests' lines at their
@@ -18,13 +19,17 @@ The evidence, each kind's strength at most 1:
   its frame when the test is a callback, that the code under test defines; a method of a
   class the test files build before one of another class), by how many failing tests do,
   log-scaled, the most 1;
+- ``shared``: the most failing tests reach it, ``REACH_DEPTH`` calls below what they call,
+  when two or more reach anything (one fault that fails them all is there); as strong as it
+  leaves out much of all they reach;
 - and the call graph around all of these: a definition gets ``callee`` times the score of
   each definition that calls it, over the square root of how many that calls, two calls
   deep (a class is not followed: its methods are).
 
 A definition in a test file counts ``test_share`` of its score: tests are evidence of where
 the bug is, rarely where it is. Which definitions a name stands for is
-:meth:`.definitions.Tree.definers`'s.
+:meth:`.definitions.Tree.definers`'s; evidence for one copy of a definition a package ships
+twice is evidence for the copy :mod:`.copies` chooses.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ first, value for size:
 - a definition is shown whole (numbered as READ_FILE numbers lines, as READ_FILE
   ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: half the
   section for the best, for the others in proportion to their score, at least an eighth;
+  three quarters for one the evidence clearly leads to (:func:`_lead`);
 - a longer one (``OUTLINE_LINES`` or more) that the evidence points into is shown as its
   outline, within a quarter of the section: its first lines (to the end of its signature),
   the lines the evidence points at (a frame's line; code, not a comment or a docstring, that
