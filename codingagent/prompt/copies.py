@@ -167,7 +167,10 @@ class Copies:
                 if (self.tree.text(pair[0]) if read else self.tree.texts.get(pair[0])) is not None
             ]
             copies = [pair for pair in readable if self.same((rel, definition), pair)]
-            self._chosen[key] = min([(rel, definition), *copies], key=lambda p: self.order(p[0]))
+            mine = (rel, definition)
+            self._chosen[key] = (
+                min([mine, *copies], key=lambda p: self.order(p[0])) if copies else mine
+            )
         return self._chosen[key]
 
     def one(self, pairs: list[Pair]) -> list[Pair]:
