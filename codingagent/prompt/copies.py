@@ -44,7 +44,6 @@ Pair = tuple[str, Definition]
 class Files(Protocol):
     """What copies are told apart by: :class:`.definitions.Tree`'s files and definitions."""
 
-    files: list[str]
     file_set: set[str]
     texts: dict[str, str]
     by_name: dict[str, list[Pair]]
@@ -213,7 +212,7 @@ class Copies:
         if self._entry is None:
             self._entry = set()
             main = _entry_path(self.tree.text("package.json"))
-            files = set(self.tree.files)
+            files = self.tree.file_set
             for path in (main, f"{main}.js", f"{main}/index.js") if main else ():
                 text = self.tree.text(path) if path in files else None
                 if text is not None:

@@ -132,8 +132,9 @@ class Tree:
     ) -> list[tuple[str, Definition]]:
         """The definitions ``name`` stands for, said in ``rel`` (whose text is ``text``; by
         ``caller``, never itself): its own file's; else those of a file it imports; else
-        those of at most ``DEFINERS_MOST`` files (of copies of one module, ``x.js`` and
-        ``x.mjs``, one); else those of the file named after it (``format.js``); else none:
+        those of at most ``DEFINERS_MOST`` files (of copies of one definition, ``x.js`` and
+        ``x.mjs``, the one :mod:`.copies` shows); else those of the file named after it
+        (``format.js``); else none:
         too common a name to guess. Never a declaration file's or a minified file's."""
         defined = [
             pair
