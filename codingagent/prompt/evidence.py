@@ -218,7 +218,7 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
     helpers = 0
     while helpers < len(placed) - 1 and _helper(tree, *placed[helpers]):
         helpers += 1
-    if placed:
+    if placed and not is_test(placed[helpers][1]):  # the code that called them, not a test
         placed.insert(0, placed.pop(helpers))
     for depth, (_, rel, picked) in enumerate(placed):
         kind = "test_frame" if is_test(rel) else "frame"
