@@ -1,7 +1,7 @@
 """Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
 libraries.
 
-    python benchmarks/pointed.py                # 27 bug tasks and 12 held out, a pasted chat
+    python benchmarks/pointed.py                # 27 bug tasks and 12 more, a pasted chat
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
@@ -17,8 +17,11 @@ pasted chat starts; with the task's ``check`` as ``--check``), the task worded a
 reports the bug: what they called and what they saw, never the line. Two tasks paste a
 traceback, made by running the buggy code (Python, or Node.js), its paths rewritten to an
 installed copy's, as a user's are; four are failing suites, whose check gives the evidence.
-The tasks of ``pointed_heldout.py`` and ``pointed_heldout2.py`` beside this file, when they
-are there, are run too.
+The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too: written
+by an independent writer who had not read the ranking, held out until issue 52's ranking was
+measured on them, tuned on since (column ``written``: ``independent``). So are those of
+``pointed_heldout2.py``: a second independent writer's, written after that ranking change and
+held out from the tuning that followed it (column ``written``: ``held out``).
 
 Printed, one markdown row a task: when it was written, whether the first prompt holds the
 whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
@@ -751,7 +754,7 @@ def cost(files: int, runs: int = 5) -> str:
 
 def held_out() -> list[Task]:
     """The tasks of ``pointed_heldout.py`` and ``pointed_heldout2.py`` beside this file, those
-    that are there: written by someone who has not read the ranking, after it was frozen."""
+    that are there: each written by someone who had not read the ranking."""
     return [*_held_out("pointed_heldout"), *_held_out("pointed_heldout2")]
 
 
@@ -776,7 +779,7 @@ def _held_out(stem: str) -> list[Task]:
 def written(task: Task, heldout: list[Task]) -> str:
     """When and by whom a task was written (docs/prompts.md says more)."""
     if task in heldout:
-        return "held out"
+        return "held out" if task in _held_out("pointed_heldout2") else "independent"
     return "issue 44" if TASKS.index(task) < WRITTEN_BEFORE else "issue 52"
 
 
@@ -785,6 +788,7 @@ GRID = {  # the weights leave-one-out chooses among (the defaults are one of eac
     "callee": (0.25, 0.5, 1.0),
     "near": (1.0, 2.0, 4.0),
     "tested": (1.0, 2.0, 4.0),
+    "shared": (1.0, 2.0, 4.0),
 }
 
 
@@ -891,12 +895,14 @@ def main_(argv: list[str] | None = None) -> int:
         "first prompt, tokens (4 chars) | tokens (3 bytes) | section, tokens |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    found = 0
+    found: Counter[str] = Counter()
+    counted: Counter[str] = Counter()
     for task in tasks:
         with tempfile.TemporaryDirectory() as tmp:
             text, ws = first_prompt(task, Path(tmp), args.window)
             whole, where = holds(text, task, ws)
-        found += whole
+        found[written(task, heldout)] += whole
+        counted[written(task, heldout)] += 1
         shown = text.split(SECTION, 1)[1].split("=== PROMPT ===")[0] if SECTION in text else ""
         print(
             f"| {task.name} | {written(task, heldout)} | `{task.symbol}` ({task.path}) | "
@@ -904,7 +910,12 @@ def main_(argv: list[str] | None = None) -> int:
             f"{where} | {estimate_tokens(text):,} | {estimate(text):,} | "
             f"{estimate_tokens(shown):,} |"
         )
-    print(f"\n{found} of {len(tasks)} first prompts hold the whole definition to change.")
+    print(
+        f"\n{sum(found.values())} of {len(tasks)} first prompts hold the whole definition to "
+        "change; by when the tasks were written: "
+        + ", ".join(f"{kind} {found[kind]} of {counted[kind]}" for kind in counted)
+        + "."
+    )
     return 0
 
 

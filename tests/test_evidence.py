@@ -15,9 +15,12 @@ import pytest
 from test_pointed import benchmark, section, whole
 from test_project_context import make_run, start
 
-from codingagent.prompt.evidence import WEIGHTS, Evidence, rank
-from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.definitions import Tree
+from codingagent.prompt.evidence import WEIGHTS, Evidence, gather, rank
+from codingagent.prompt.frames import Frame, frames, raises
 from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
+from codingagent.protocol.commands import numbered
+from codingagent.workspace import Workspace
 
 PYTEST_RUN = """\
 =================================== FAILURES ===================================
@@ -206,3 +209,185 @@ def test_leave_one_out_chooses_the_weights_without_the_task_it_scores() -> None:
     held = {"a": [True, False], "b": [True, True], "c": [False, True]}
     # left out, "a" is scored with the second weights (they hold b and c), which miss it
     assert bench.loo_choice(held, default=0) == {"a": 1, "b": 0, "c": 0}
+
+
+LOADER_HEAD = (
+    "'use strict';\n\n"
+    "class LoaderError extends Error {}\n\n"
+    "function generateError(state, message) {\n"
+    "  const mark = { position: state.position, line: state.line };\n"
+    "  return new LoaderError(message + ' at ' + mark.line);\n"
+    "}\n\n"
+    "function throwError(state, message) {\n"
+    "  throw generateError(state, message);\n"
+    "}\n\n"
+)
+READ_BLOCK = (
+    "function readBlock(state, indicator) {\n"
+    "  let chomping = 'clip';\n"
+    + "".join(
+        f"  const step{n} = state.input.charCodeAt(state.position + {n}) + indentOf(state, {n});\n"
+        for n in range(70)
+    )
+    + "  if (indicator === '-' || indicator === '+') {\n"
+    "    if (chomping !== 'clip') {\n"
+    "      throwError(state, 'repeat of a chomping mode identifier');\n"
+    "    }\n"
+    "    chomping = indicator === '+' ? 'keep' : 'strip';\n"
+    "  }\n"
+    + "".join(f"  state.position += step{n} > 0 ? 1 : 0;\n" for n in range(70))
+    + "  return chomping;\n"
+    "}\n\n"
+)
+LOADER_TAIL = (
+    "function indentOf(state, n) {\n  return state.indent + n;\n}\n\n"
+    "function compose(state, indicator) {\n  return readBlock(state, indicator);\n}\n\n"
+    "function load(input) {\n"
+    "  return compose({ input, position: 0, line: 0, indent: 0 }, input[0]);\n"
+    "}\n\n"
+    "module.exports = { load };\n"
+)
+
+
+def test_the_function_calling_an_error_helper_is_the_deepest_frame_and_shown_whole(
+    tmp_path: Path,
+) -> None:
+    """A traceback whose deepest frames are error helpers (``generateError``, built by
+    ``throwError``): the function that called them is where the trace points, and, the
+    evidence clearly leading to it, it is shown whole though it takes more than half of the
+    section."""
+    text = LOADER_HEAD + READ_BLOCK + LOADER_TAIL
+    lines = text.split("\n")
+
+    def line(code: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if code in line)
+
+    where = "/home/me/app/node_modules/pkg/lib/loader.js"
+    trace = "\n".join(
+        f"    at {name} ({where}:{line(code)}:9)"
+        for name, code in (
+            ("generateError", "return new LoaderError"),
+            ("throwError", "throw generateError"),
+            ("readBlock", "throwError(state, 'repeat"),
+            ("compose", "return readBlock(state"),
+            ("Object.load", "return compose({"),
+        )
+    )
+    run = make_run(tmp_path, {"lib/loader.js": text, "index.js": "require('./lib/loader');\n"})
+    start(run, f"load('|-') throws since the update:\nLoaderError: repeat of a chomping\n{trace}")
+    shown = section(run.prompt())
+    block = READ_BLOCK.rstrip("\n").split("\n")
+    first = line("function readBlock(")
+    assert "\n".join(numbered(block, first)) in shown  # every line of it, numbered
+    assert len(READ_BLOCK) > (PASTED_TOKENS * 4) // 2  # more than half the section
+    assert "throw generateError(state, message);" in shown  # the helpers, small, too
+
+
+def test_a_definition_the_evidence_clearly_leads_to_is_shown_whole(tmp_path: Path) -> None:
+    """The one definition the task names, scoring more than twice the next: whole, though
+    it takes more than half of the section."""
+    body = "".join(
+        f"        value_{n} = line.partition('=')[2].strip().removesuffix(';') + '{n}'\n"
+        for n in range(110)
+    )
+    parse = (
+        "def parse_config(text):\n"
+        "    found = {}\n"
+        "    for line in text.splitlines():\n" + body + "        found[_key(line)] = _rhs(line)\n"
+        "    return _checked(_merged(found))\n"
+    )
+    helpers = "".join(
+        f"\n\ndef _{name}(x):\n    return x\n" for name in ("key", "rhs", "checked", "merged")
+    )
+    run = make_run(tmp_path, {"conf/parse.py": parse + helpers, "conf/__init__.py": ""})
+    start(run, "parse_config('a = 1') returns {'a': ''}: the values are lost")
+    shown = section(run.prompt())
+    assert len(parse) > (PASTED_TOKENS * 4) // 2
+    assert whole(parse, "parse_config", "conf/parse.py", shown)
+
+
+def test_a_line_raises_when_it_throws_or_builds_an_error() -> None:
+    raising = (
+        "throw generateError(state, message);",
+        "return new YAMLException(message, mark);",
+        "raise ValueError(kind)",
+        "        raise",
+        "return makeError('no colon')",
+    )
+    assert all(raises(line) for line in raising)
+    plain = ("total += price(item)", "errors.append(line)", "if (isError) {", "throwing = 1")
+    assert not any(raises(line) for line in plain)
+
+
+STEPS = "".join(
+    f"\n\ndef _step_{n}(rows):\n"
+    + "".join(
+        f"    rows = [list(row) for row in rows if row is not None]  # {m}\n" for m in range(20)
+    )
+    + "    return rows\n"
+    for n in range(30)
+)
+TABLE = (
+    "def _afterpoint(text):\n"
+    '    """Digits after the point, -1 without one."""\n'
+    '    if "." not in text:\n'
+    "        return 0\n"
+    '    return len(text) - text.index(".")\n\n\n'
+    "def _choose(column, how):\n"
+    '    if how == "decimal":\n'
+    "        points = [_afterpoint(text) for text in column]\n"
+    "        most = max(points)\n"
+    '        return [text + " " * (most - point) for text, point in zip(column, points)]\n'
+    "    return column\n\n\n"
+    'def _align(column, how="decimal"):\n'
+    "    padded = _choose(column, how)\n"
+    "    width = max(len(text) for text in padded)\n"
+    "    return [text.rjust(width) for text in padded]\n"
+    + STEPS
+    + '\n\ndef render(rows, how="decimal"):\n'
+    + "".join(f"    rows = _step_{n}(rows)\n" for n in range(30))
+    + "    columns = list(zip(*rows))\n"
+    "    aligned = [_align([str(value) for value in column], how) for column in columns]\n"
+    '    return "\\n".join(" ".join(cells) for cells in zip(*aligned))\n'
+)
+CASES = [
+    ("[[2, 1.5], [2.5, 10]]", "2      1.5\\n 2.5 10   "),
+    ("[[7], [7.25]]", "7    \\n 7.25"),
+    ("[['a', 1], ['b', 2.5]]", "a 1   \\nb  2.5"),
+]
+TABLE_TESTS = "from tab.table import render\n" + "".join(
+    f"\n\ndef test_render_{n}():\n    assert render({rows}) == '{text}'\n"
+    for n, (rows, text) in enumerate(CASES * 3)
+)
+ALIGN_TESTS = (
+    "from tab.table import _align\n\n\n"
+    "def test_align():\n"
+    "    assert _align(['2', '2.5']) == ['2   ', ' 2.5']\n"
+)
+
+
+def test_what_every_failing_test_reaches_is_where_one_fault_is(tmp_path: Path) -> None:
+    """Nine failing tests call ``render`` (30 steps and ``_align`` below it), one calls
+    ``_align`` directly: what they all reach (``_align``, ``_choose`` and the ``_afterpoint``
+    it calls, three calls below ``render``) is ``shared`` evidence, what only some reach is
+    not: ``_afterpoint`` ranks above ``render``, though nothing names it."""
+    files = {
+        "tab/__init__.py": "",
+        "tab/table.py": TABLE,
+        "tests/test_table.py": TABLE_TESTS,
+        "tests/test_internal.py": ALIGN_TESTS,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    tests = ["test_internal.py::test_align"]
+    tests += [f"test_table.py::test_render_{n}" for n in range(9)]
+    failure = "".join(f"FAILED tests/{test} - AssertionError\n" for test in tests)
+    ws = Workspace(tmp_path)
+    task = "The tests fail since my last change. Please fix the library."
+    found = gather(Tree(ws, ws.list_files(limit=100), None), task, failure)
+    shared = {found.defs[key][1]: strength for key, strength in found.strength["shared"].items()}
+    assert shared.keys() == {"_align", "_choose", "_afterpoint"}
+    assert set(shared.values()) == {1 - 3 / 34}  # of the 34 definitions they reach
+    ranked = [found.defs[key][1] for _, key in rank(found)]
+    assert ranked[:4] == ["_align", "_choose", "_afterpoint", "render"]  # before the steps

@@ -329,3 +329,27 @@ def test_benchmark_tasks_on_vendored_sources(tmp_path: Path, name: str) -> None:
     assert held and where.startswith("section"), where
     assert estimate(text) < 12_000
     shutil.rmtree(ws)
+
+
+def test_a_pasted_chat_s_first_prompt_stays_under_12000_tokens(tmp_path: Path) -> None:
+    """A big tree (its listing fills ``listing_chars``, its map its budget) and a task
+    pointing at more code than the section holds: the listing gives up some of its room,
+    the section takes what the rest leaves, and the prompt stays under 12,000 tokens by the
+    window fitting's bound (three bytes a token)."""
+    files = {
+        f"plugins/group_{n % 40:02d}/handler_for_event_{n:04d}.py": (
+            f"def handle_event_{n}(event):\n    return event.get('kind_{n}')\n"
+        )
+        for n in range(600)
+    }
+    body = "".join(f"    header_{n} = line.split(':')[{n % 7}].strip()\n" for n in range(60))
+    for n in range(12):
+        calls = "".join(f"    read_header_{m}(line)\n" for m in range(12) if m != n)
+        files[f"mail/part{n}.py"] = f"def read_header_{n}(line):\n{body}{calls}    return line\n"
+    run = make_run(tmp_path, files)
+    start(run, "Reading a header fails when the header line has no colon: read_header_3")
+    prompt = run.prompt()
+    assert estimate(prompt) <= 12_000 and len(prompt) <= 12_000 * 4
+    assert whole(files["mail/part3.py"], "read_header_3", "mail/part3.py", section(prompt))
+    listing = prompt.split("## Workspace Files\n", 1)[1].split("\n\n## ", 1)[0]
+    assert 3000 < len(listing) <= 4000  # it gave up half of listing_chars, no more

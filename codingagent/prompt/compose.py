@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from codingagent.prompt.changes import listing_change
-from codingagent.prompt.fitting import fit_prompt
+from codingagent.prompt.fitting import BYTES_PER_TOKEN, fit_prompt
 from codingagent.prompt.instructions import (
     HEADING,
     instruction_files,
@@ -18,7 +18,13 @@ from codingagent.prompt.instructions import (
     working_paths,
 )
 from codingagent.prompt.mapview import folder_map, map_section, map_tokens
-from codingagent.prompt.pointed import pointed_section, pointed_tokens
+from codingagent.prompt.pointed import (
+    CHARS_PER_TOKEN,
+    PASTED_LEAST_TOKENS,
+    PASTED_PROMPT_TOKENS,
+    pointed_section,
+    pointed_tokens,
+)
 from codingagent.prompt.render import (
     VIEW_LINES,
     FileView,
@@ -218,13 +224,13 @@ def compose(
         size_of=functools.partial(_size_of, ws),
         listing=_listing_lines(state, prompt, listing.entries, views),
         instructions=_instructions(ws, state, prompt, listing.entries),
-        code_map=_code_map(ws, state, prompt, listing, shown),
     )
     _note_secret_files(ws, state, prompt)
     environment = environment_section(state, prompt)
     if environment is not None:
         state.environment_digest = digest(environment)
         state.environment_sequence = state.sequence_number
+    context, prompt = _code_map(ws, state, prompt, listing, shown, context)
     text = _fit(state, context, prompt)
     kinds: Counter[str] = Counter()
     if prompt.mask_secrets:
@@ -284,18 +290,51 @@ def _code_map(
     prompt: PromptOptions,
     listing: Listing,
     shown: dict[str, str],
-) -> str | None:
-    """The Code Map section of a first prompt (and of ``show --full``), and after it the
-    Code the Task Points At section (:mod:`codingagent.prompt.pointed`), whose files'
-    digests go into ``shown``."""
+    context: OutboxContext,
+) -> tuple[OutboxContext, PromptOptions]:
+    """``context`` with the Code Map section of a first prompt (and of ``show --full``), and
+    after it the Code the Task Points At section (:mod:`codingagent.prompt.pointed`), whose
+    files' digests go into ``shown``; a pasted chat's first prompt within
+    ``PASTED_PROMPT_TOKENS`` (:func:`_pasted_room`), with the options it is rendered with."""
     if state.sequence_number != 1 and not prompt.full_protocol:
-        return None
+        return context, prompt
     window = prompt.model_window or prompt.context_tokens
     made = map_section(
         ws.root, listing, state, map_tokens(prompt.map_tokens, window), prompt.cache_dir
     )
+    context = replace(context, code_map=made)
     named = state.named_files if state.named_sequence == state.sequence_number else []
     tokens = pointed_tokens(window, failing=state.check_failure is not None)
     pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
+    if pointed.text is not None and window is None:  # a pasted chat: within its limit
+        prompt, fewer = _pasted_room(state, context, prompt, len(pointed.text.encode()))
+        if fewer is not None:
+            tokens = min(tokens, fewer)
+            pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
     shown.update(pointed.shown)
-    return "\n\n".join(part for part in (made, pointed.text) if part) or None
+    text = "\n\n".join(part for part in (made, pointed.text) if part) or None
+    return replace(context, code_map=text), prompt
+
+
+def _pasted_room(
+    state: SessionState, context: OutboxContext, prompt: PromptOptions, section: int
+) -> tuple[PromptOptions, int | None]:
+    """The options and the section's tokens (None: as it is) that keep a pasted chat's
+    first prompt under ``PASTED_PROMPT_TOKENS`` by the window fitting's bound (three bytes a
+    token), its section ``section`` bytes: the listing gives up to half of its characters
+    first, then the section shrinks to what the rest leaves, to ``PASTED_LEAST_TOKENS`` at
+    the least."""
+    limit = PASTED_PROMPT_TOKENS * BYTES_PER_TOKEN - 2  # the section joins the map: "\n\n"
+    over = _bytes(state, context, prompt) + section - limit
+    if over <= 0:
+        return prompt, None
+    listing = max(prompt.listing_chars // 2, prompt.listing_chars - over)
+    prompt = replace(prompt, listing_chars=listing)
+    room = limit - _bytes(state, context, prompt)
+    if section <= room:
+        return prompt, None
+    return prompt, max(PASTED_LEAST_TOKENS, room // CHARS_PER_TOKEN)
+
+
+def _bytes(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> int:
+    return len(render_outbox(state, context, prompt).encode("utf-8", "replace"))

@@ -9,9 +9,11 @@ and its digest kept (what the prompt shows of it is checked by EDIT_FILE against
 Which definitions a name stands for (:meth:`Tree.definers`), where it is said: the caller's
 own file's; else those of a file the caller imports (the module's name in an ``import``,
 ``from`` or ``require`` line; of several, the nearest); else those of at most three files;
-else those of the file named after it; else none (too common a name to guess). Of copies of
-one module (``x.js`` and ``x.mjs``) the plain source's; never a declaration file's
-(``.d.ts``) or a minified one's.
+else those of the file named after it; else none (too common a name to guess). A file
+imports another by its path (``require("./x.cjs")``, ``from .x import y``: that file) or,
+failing that, by its module's name. Of copies of one definition (:mod:`.copies`: ``x.js``
+and ``x.cjs``, ``es/lib/x.js`` and ``lib/x.js``, a bundle's and its source's) one; never a
+declaration file's (``.d.ts``) or a minified one's.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterable
 from pathlib import Path
 
 from codingagent.codemap.firstread import first_order
 from codingagent.codemap.graph import known_graph
 from codingagent.codemap.tagcache import cache_file, read_kept, stamped, tagged
 from codingagent.codemap.tags import definitions_of, file_tags
+from codingagent.prompt.copies import Copies, Definition, imports, is_declaration, source_first
 from codingagent.prompt.mapview import FIRST_MAP_PARSE_MS
 from codingagent.secrecy.rules import redacted
 from codingagent.workspace import Listing, PathRejected, Workspace
@@ -34,11 +36,7 @@ from codingagent.workspace.text import decoded
 FILE_BYTES = 1024 * 1024
 MINIFIED_LINE = 2000  # a file with a longer line is minified
 DEFINERS_MOST = 3  # files that may define a name, when the file saying it imports none of them
-DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")  # type declarations: no code to show or change
-SOURCE = (".py", ".js", ".ts", ".go", ".rs", ".java", ".rb")  # of copies of a module, first
 _IMPORT = re.compile(r"^\s*(?:import|from)\b|\brequire\s*\(|^\s*export\b.*\bfrom\b")
-
-Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
 
 
 class Tree:
@@ -85,6 +83,9 @@ class Tree:
         for rel in self.files:
             by_base.setdefault(rel.rpartition("/")[2], []).append(rel)
         self.by_base = by_base
+        self.file_set = set(self.files)
+        self._imports: dict[str, set[str]] = {}
+        self.copies = Copies(self)  # which copy of a definition to show
 
     def _index(self, defs: dict[str, list[Definition]]) -> None:
         for rel, found in defs.items():
@@ -131,8 +132,9 @@ class Tree:
     ) -> list[tuple[str, Definition]]:
         """The definitions ``name`` stands for, said in ``rel`` (whose text is ``text``; by
         ``caller``, never itself): its own file's; else those of a file it imports; else
-        those of at most ``DEFINERS_MOST`` files (of copies of one module, ``x.js`` and
-        ``x.mjs``, one); else those of the file named after it (``format.js``); else none:
+        those of at most ``DEFINERS_MOST`` files (of copies of one definition, ``x.js`` and
+        ``x.mjs``, the one :mod:`.copies` shows); else those of the file named after it
+        (``format.js``); else none:
         too common a name to guess. Never a declaration file's or a minified file's."""
         defined = [
             pair
@@ -148,34 +150,35 @@ class Tree:
             if here:
                 return here
             if text is not None:
-                imported = _imported(text, {pair[0] for pair in defined}, rel)
+                imported = self.imported(rel, text, {pair[0] for pair in defined})
                 if imported:
                     return [pair for pair in defined if pair[0] in imported]
-        copies = self.copies({path for path, _ in defined})
-        defined = [pair for pair in defined if pair[0] not in copies]
+        defined = self.copies.one(defined)
         if len({path for path, _ in defined}) <= DEFINERS_MOST:
             return defined
         return [pair for pair in defined if module_name(pair[0]) == name]
 
-    def parse_module(self, name: str, text: str | None = None) -> None:
+    def parse_module(self, name: str, text: str | None = None, rel: str = "") -> None:
         """The files of the module ``name`` (``format.js`` for ``format``) parsed when the
-        map has not read them yet (a big tree's first map reads a part); with ``text``, only
-        those it imports."""
-        unread = self._unread().get(name, [])
-        wanted = _imported(text, set(unread), "") if text is not None and unread else unread
-        for rel in wanted:
-            self.text(rel, parse=True)
+        map has not read them yet (a big tree's first map reads a part); with ``text`` (of
+        the file ``rel``), only those it imports."""
+        unread = [path for path in self._unread().get(name, []) if path not in self.defs]
+        wanted = self.imported(rel, text, set(unread)) if text is not None and unread else unread
+        for path in wanted:
+            self.text(path, parse=True)
 
-    def copies(self, files: Iterable[str] | None = None) -> set[str]:
-        """Of ``files`` (default: the parsed ones), those that are another form of a module
-        beside it (``x.mjs`` beside ``x.js``)."""
-        files = list(self.defs if files is None else files)
-        best: dict[str, str] = {}
-        for rel in files:
-            module = rel.rsplit(".", 1)[0]
-            if module not in best or _source_first(rel) < _source_first(best[module]):
-                best[module] = rel
-        return {rel for rel in files if best[rel.rsplit(".", 1)[0]] != rel}
+    def imports(self, rel: str, text: str | None = None) -> set[str]:
+        """The files ``rel`` imports by path (:func:`.copies.imports`), read once."""
+        if rel not in self._imports:
+            text = self.text(rel) if text is None else text
+            self._imports[rel] = imports(rel, text or "", self.file_set)
+        return self._imports[rel]
+
+    def imported(self, rel: str, text: str, paths: set[str]) -> set[str]:
+        """Which of ``paths`` the file ``rel``, whose text is ``text``, imports: by path; else
+        by module name in an import line (of several, the nearest to ``rel``)."""
+        exact = self.imports(rel, text) & paths if rel else set()
+        return exact or _imported(text, paths, rel)
 
     def _unread(self) -> dict[str, list[str]]:
         """The source files the map has not read, by module name (made once)."""
@@ -218,11 +221,6 @@ def _minified(data: bytes) -> bool:
     return any(len(line) > MINIFIED_LINE for line in data.split(b"\n"))
 
 
-def is_declaration(path: str) -> bool:
-    """Whether ``path`` only declares types (``.d.ts``): nothing there to show or change."""
-    return path.endswith(DECLARATIONS)
-
-
 def module_name(path: str) -> str:
     """The name a module is imported by: its file's, a package's folder's."""
     folder, _, name = path.rpartition("/")
@@ -244,7 +242,7 @@ def _imported(text: str, paths: set[str], rel: str) -> set[str]:
             if name and re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", line):
                 found.add(path)
     if len(found) > 1:  # ``utils`` of several packages: the one nearest
-        return {min(found, key=lambda path: (-_shared(path, rel), _source_first(path), path))}
+        return {min(found, key=lambda path: (-_shared(path, rel), source_first(path), path))}
     return found
 
 
@@ -255,8 +253,3 @@ def _shared(one: str, other: str) -> int:
     while n < min(len(a), len(b)) - 1 and a[n] == b[n]:
         n += 1
     return n
-
-
-def _source_first(path: str) -> int:
-    """Of copies of one module (``x.js`` and ``x.mjs``), the plain source first."""
-    return 0 if path.endswith(SOURCE) else 1

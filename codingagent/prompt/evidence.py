@@ -7,7 +7,8 @@ The evidence, each kind's strength at most 1:
 - ``named``: the task names the definition as code (```parse_header```, ``Parser.parse``,
   ``load()``, ``snake_case``, ``camelCase``), or names its file by path;
 - ``frame``: a frame of a traceback in the task, or of the check's failing output, stands in
-  it (:mod:`.frames`); the deepest of a trace the most;
+  it (:mod:`.frames`); the deepest of a trace the most, error helpers (short definitions
+  whose line there raises) counting after the frame that called them;
 - ``test_frame``: the same, in a test file: the failing tests and their helpers;
 - ``words``: the task's words point at it (:mod:`codingagent.codemap.lexical`; the best 1),
   with the failing output's words and, as code, those of the failing tests' lines at their
@@ -18,13 +19,17 @@ The evidence, each kind's strength at most 1:
   its frame when the test is a callback, that the code under test defines; a method of a
   class the test files build before one of another class), by how many failing tests do,
   log-scaled, the most 1;
+- ``shared``: the most failing tests reach it, ``REACH_DEPTH`` calls below what they call,
+  when two or more reach anything (one fault that fails them all is there); as strong as it
+  leaves out much of all they reach;
 - and the call graph around all of these: a definition gets ``callee`` times the score of
   each definition that calls it, over the square root of how many that calls, two calls
   deep (a class is not followed: its methods are).
 
 A definition in a test file counts ``test_share`` of its score: tests are evidence of where
 the bug is, rarely where it is. Which definitions a name stands for is
-:meth:`.definitions.Tree.definers`'s.
+:meth:`.definitions.Tree.definers`'s; evidence for one copy of a definition a package ships
+twice is evidence for the copy :mod:`.copies` chooses.
 """
 
 from __future__ import annotations
@@ -36,8 +41,9 @@ from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, is_declaration
-from codingagent.prompt.frames import Frame, frames
+from codingagent.prompt.copies import Copies, is_declaration
+from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, module_name
+from codingagent.prompt.frames import Frame, frames, raises
 from codingagent.protocol.commands import file_lines
 
 READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
@@ -46,14 +52,16 @@ LEXICAL_MOST = 24  # definitions the task's words point at, considered at most
 LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 DEPTH_DECAY = 0.25  # a frame ``n`` above the deepest counts 1 / (1 + n * this)
 CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definition holds it
+REACH_DEPTH = 3  # calls below what the failing tests call that ``shared`` follows
 CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
+HELPER_LINES = 20  # a definition this short whose frame's line raises is an error helper
 
 Key = tuple[str, int, int]  # a definition: its file, first line, last line
 
-# a call: ``name(``, and Babel's ``(0, _module.name)(``
-_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|\.([A-Za-z_$][\w$]*)\)\(")
+# a call: ``name(``, and Babel's ``(0, _module.name)(`` (``(0, _module.default)(``: ``module``)
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|([\w$]+)\.([A-Za-z_$][\w$]*)\)\(")
 _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
@@ -72,13 +80,14 @@ class Weights:
     test_frame: float = 1.0
     words: float = 1.0
     tested: float = 2.0
+    shared: float = 2.0
     callee: float = 0.5
     near: float = 2.0
     test_share: float = 0.3
 
 
 WEIGHTS = Weights()
-KINDS = ("named", "frame", "test_frame", "words", "tested")
+KINDS = ("named", "frame", "test_frame", "words", "tested", "shared")
 
 
 @dataclass
@@ -93,8 +102,11 @@ class Evidence:
     files: list[str] = field(default_factory=list)  # files the task names by path
     names: set[str] = field(default_factory=set)  # names the task and the failing tests use
     resolved: set[str] = field(default_factory=set)  # names the task uses that were found
+    copies: Copies | None = None  # which copy of a definition stands for all (.copies)
 
     def add(self, kind: str, rel: str, definition: Definition, strength: float) -> Key:
+        if self.copies is not None:
+            rel, definition = self.copies.preferred(rel, definition)
         key = (rel, definition[3], definition[4])
         self.defs[key] = definition
         found = self.strength.setdefault(kind, {})
@@ -104,11 +116,13 @@ class Evidence:
 
 def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
     """The evidence ``task`` and the check's failing output give, in ``tree``."""
-    found = Evidence()
+    found = Evidence(copies=tree.copies)
     trace = frames(task) + frames(failure)
+    found.files = _paths(tree, task)
+    tree.copies.reach(_reached(tree, trace) | set(found.files))
     tests = _frames(tree, trace, found)
     _named(tree, task, found)
-    _tested(tree, tests, found)
+    _shared(tree, _tested(tree, tests, found), found)
     extra = " ".join(_at_frames(tree, trace))
     resolved = {word for name in found.resolved for word in words(name)}
     for score, rel, definition in _lexical(tree, task, failure, extra, found.files, resolved):
@@ -153,20 +167,38 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
 
 
 def _called(text: str) -> list[str]:
-    """The names ``text`` calls, in order, each once."""
-    return list(dict.fromkeys(a or b for a, b in _CALL.findall(text)))
+    """The names ``text`` calls, in order, each once (Babel's ``(0, _module.default)(`` calls
+    the module's own: ``module``)."""
+    return list(
+        dict.fromkeys(
+            name or (field if field != "default" else re.sub(r"\d+$", "", owner.lstrip("_")))
+            for name, owner, field in _CALL.findall(text)
+        )
+    )
+
+
+def _reached(tree: Tree, trace: list[Frame]) -> set[str]:
+    """The files the frames reach: the code's, and what the test files among them import."""
+    reached = set()
+    for frame in trace:
+        rel = tree.resolve(frame.path)
+        if rel is not None and tree.text(rel, parse=True) is not None:
+            reached.update(tree.imports(rel) if is_test(rel) else {rel})
+    return {rel for rel in reached if not is_test(rel)}
 
 
 def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
     """The definitions around the frames, as ``frame`` or ``test_frame`` evidence (the
-    deepest of a trace the strongest); the lines of the failing tests, to read their calls:
-    a test definition's, or (a test written as a callback, ``test('...', () => {...})``)
-    the lines around its frame."""
+    deepest of a trace the strongest; error helpers below it, short definitions whose line
+    raises, after the frame that called them); the lines of the failing tests, to read
+    their calls: a test definition's, or (a test written as a callback, ``test('...', () =>
+    {...})``) the lines around its frame."""
     deepest_first = [f for f in trace if f.innermost_first] + [
         f for f in reversed(trace) if not f.innermost_first
     ]
     tests: list[Key] = []
-    for depth, frame in enumerate(deepest_first):
+    placed: list[tuple[Frame, str, list[Definition]]] = []
+    for frame in deepest_first:
         rel = tree.resolve(frame.path)
         if rel is None or tree.text(rel, parse=True) is None:
             continue
@@ -182,12 +214,28 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
             last = (frame.name or "").rpartition(".")[2]
             exact = [d for d in defs if d[1] == frame.name] or [d for d in defs if d[0] == last]
             picked = exact[:1]
+        placed.append((frame, rel, picked))
+    helpers = 0
+    while helpers < len(placed) - 1 and _helper(tree, *placed[helpers]):
+        helpers += 1
+    if placed and not is_test(placed[helpers][1]):  # the code that called them, not a test
+        placed.insert(0, placed.pop(helpers))
+    for depth, (_, rel, picked) in enumerate(placed):
         kind = "test_frame" if is_test(rel) else "frame"
         for definition in picked:
             key = found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
             if kind == "test_frame":
                 tests.append(key)
     return list(dict.fromkeys(tests))
+
+
+def _helper(tree: Tree, frame: Frame, rel: str, picked: list[Definition]) -> bool:
+    """Whether a frame is in an error helper: a short definition, not a test's, whose line
+    there raises or builds an error (``throw error(state, message)``)."""
+    if not picked or frame.line is None or is_test(rel):
+        return False
+    line = file_lines(tree.text(rel) or "")[frame.line - 1 : frame.line]
+    return picked[0][4] - picked[0][3] < HELPER_LINES and any(raises(text) for text in line)
 
 
 def _at_frames(tree: Tree, trace: list[Frame]) -> list[str]:
@@ -203,14 +251,19 @@ def _at_frames(tree: Tree, trace: list[Frame]) -> list[str]:
     return lines
 
 
-def _named(tree: Tree, task: str, found: Evidence) -> None:
-    """The files the task names by path, and the definitions it names as code."""
+def _paths(tree: Tree, task: str) -> list[str]:
+    """The files the task names by path."""
+    files = []
     for match in _PATH.finditer(task):
         if language_of(match[1]) is not None:
             rel = tree.resolve(match[1])
             if rel is not None and tree.text(rel, parse=True) is not None:
-                found.files.append(rel)
-    found.files = list(dict.fromkeys(found.files))
+                files.append(rel)
+    return list(dict.fromkeys(files))
+
+
+def _named(tree: Tree, task: str, found: Evidence) -> None:
+    """The definitions the task names as code, and the first of each file it names."""
     names: list[str] = []
     for match in _NAMED.finditer(task):
         text = _QUOTED.sub("", match[1] or match[2] or match[3] or match[4])
@@ -238,19 +291,23 @@ def _named(tree: Tree, task: str, found: Evidence) -> None:
             found.add("named", rel, definition, 1.0)
 
 
-def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
+def _tested(tree: Tree, tests: list[Key], found: Evidence) -> list[set[Key]]:
     """What the failing tests call into the code under test, as ``tested`` evidence: each
     failing test's calls, split over the definitions a name stands for; a method of a class
-    the test files build before a method of another class."""
+    the test files build before a method of another class. What each test calls."""
     counts: defaultdict[Key, float] = defaultdict(float)
+    called: list[set[Key]] = []
     built: set[str] = set()
     bodies = []
     for rel, first, last in tests:
         text = tree.text(rel) or ""
+        for path in tree.imports(rel, text):
+            tree.text(path, parse=True)
         body = "\n".join(file_lines(text)[first - 1 : last])
         bodies.append((rel, text, body))
         built.update(name for name in _called(text) if name[:1].isupper())
     for rel, text, body in bodies:
+        called.append(set())
         for name in _called(body):
             pairs = [p for p in tree.definers(name, rel, text) if not is_test(p[0])]
             if not pairs:
@@ -260,10 +317,38 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> None:
             for path, definition in mine:
                 key = found.add("tested", path, definition, 0.0)
                 counts[key] += 1.0 / len(mine)
+                called[-1].add(key)
     if counts:
         most = math.log1p(max(counts.values()))
         for key, count in counts.items():
             found.strength["tested"][key] = math.log1p(count) / most
+    return called
+
+
+def _shared(tree: Tree, called: list[set[Key]], found: Evidence) -> None:
+    """What the most failing tests reach (``REACH_DEPTH`` calls below what they call), as
+    ``shared`` evidence, when two or more reach any: one fault that fails them all is
+    there. Its strength is how much of all they reach it leaves out."""
+    below: dict[tuple[Key, int], set[Key]] = {}
+
+    def reach(key: Key, depth: int) -> set[Key]:
+        if (key, depth) not in below:
+            below[(key, depth)] = {key}
+            if depth and found.defs[key][2] != "class":
+                for callee, definition in _callees(tree, key, found.defs[key], found):
+                    found.defs.setdefault(callee, definition)
+                    below[(key, depth)] |= reach(callee, depth - 1)
+        return below[(key, depth)]
+
+    reached = [set().union(*(reach(key, REACH_DEPTH) for key in keys)) for keys in called]
+    reached = [keys for keys in reached if keys]
+    counts = Counter(key for keys in reached for key in keys)
+    if len(reached) < 2:
+        return
+    most = max(counts.values())
+    shared = [key for key, count in counts.items() if count == most]
+    for key in shared:
+        found.add("shared", key[0], found.defs[key], 1 - len(shared) / len(counts))
 
 
 def _follow(tree: Tree, found: Evidence) -> None:
@@ -298,14 +383,19 @@ def _callees(
         return []
     body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
     found: dict[Key, Definition] = {}
-    for name in _called(body):
+    called = _called(body)
+    for path in tree.imports(rel, text):  # the modules it imports by path that it calls
+        if module_name(path) in called:
+            tree.text(path, parse=True)
+    for name in called:
         if name == definition[0]:
             continue  # its own first line, or a call of itself
         if name not in tree.by_name:
-            tree.parse_module(name, text)
+            tree.parse_module(name, text, rel)
         for path, callee in tree.definers(name, rel, text, definition)[:2]:
             if callee[2] == "class":
                 continue  # a class built: too long to follow, its methods called are
+            path, callee = tree.copies.preferred(path, callee)
             found.setdefault((path, callee[3], callee[4]), callee)
         if len(found) >= CALLS_MOST:
             break
@@ -356,9 +446,8 @@ def _lexical(
             break
     docs = []
     pairs = []
-    copies = tree.copies()
     for rel, defs in tree.defs.items():
-        if rel in tree.generated or rel in copies or is_declaration(rel):
+        if rel in tree.generated or is_declaration(rel):
             continue
         text = tree.texts.get(rel)
         lines = file_lines(text) if text is not None else None
@@ -367,6 +456,8 @@ def _lexical(
                 lines is None and everything is not None and (rel, d[3]) not in hit
             ):
                 continue  # (a big tree's definitions that share no word and were not read)
+            if tree.copies.preferred(rel, d, read=False)[0] != rel:
+                continue  # another copy of it stands for it
             docs.append(Doc(rel, d[0], _body(lines, d, defs) if lines is not None else None))
             pairs.append((rel, d))
     scored = sorted(

@@ -43,6 +43,9 @@ _NOT_FRAMES = re.compile(
     r"^=+ warnings summary =+$|^-+ (?:Captured (?:stdout|stderr|log)|live log) [\w ]*-+$"
 )
 _WARNING = re.compile(rf"{_SOURCE}:\d+: \w*Warning\b")
+_RAISES = re.compile(
+    r"\b(?:raise|throw)\b|\bnew\s+[\w$.]*(?:Error|Exception)\s*\(|[\w$](?:Error|Exception)\s*\("
+)
 _LOG = re.compile(rf"^\s*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b[ :]+\S*?:?{_SOURCE}:\d+\b")
 
 
@@ -96,6 +99,12 @@ def not_frames(text: str) -> str:
         if skipping or _WARNING.search(line) or _LOG.match(line):
             lines[index] = ""
     return "\n".join(lines)
+
+
+def raises(line: str) -> bool:
+    """Whether a line of code raises or builds an error (``raise``, ``throw``, ``new
+    ParseError(``, ``makeError(``): where an error helper stands in a trace."""
+    return bool(_RAISES.search(line))
 
 
 def _name(name: str | None) -> str | None:

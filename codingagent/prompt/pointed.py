@@ -10,6 +10,7 @@ first, value for size:
 - a definition is shown whole (numbered as READ_FILE numbers lines, as READ_FILE
   ``symbol=`` shows it; a small file whole) when it fits in its *allowance*: half the
   section for the best, for the others in proportion to their score, at least an eighth;
+  three quarters for one the evidence clearly leads to (:func:`_lead`);
 - a longer one (``OUTLINE_LINES`` or more) that the evidence points into is shown as its
   outline, within a quarter of the section: its first lines (to the end of its signature),
   the lines the evidence points at (a frame's line; code, not a comment or a docstring, that
@@ -49,6 +50,8 @@ LEAD = (
 )
 PASTED_TOKENS = 4096  # a pasted chat's window is not known: what a big chat takes at once
 CHECK_TOKENS = 512  # ... less this, given to the check's failing output shown beside it
+PASTED_PROMPT_TOKENS = 12_000  # ... and less what keeps its first prompt under this (3 bytes
+PASTED_LEAST_TOKENS = 1024  # ... a token; ``compose._pasted_room``), to this at the least
 SMALL_WINDOW = 16_384  # a smaller window gets the code map alone
 WINDOW_SHARE = 8  # else an eighth of the window ...
 MOST_TOKENS = 8192  # ... at most this many tokens
@@ -56,6 +59,8 @@ CHARS_PER_TOKEN = 4
 FLOOR = 0.05  # definitions scoring under this share of the best are not shown
 MOST_SHARE = 1 / 2  # the best definition may take this share of the section, others less:
 LEAST_SHARE = 1 / 8  # ... in proportion to their scores, but at least this share
+LEAD_SHARE = 3 / 4  # a definition the evidence clearly leads to may take this share:
+LEAD_RATIO = 2.0  # ... the deepest frame's, or the best scoring this many times the next
 OUTLINE_SHARE = 1 / 4  # an outline takes at most this share of the section (a class's: LEAST)
 SMALL_FILE_LINES = 40  # a file this short is shown whole
 OUTLINE_LINES = 40  # a definition this long or longer may be shown as its outline
@@ -141,6 +146,7 @@ class _Picker:
         self.size = chars - len(HEADING) - len(LEAD) - 2 - LEFT_OUT_CHARS
         self.room = self.size
         self.best = ranked[0][0] if ranked else 0.0
+        self.lead = _lead(found, ranked)
         self.hot = {found.defs[key][0] for _, key in ranked[:HOT]} | found.names
         self.whole_files = {  # the files the task names by path: whole when they fit
             (rel, d[3], d[4]) for rel in found.files for d in tree.defs.get(rel, [])[:1]
@@ -166,6 +172,8 @@ class _Picker:
         if all(n in shown for n in range(start, end + 1)):
             return  # shown already, inside another
         allowance = max(LEAST_SHARE, MOST_SHARE * score / self.best)
+        if key in self.lead:
+            allowance = LEAD_SHARE
         limit = min(self.room, int(self.size * allowance))
         if len(lines) <= SMALL_FILE_LINES or key in self.whole_files:
             whole = set(range(1, len(lines) + 1))
@@ -305,6 +313,17 @@ class _Picker:
             room -= len(line) + 1
             lines.append(line)
         return [*lines, ")"] if len(lines) > 1 else []
+
+
+def _lead(found: Evidence, ranked: list[tuple[float, Key]]) -> set[Key]:
+    """The definitions the evidence clearly leads to: the deepest frame's in the code (error
+    helpers below it aside), and the best scoring when it scores ``LEAD_RATIO`` times the
+    next (tests aside)."""
+    lead = {key for key, strength in found.strength.get("frame", {}).items() if strength >= 1}
+    code = [(score, key) for score, key in ranked if not is_test(key[0])]
+    if len(code) == 1 or (len(code) > 1 and code[0][0] >= LEAD_RATIO * code[1][0]):
+        lead.add(code[0][1])
+    return lead
 
 
 def _views(
