@@ -29,7 +29,7 @@ from pathlib import Path
 from codingagent.codemap.tagcache import Plain, write_kept
 
 _WORDY = re.compile(r"^[A-Za-z_][a-z0-9]*(?:[A-Z_][a-z0-9]+)+$|^[a-z0-9]+(?:_[a-z0-9]+)+$")
-VERSION = 5
+VERSION = 6  # 6: a file's edges by name
 RENAMED_MAX = 16  # names added or removed at once that :func:`renamed` looks at; more: build
 
 
@@ -95,7 +95,9 @@ def _build(tags: dict[str, Plain]) -> Graph:
     named: dict[str, float] = {}
     sqrt, wordy = math.sqrt, _WORDY.match
     for target, plain in enumerate(plains):  # edges by defining file, then name
-        for name in plain[0]:
+        # (by name, not by where in the file: a file whose definitions only moved about has
+        # the graph it had, which renamed() and retexted() keep)
+        for name in sorted(plain[0]):
             users = referenced.get(name)
             if users is None:
                 continue
