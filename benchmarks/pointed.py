@@ -21,7 +21,8 @@ The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run 
 by an independent writer who had not read the ranking, held out until issue 52's ranking was
 measured on them, tuned on since (column ``written``: ``independent``). So are those of
 ``pointed_heldout2.py``: a second independent writer's, written after that ranking change and
-held out from the tuning that followed it (column ``written``: ``held out``).
+held out from the tuning that followed it (column ``written``: ``held out``); and those of
+``pointed_heldout3.py``, a third independent writer's (``held out 3``).
 
 Printed, one markdown row a task: when it was written, whether the first prompt holds the
 whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
@@ -753,9 +754,14 @@ def cost(files: int, runs: int = 5) -> str:
 
 
 def held_out() -> list[Task]:
-    """The tasks of ``pointed_heldout.py`` and ``pointed_heldout2.py`` beside this file, those
-    that are there: each written by someone who had not read the ranking."""
-    return [*_held_out("pointed_heldout"), *_held_out("pointed_heldout2")]
+    """The tasks of ``pointed_heldout.py``, ``pointed_heldout2.py`` and ``pointed_heldout3.py``
+    beside this file, those that are there: each written by someone who had not read the
+    ranking."""
+    return [
+        *_held_out("pointed_heldout"),
+        *_held_out("pointed_heldout2"),
+        *_held_out("pointed_heldout3"),
+    ]
 
 
 def _held_out(stem: str) -> list[Task]:
@@ -779,6 +785,8 @@ def _held_out(stem: str) -> list[Task]:
 def written(task: Task, heldout: list[Task]) -> str:
     """When and by whom a task was written (docs/prompts.md says more)."""
     if task in heldout:
+        if task in _held_out("pointed_heldout3"):
+            return "held out 3"
         return "held out" if task in _held_out("pointed_heldout2") else "independent"
     return "issue 44" if TASKS.index(task) < WRITTEN_BEFORE else "issue 52"
 
