@@ -34,10 +34,10 @@ from pathlib import Path
 from codingagent.execute import execute
 from codingagent.fsio import folder_syncs_grouped
 from codingagent.protocol.commands import RunCommand
+from codingagent.records.history import TurnRecord
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.shell import Shell
 from codingagent.transaction.capture import Watch, capture_way
-from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.journal import Journal
 from codingagent.workspace import Workspace
 

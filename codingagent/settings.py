@@ -389,7 +389,7 @@ def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
 def _file_settings(root: Path) -> list[tuple[str, dict[str, Any], Path]]:
     """The user's file, then ``pyproject.toml``'s ``[tool.codingagent]``, then
     ``codingagent.toml`` (later wins): the project's, when the root is a project's run folder
-    (:mod:`codingagent.transaction.runfolder`; inside the workspace, so they may only tighten),
+    (:mod:`codingagent.records.runfolder`; inside the workspace, so they may only tighten),
     then the root's own."""
     found = []
     user = user_settings_path()

@@ -16,6 +16,7 @@ from invoking import run
 from test_loop import Recording, ScriptedSource
 
 from codingagent.execute.lines import split_lines
+from codingagent.records.store import SessionStore
 from codingagent.review.decision import Choice
 from codingagent.review.hunks import apply, hunks
 from codingagent.review.record import HeldReview
@@ -24,7 +25,6 @@ from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import StopReason
 from codingagent.settings import Settings, load_settings
-from codingagent.transaction.store import SessionStore
 
 B_BEFORE = "".join(f"line{n}\n" for n in range(1, 21))
 REPLY = (

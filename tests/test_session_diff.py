@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from invoking import Run
 from sampling import examples
 
-from codingagent.transaction.changeset import FileChange, unified
+from codingagent.records.changeset import FileChange, unified
 
 pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
 

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from codingagent.frontends.page.diffs import MAX_DIFF_BYTES, session_diffs, unified
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
 from codingagent.frontends.page.views import session_view
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
 from codingagent.settings import Settings
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 

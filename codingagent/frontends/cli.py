@@ -134,9 +134,9 @@ def start(
     session per task, each started when the one before ends (docs/queue.md)."""
     from codingagent.frontends import starting
     from codingagent.frontends.kept import keep
+    from codingagent.records.store import SessionStore
     from codingagent.session.lifecycle import new_session
     from codingagent.sources.clipboard import require_clipboard
-    from codingagent.transaction.store import SessionStore
     from codingagent.workspace.choice import BROAD_OVERRIDE, check_workspace
 
     relay = relaying.take_relay(flags)
@@ -232,7 +232,7 @@ def resume(
     with hold unless a flag here says otherwise (docs/prompts.md).
     """
     from codingagent.frontends.kept import kept_flags
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.store import SessionStore
 
     one_source(flags)
     relay = relaying.take_relay(flags)
@@ -306,10 +306,10 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
+    from codingagent.records.store import SessionStore
     from codingagent.sources.clipboard import copied_reply as read_clipboard
     from codingagent.sources.inbox import save_reply
     from codingagent.state import SessionError
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -382,7 +382,7 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
     from codingagent.frontends import starting
     from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.store import SessionStore
 
     relay = relaying.take_relay(flags)
     root = starting.settle(root, None).root  # in a project, the page starts sessions on it

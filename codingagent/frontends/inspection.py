@@ -33,9 +33,9 @@ from codingagent.frontends.options import root_option, session_argument
 def log(session: str, root: Path, as_json: bool, thinking: bool) -> None:
     """Show each turn of SESSION (default: the latest): when, which reply, each command's
     result and duration, and how much the model thought (never run: docs/protocol.md)."""
+    from codingagent.records.history import turn_log
+    from codingagent.records.store import SessionStore
     from codingagent.state import CommandResult
-    from codingagent.transaction.history import turn_log
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -105,11 +105,11 @@ def _thought(reply: Path) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first (damaged ones too, marked so)."""
-    from codingagent.transaction.summaries import age, summaries
+    from codingagent.records.summaries import age, summaries
 
     folder = root.resolve() / "sessions"
     if as_json:  # whole states: data for scripts
-        from codingagent.transaction.store import SessionStore
+        from codingagent.records.store import SessionStore
 
         store = SessionStore(root)
         states = [store.load(session_id) for session_id in store.ids()]
@@ -150,11 +150,11 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
     from dataclasses import replace
 
     from codingagent.frontends.kept import MODEL_KEYS, in_force
+    from codingagent.prompt.outbox import ensure_outbox, prompt_text
     from codingagent.prompt.render import PromptOptions
+    from codingagent.records.store import SessionStore
     from codingagent.review.record import current as current_review
     from codingagent.settings import load_settings
-    from codingagent.transaction.outbox import ensure_outbox, prompt_text
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -203,8 +203,8 @@ def diff_command(session: str, root: Path, turn: int | None, color: bool | None)
     """Print what SESSION (default: the latest) changed in the workspace, commands' changes
     included, as one unified diff (git's a/ b/ paths). On a terminal it is paged and colored,
     as git does; piped, it is plain, and `patch -R -p1` of it puts the files back."""
-    from codingagent.transaction.changeset import changes, unified
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.changeset import changes, unified
+    from codingagent.records.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)

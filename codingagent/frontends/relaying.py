@@ -18,11 +18,11 @@ import click
 from codingagent.frontends.console import console, safe_text, say
 
 if TYPE_CHECKING:
+    from codingagent.records.store import SessionStore
     from codingagent.session.loop import SessionLoop
     from codingagent.session.seams import Listener
     from codingagent.settings import Settings
     from codingagent.sources.relay import RelaySource
-    from codingagent.transaction.store import SessionStore
 
 
 def relay_options(command: Callable) -> Callable:

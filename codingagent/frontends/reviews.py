@@ -56,10 +56,10 @@ def review(
     decide: what is accepted is written, the rest is not, and --note goes to the LLM with what
     was rejected; then the reply's other commands run and the next prompt is written."""
     from codingagent.frontends.kept import kept_flags
+    from codingagent.records.store import SessionStore
     from codingagent.review.decision import Choice
     from codingagent.review.record import current
     from codingagent.transaction.rollback import interrupted_turn
-    from codingagent.transaction.store import SessionStore
 
     deciding = bool(accepted) or reject_all
     if accepted and reject_all:

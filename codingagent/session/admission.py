@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codingagent.protocol.scan import reply_echo
+from codingagent.records.history import TurnRecord, keep_reply, turn_record
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionState
-from codingagent.transaction.history import TurnRecord, keep_reply, turn_record
-from codingagent.transaction.store import SessionStore
 
 if TYPE_CHECKING:
     from codingagent.review.record import HeldReview

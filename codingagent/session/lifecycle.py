@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.outbox import next_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.records.store import CACHE, SessionStore, open_workspace
 from codingagent.sandbox.backends import SandboxUnavailable, default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell, ShellResult
@@ -22,8 +24,6 @@ from codingagent.session.seams import Listener
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import CACHE, next_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
 

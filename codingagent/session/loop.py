@@ -42,7 +42,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, cast
 
 from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import PromptOptions
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import file_scan
@@ -72,9 +74,7 @@ from codingagent.session.seams import (
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings
 from codingagent.state import Environment, SessionError, SessionState
-from codingagent.transaction.outbox import ensure_outbox
 from codingagent.transaction.rollback import TurnInterrupted, interrupted_turn
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport, undo
 
 if TYPE_CHECKING:

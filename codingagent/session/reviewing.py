@@ -20,15 +20,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codingagent.execute import TurnOutcome
+from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Command
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.session.replies import read_reply
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.outbox import ensure_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, Workspace
 
 # The review wing is loaded once a review is asked for or found (``store.review_path``): a

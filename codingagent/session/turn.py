@@ -36,8 +36,11 @@ from codingagent.execute import TurnOutcome, execute
 from codingagent.execute.context import Success, Turn
 from codingagent.faults import TurnNotApplied
 from codingagent.fsio import folder_syncs_grouped
+from codingagent.prompt.outbox import ensure_outbox, next_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
+from codingagent.records.history import TurnRecord, digest_of, turn_record
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.sandbox.shell import Shell
 from codingagent.session import admission
 from codingagent.session.admission import Refusal, reply_digest
@@ -47,15 +50,12 @@ from codingagent.session.seams import Reply, TurnReport
 from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.capture import Watch
 from codingagent.transaction.crashpoints import OnResult, after_each_result, crash_point
-from codingagent.transaction.history import TurnRecord, digest_of, turn_record
 from codingagent.transaction.journal import PREIMAGE_CAP, Journal, refuse_if_interrupted
-from codingagent.transaction.outbox import ensure_outbox, next_outbox, open_workspace
 from codingagent.transaction.rollback import (
     TurnInterrupted,
     roll_back_failed,
     roll_back_interrupted,
 )
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace, autorun
 
 if TYPE_CHECKING:

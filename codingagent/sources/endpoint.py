@@ -32,6 +32,7 @@ import threading
 
 from codingagent.prompt.fitting import Count, Fitted, NoFit, fit, prompt_budget, reply_reserve
 from codingagent.prompt.render import estimate_tokens
+from codingagent.records.store import SessionStore
 from codingagent.session.seams import Listener, Prompt, Reply, TurnReport
 from codingagent.sources import transcript
 from codingagent.sources.providers.client import ChatClient
@@ -42,7 +43,6 @@ from codingagent.sources.providers.wire import (
     Conversation,
     WindowTooSmall,
 )
-from codingagent.transaction.store import SessionStore
 
 
 class EndpointSource:

@@ -24,10 +24,10 @@ from typing import Any
 
 from codingagent.execute.context import CommandFailed
 from codingagent.fsio import atomic_write
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionError, damaged
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PreImage
 
 PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)

@@ -21,6 +21,7 @@ from typing import Any
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener, Reviews
 from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
+from codingagent.records.store import SessionStore
 from codingagent.review.decision import Choice
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
@@ -30,7 +31,6 @@ from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.sources.pagetext import Copy, exact_text
 from codingagent.state import SessionError
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 from codingagent.workspace.choice import broad_reason, resolve_workspace
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codingagent.protocol.commands import file_lines
-from codingagent.transaction.changeset import text_of
-from codingagent.transaction.history import TurnRecord
+from codingagent.records.changeset import text_of
+from codingagent.records.history import TurnRecord
 from codingagent.workspace import PathRejected, Workspace, display_name
 
 MAX_DIFF_BYTES = 1024 * 1024  # either side larger than this: the diff says so and shows nothing

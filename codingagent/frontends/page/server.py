@@ -61,14 +61,14 @@ from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.frontends.relaying import relay_beside_page
 from codingagent.prompt.render import PromptOptions
-from codingagent.queue.tasks import QueueStore
+from codingagent.records.changeset import changes, unified
+from codingagent.records.queues import QueueStore
+from codingagent.records.store import SessionStore
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.sources import loopback
 from codingagent.sources.loopback import HOST
 from codingagent.sources.pagetext import read_copy
 from codingagent.state import SessionError
-from codingagent.transaction.changeset import changes, unified
-from codingagent.transaction.store import SessionStore
 
 STATIC = Path(__file__).parent / "static"
 SECURITY_HEADERS = {

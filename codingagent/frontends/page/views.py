@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from codingagent.frontends.page.diffs import session_diffs
+from codingagent.prompt.outbox import ensure_outbox, prompt_text
 from codingagent.prompt.render import PromptOptions, estimate_tokens
-from codingagent.queue.tasks import QueueStore, summary_rows
+from codingagent.queue.tasks import summary_rows
+from codingagent.records.history import TurnRecord
+from codingagent.records.queues import QueueStore
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.review.record import current as current_review
 from codingagent.state import CommandResult, SessionError, SessionState
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.outbox import ensure_outbox, open_workspace, prompt_text
-from codingagent.transaction.store import SessionStore
 
 
 def result_json(result: CommandResult) -> dict[str, Any]:

@@ -19,11 +19,9 @@ from typing import NamedTuple
 
 from codingagent.prompt.compose import compose
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
-from codingagent.state import SessionError, SessionState
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import CACHE, SessionStore, open_workspace
+from codingagent.state import SessionState
 from codingagent.workspace import Workspace
-
-CACHE = ".cache"  # in sessions/: what the agent keeps to be faster next time, never history
 
 
 class WrittenOutbox(NamedTuple):
@@ -33,13 +31,6 @@ class WrittenOutbox(NamedTuple):
     masked_kinds: Mapping[str, int] = MappingProxyType(
         {}
     )  # of them, how many of each kind (never the values)
-
-
-def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
-    folder = Path(state.workspace)
-    if not folder.is_dir():
-        raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
-    return Workspace(folder, protected=store.protected)
 
 
 def write_outbox(

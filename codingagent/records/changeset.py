@@ -17,9 +17,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionError
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, Workspace
 
 
