@@ -17,7 +17,7 @@ from test_crash import snapshot
 from test_transactions import agent
 from turns import step as apply_text
 
-from codingagent.frontends.page.diffs import session_diffs
+from codingagent.records.changeset import session_diffs
 from codingagent.records.history import TurnRecord
 from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell

@@ -16,9 +16,9 @@ from invoking import run
 from test_loop import Recording, ScriptedSource
 
 from codingagent.execute.lines import split_lines
+from codingagent.records.hunks import apply, hunks
 from codingagent.records.store import SessionStore
 from codingagent.review.decision import Choice
-from codingagent.review.hunks import apply, hunks
 from codingagent.review.record import HeldReview
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session

@@ -203,12 +203,12 @@ def diff_command(session: str, root: Path, turn: int | None, color: bool | None)
     """Print what SESSION (default: the latest) changed in the workspace, commands' changes
     included, as one unified diff (git's a/ b/ paths). On a terminal it is paged and colored,
     as git does; piped, it is plain, and `patch -R -p1` of it puts the files back."""
-    from codingagent.records.changeset import changes, unified
+    from codingagent.records.changeset import changes, patch
     from codingagent.records.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    text, binary = unified(changes(store, session_id, turn))
+    text, binary = patch(changes(store, session_id, turn))
     for path in binary:
         say(f"{path}: not text, so not in the patch (undo puts it back)")
     if not text:

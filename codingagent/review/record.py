@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codingagent.fsio import atomic_write
 from codingagent.records.history import TurnRecord, keep_reply, kept_rendered
+from codingagent.records.hunks import Hunk
 from codingagent.records.store import SessionStore
-from codingagent.review.hunks import Hunk
 from codingagent.review.proposal import Proposal, ProposedFile
 from codingagent.state import CommandResult, SessionState, damaged, utc_now
 

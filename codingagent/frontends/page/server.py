@@ -61,7 +61,7 @@ from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.frontends.relaying import relay_beside_page
 from codingagent.prompt.render import PromptOptions
-from codingagent.records.changeset import changes, unified
+from codingagent.records.changeset import changes, patch
 from codingagent.records.queues import QueueStore
 from codingagent.records.store import SessionStore
 from codingagent.settings import Settings, SettingsError, load_settings
@@ -170,7 +170,7 @@ def create_app(
         if turn is not None and not turn.isdigit():
             raise SessionError("'turn' must be a turn's number")
         found = await run_in_threadpool(changes, store, session_id, int(turn) if turn else None)
-        text, _ = unified(found)
+        text, _ = patch(found)
         name = f"{session_id}{f'-turn{turn}' if turn else ''}.patch"
         disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
         return PlainTextResponse(text, media_type="text/x-diff", headers=disposition)

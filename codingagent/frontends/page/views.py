@@ -10,10 +10,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from codingagent.frontends.page.diffs import session_diffs
 from codingagent.prompt.outbox import ensure_outbox, prompt_text
 from codingagent.prompt.render import PromptOptions, estimate_tokens
 from codingagent.queue.tasks import summary_rows
+from codingagent.records.changeset import session_diffs
 from codingagent.records.history import TurnRecord
 from codingagent.records.queues import QueueStore
 from codingagent.records.store import SessionStore, open_workspace
