@@ -16,9 +16,9 @@ from test_reasoning import ANSWER, DONE, DRAFTS, agent
 
 from codingagent.protocol.drafts import answer_start
 from codingagent.protocol.parser import parse, parse_spans, split_lines
+from codingagent.protocol.replies import read_reply
 from codingagent.protocol.scan import commands_and_slips, reply_echo
 from codingagent.records.store import SessionStore
-from codingagent.session.replies import read_reply
 from codingagent.session.seams import Prompt
 from codingagent.sources.clipboard import is_reply, what_it_would_do
 

@@ -31,11 +31,11 @@ from click.testing import CliRunner, Result
 
 from codingagent.frontends.cli import main
 from codingagent.prompt.render import FILE_VIEW_CAP
+from codingagent.protocol.replies import REPLY_SIZE_CAP
 from codingagent.records.store import SessionStore
 from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
-from codingagent.session.replies import REPLY_SIZE_CAP
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
 

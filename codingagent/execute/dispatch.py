@@ -49,7 +49,8 @@ from codingagent.protocol.commands import (
 )
 from codingagent.sandbox.shell import Shell
 from codingagent.state import CommandResult
-from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace import Keeper, PathRejected, Workspace
+from codingagent.workspace.snapshot import CommandWatch
 
 
 def execute(
@@ -62,6 +63,8 @@ def execute(
     session_id: str = "",
     check: Callable[[TurnOutcome], CommandResult] | None = None,
     steps: Mapping[int, Callable[[Turn], Success]] | None = None,
+    keeper: Keeper | None = None,
+    watch: CommandWatch | None = None,
 ) -> TurnOutcome:
     """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
 
@@ -73,8 +76,40 @@ def execute(
     user's check command's result after the commands so far; DONE is refused while it fails.
     ``steps``: what some commands (by index) do instead of their handlers: the file commands
     of a reviewed reply write the files as the user decided (docs/review.md).
+
+    What keeps the turn whole is lent here, never set on the workspace from outside:
+    ``keeper`` (the turn's journal) is handed each file's pre-image before the file changes,
+    and ``watch`` runs around each RUN_COMMAND to keep what it changes; without them nothing
+    is kept (a review's preview).
     """
-    steps = steps or {}
+    with workspace.kept(keeper):
+        return _run_all(
+            commands,
+            workspace,
+            shell,
+            on_result,
+            preceding,
+            shown,
+            session_id,
+            check,
+            steps or {},
+            watch,
+        )
+
+
+def _run_all(
+    commands: Sequence[Command],
+    workspace: Workspace,
+    shell: Shell,
+    on_result: Callable[[CommandResult], None] | None,
+    preceding: Sequence[CommandResult],
+    shown: Mapping[str, str] | None,
+    session_id: str,
+    check: Callable[[TurnOutcome], CommandResult] | None,
+    steps: Mapping[int, Callable[[Turn], Success]],
+    watch: CommandWatch | None,
+) -> TurnOutcome:
+    """:func:`execute` with its keeper lent to the workspace."""
     targets = [_target(command, workspace) for command in commands]
     # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
     # writes are known: their pre-images are recorded in one go, before the first command.
@@ -91,6 +126,7 @@ def execute(
         last_writes={path: i for i, path in enumerate(targets) if path is not None},
         session_id=session_id,
         check=check,
+        watch=watch,
     )
     for index, command in enumerate(commands):
         turn.index = index

@@ -1,6 +1,7 @@
 """Admission: which text is a reply to which prompt, for every source (docs/admission.md).
 
-A reply arrives with what its source knows about the prompt it answers (``answers``): the
+A reply arrives decoded once (:class:`~codingagent.protocol.replies.DecodedReply`: its echo and
+digest are read there), with what its source knows about the prompt it answers (``answers``): the
 endpoint knows (it sent the request), the page knows (it posts the turn it displayed); the
 inbox, ``step`` and the clipboard do not, and there the reply's ``Session: <id> Sequence: <n>``
 echo is the evidence. :func:`rule` is the one table of those cases:
@@ -24,13 +25,11 @@ next request.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codingagent.protocol.scan import reply_echo
+from codingagent.protocol.replies import DecodedReply, reply_digest
 from codingagent.records.history import TurnRecord, keep_reply, turn_record
 from codingagent.records.store import SessionStore
 from codingagent.state import SessionState
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from codingagent.review.record import HeldReview
 
 REFUSED = "refused"  # the session's folder of replies not applied
-ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
 
 
 @dataclass(frozen=True)
@@ -109,18 +107,18 @@ def rule(
 def check(
     store: SessionStore,
     state: SessionState,
-    data: bytes,
+    reply: DecodedReply,
     source: str,
     max_reply_bytes: int,
     force: bool,
     answers: int | None = None,
     echo_needed: bool = True,
-    rendered: bool = False,
 ) -> Admission:
-    """Whether the reply ``data`` is applied to the session; ``answers``: the prompt its
+    """Whether the decoded ``reply`` is applied to the session; ``answers``: the prompt its
     source knows it answers (None: the source does not know); ``echo_needed`` False: the tool
-    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note; ``rendered``: read
-    from a rendered page, and kept so if refused (``history.keep_reply``)."""
+    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note. A reply read from a
+    rendered page is kept so if refused (``history.keep_reply``)."""
+    data, rendered = reply.data, reply.rendered
     if state.question is not None:
         return Admission(_while_asking(store, state, data, source, rendered))
     if store.review_path(state.session_id).exists():  # (its wing loaded only then)
@@ -131,12 +129,11 @@ def check(
             return Admission(_while_reviewing(store, state, data, source, rendered, held))
     if force:
         return Admission()
-    digest = reply_digest(data)
+    digest = reply.digest
     duplicate = _duplicate(store, state, digest)
     if duplicate is not None or len(data) > max_reply_bytes:
         return Admission(duplicate)
-    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    ruling = rule(echo, state.session_id, state.sequence_number, answers, echo_needed)
+    ruling = rule(reply.echo, state.session_id, state.sequence_number, answers, echo_needed)
     if ruling.refuse:
         kept = _keep_refused(store, state, data, digest, rendered)
         return Admission(_refuse(state, ruling.why, kept, source))
@@ -149,17 +146,6 @@ def check(
         kept = _keep_refused(store, state, data, digest, rendered)
         return Admission(_refuse(state, why, kept, source))
     return Admission(notes=(ruling.note,) if ruling.note else ())
-
-
-def reply_digest(data: bytes) -> str:
-    """sha256 of the reply without BOM, line-ending differences, trailing spaces and tabs at
-    line ends and final blank lines: a re-saved or re-pasted copy matches."""
-    normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    normal = _TRAILING_BLANKS.sub(b"\n", normal).rstrip(b" \t\n")
-    return hashlib.sha256(normal).hexdigest()
-
-
-_TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
 
 
 def _duplicate(store: SessionStore, state: SessionState, digest: str) -> Refusal | None:

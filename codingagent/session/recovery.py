@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
+from codingagent.protocol.replies import decode
 from codingagent.records.history import TurnRecord, kept_rendered, turn_record
 from codingagent.records.store import SessionStore, open_workspace
 from codingagent.session.reviewing import Remade, decided_again, settle
@@ -73,7 +74,8 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
         journal_path.unlink()
         return None
     reply_again = Reply(data, source, rendered=rendered)
-    report = apply_admitted(store, state, reply_again, options, decided=decided)
+    decoded = decode(data, options.max_reply_bytes, rendered=rendered)
+    report = apply_admitted(store, state, reply_again, decoded, options, decided=decided)
     settle(store, report.state)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "
