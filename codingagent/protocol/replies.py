@@ -39,6 +39,7 @@ class DecodedReply:
     problem: CommandResult | None = None
     parsed: bool = True
     rendered: bool = False
+    over_cap: bool = False  # its bytes are over the cap: nothing of it was read
 
     @functools.cached_property
     def reasoned(self) -> Reasoned:
@@ -112,6 +113,7 @@ def decode(
             ),
             parsed=False,
             rendered=rendered,
+            over_cap=True,
         )
     text = data.decode("utf-8", errors="replace")
     if not data.strip():

@@ -29,25 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codingagent.protocol.replies import DecodedReply, reply_digest
+from codingagent.protocol.replies import reply_digest
 from codingagent.records.history import TurnRecord, keep_reply, turn_record
 from codingagent.records.store import SessionStore
+from codingagent.session.seams import Received, Refusal
 from codingagent.state import SessionState
 
 if TYPE_CHECKING:
     from codingagent.review.record import HeldReview
 
 REFUSED = "refused"  # the session's folder of replies not applied
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A reply not applied: the note saying why (for the user), the folder that keeps it, and
-    why in words for the model that wrote it."""
-
-    note: str
-    folder: Path
-    to_model: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,20 +96,15 @@ def rule(
 
 
 def check(
-    store: SessionStore,
-    state: SessionState,
-    reply: DecodedReply,
-    source: str,
-    max_reply_bytes: int,
-    force: bool,
-    answers: int | None = None,
-    echo_needed: bool = True,
+    store: SessionStore, state: SessionState, received: Received, force: bool = False
 ) -> Admission:
-    """Whether the decoded ``reply`` is applied to the session; ``answers``: the prompt its
-    source knows it answers (None: the source does not know); ``echo_needed`` False: the tool
-    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note. A reply read from a
-    rendered page is kept so if refused (``history.keep_reply``)."""
-    data, rendered = reply.data, reply.rendered
+    """Whether the ``received`` reply is applied to the session: by its echo and digest (read
+    from its decoding) and what its source knows (:class:`~.seams.Reply`: ``answers``, the
+    prompt it knows the reply answers, None when it does not; ``tool_bound``, the tool bound
+    it itself, so a missing echo is no note). A reply read from a rendered page is kept so if
+    refused (``history.keep_reply``)."""
+    reply, decoded = received.reply, received.decoded
+    data, source, rendered = reply.data, reply.source, reply.rendered
     if state.question is not None:
         return Admission(_while_asking(store, state, data, source, rendered))
     if store.review_path(state.session_id).exists():  # (its wing loaded only then)
@@ -129,11 +115,12 @@ def check(
             return Admission(_while_reviewing(store, state, data, source, rendered, held))
     if force:
         return Admission()
-    digest = reply.digest
+    digest = decoded.digest
     duplicate = _duplicate(store, state, digest)
-    if duplicate is not None or len(data) > max_reply_bytes:
+    if duplicate is not None or decoded.over_cap:
         return Admission(duplicate)
-    ruling = rule(reply.echo, state.session_id, state.sequence_number, answers, echo_needed)
+    echo_needed, answers = not reply.tool_bound, reply.answers
+    ruling = rule(decoded.echo, state.session_id, state.sequence_number, answers, echo_needed)
     if ruling.refuse:
         kept = _keep_refused(store, state, data, digest, rendered)
         return Admission(_refuse(state, ruling.why, kept, source))

@@ -9,11 +9,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
-from codingagent.protocol.replies import decode
 from codingagent.records.history import TurnRecord, kept_rendered, turn_record
 from codingagent.records.store import SessionStore, open_workspace
 from codingagent.session.reviewing import Remade, decided_again, settle
-from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.seams import Received, Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import crash_point
@@ -73,9 +72,8 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
     except Remade:  # its files are not as the review found them: it is offered again
         journal_path.unlink()
         return None
-    reply_again = Reply(data, source, rendered=rendered)
-    decoded = decode(data, options.max_reply_bytes, rendered=rendered)
-    report = apply_admitted(store, state, reply_again, decoded, options, decided=decided)
+    again = Received.of(Reply(data, source, rendered=rendered), options.max_reply_bytes)
+    report = apply_admitted(store, state, again, options, decided=decided)
     settle(store, report.state)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "

@@ -23,9 +23,9 @@ from codingagent.execute import TurnOutcome
 from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Command
-from codingagent.protocol.replies import DecodedReply, decode
+from codingagent.protocol.replies import DecodedReply
 from codingagent.records.store import SessionStore, open_workspace
-from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.seams import Received, Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.crashpoints import crash_point
@@ -50,19 +50,18 @@ class Remade(SessionError):
 def hold(
     store: SessionStore,
     state: SessionState,
-    reply: Reply,
-    decoded: DecodedReply,
+    received: Received,
     options: TurnOptions,
     told: Sequence[str] = (),
 ) -> TurnReport | None:
-    """Hold ``reply`` (admitted for the session's current prompt; ``decoded``: its decoding)
-    for review: its report, with the review; None when it changes no file (it is applied
-    now)."""
+    """Hold the ``received`` reply (admitted for the session's current prompt) for review: its
+    report, with the review; None when it changes no file (it is applied now)."""
     from codingagent.review import record
     from codingagent.review.proposal import propose
 
     settle(store, state)
-    commands, _ = decoded.read()
+    reply = received.reply
+    commands, _ = received.decoded.read()
     ws = open_workspace(store, state)
     proposal = propose(
         commands, ws, store.protected, options.shell, state.shown_files, state.session_id
@@ -129,18 +128,17 @@ def decide(
     if held is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     decision = Decision(accepted=accepted_hunks(held, choice.accepted), note=choice.note.strip())
-    reply = _reply(store, held)
-    decoded = decode(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
+    received = Received.of(_reply(store, held), options.max_reply_bytes)
     ws = open_workspace(store, state)
     try:
-        decided = _decided(held, decision, ws, decoded)
+        decided = _decided(held, decision, ws, received.decoded)
     except Stale as stale:
-        again = hold(store, state, reply, decoded, options, held.told)
+        again = hold(store, state, received, options, held.told)
         if again is None:
             record.set_aside(store, session_id, "stale")
         raise Remade(str(stale), again.review if again is not None else None) from None
     record.save(store, held.model_copy(update={"decision": decision}))
-    report = apply_admitted(store, state, reply, decoded, options, held.told, decided)
+    report = apply_admitted(store, state, received, options, held.told, decided)
     settle(store, report.state)
     return report
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codingagent.prompt.render import estimate_tokens
-from codingagent.session.admission import Refusal
+from codingagent.protocol.replies import REPLY_SIZE_CAP, DecodedReply, decode
 from codingagent.state import SessionState
 
 if TYPE_CHECKING:
@@ -23,6 +23,16 @@ if TYPE_CHECKING:
     from codingagent.review.record import HeldReview
     from codingagent.state import CommandResult
     from codingagent.transaction.undo import UndoReport
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A reply not applied (docs/admission.md): the note saying why (for the user), the
+    folder that keeps it, and why in words for the model that wrote it."""
+
+    note: str
+    folder: Path
+    to_model: str = ""
 
 
 @dataclass
@@ -73,6 +83,21 @@ class Reply:
     # changed the text outside code blocks: commands there that change files or run are
     # refused (docs/protocol.md, "Answers read from a rendered page").
     rendered: bool = False
+
+
+@dataclass(frozen=True)
+class Received:
+    """A reply as admission, review and the turn work with it: as its source handed it
+    (``reply``), and decoded once (``decoded``: its text, a reasoning model's thinking split
+    off, its Session line and echo, its commands: :mod:`codingagent.protocol.replies`)."""
+
+    reply: Reply
+    decoded: DecodedReply
+
+    @classmethod
+    def of(cls, reply: Reply, max_bytes: int = REPLY_SIZE_CAP) -> Received:
+        """``reply`` decoded: its bytes past ``max_bytes`` are not read."""
+        return cls(reply, decode(reply.data, max_bytes, reply.size, reply.rendered))
 
 
 class SourceError(Exception):

@@ -46,20 +46,13 @@ from codingagent.fsio import folder_syncs_grouped
 from codingagent.prompt.outbox import WrittenOutbox, ensure_outbox, next_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
-from codingagent.protocol.replies import (
-    REPLY_SIZE_CAP,
-    DecodedReply,
-    decode,
-    note_result,
-    unreadable,
-)
+from codingagent.protocol.replies import REPLY_SIZE_CAP, DecodedReply, note_result, unreadable
 from codingagent.records.history import TurnRecord, digest_of, turn_record
 from codingagent.records.store import SessionStore, open_workspace
 from codingagent.sandbox.shell import Shell
 from codingagent.session import admission
-from codingagent.session.admission import Refusal
 from codingagent.session.checking import Check, Checking, turn_checking
-from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.seams import Received, Refusal, Reply, TurnReport
 from codingagent.state import CommandResult, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.capture import Watch
 from codingagent.transaction.crashpoints import OnResult, after_each_result, crash_point
@@ -77,8 +70,7 @@ if TYPE_CHECKING:
 # Asked after admission let a reply in: a report when it holds the reply for the user's review
 # (session/reviewing.py, docs/review.md), None to apply it now.
 Hold = Callable[
-    [SessionStore, SessionState, Reply, DecodedReply, "TurnOptions", Sequence[str]],
-    TurnReport | None,
+    [SessionStore, SessionState, Received, "TurnOptions", Sequence[str]], TurnReport | None
 ]
 
 
@@ -124,67 +116,58 @@ def apply_reply(
     """
     state = store.load(session_id)
     refuse_if_interrupted(store, session_id)
-    decoded = decode(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
-    verdict = admission.check(
-        store,
-        state,
-        decoded,
-        reply.source,
-        options.max_reply_bytes,
-        force,
-        reply.answers,
-        echo_needed=not reply.tool_bound,
-    )
+    received = Received.of(reply, options.max_reply_bytes)  # decoded once, here
+    verdict = admission.check(store, state, received, force)
     if verdict.refusal is not None:
         return _skipped(store, state, verdict.refusal, options.prompt)
     if state.is_complete:
         raise SessionError(f"Session {session_id} is complete; it takes no more replies")
-    if options.hold is not None:
-        held = options.hold(store, state, reply, decoded, options, verdict.notes)
+    if options.hold is not None:  # [review]: its file changes wait for the user
+        held = options.hold(store, state, received, options, verdict.notes)
         if held is not None:
             return held
-    return apply_admitted(store, state, reply, decoded, options, verdict.notes)
+    return apply_admitted(store, state, received, options, verdict.notes)
 
 
 def apply_admitted(
     store: SessionStore,
     state: SessionState,
-    reply: Reply,
-    decoded: DecodedReply,
+    received: Received,
     options: TurnOptions,
     told: Sequence[str] = (),
     decided: Decided | None = None,
 ) -> TurnReport:
-    """The turn itself, once admission let the reply in (also recovery's way to apply a reply
-    again): ``decoded`` is the reply decoded once; ``told``: what admission tells the model
-    about the reply (it sees it first); ``decided``: the user's review of its file changes
-    (docs/review.md), whose steps its file commands take."""
-    started, received = time.perf_counter(), utc_now()
+    """The turn itself, once admission let the ``received`` reply in (also recovery's way to
+    apply a reply again); ``told``: what admission tells the model about the reply (it sees it
+    first); ``decided``: the user's review of its file changes (docs/review.md), whose steps
+    its file commands take."""
+    reply, decoded = received.reply, received.decoded
+    started, arrived = time.perf_counter(), utc_now()
     session_id, answered = state.session_id, state.sequence_number
     ws = open_workspace(store, state)
-    record, journal = _journal(store, state, reply, options.preimage_cap)
+    record, journal = _journal(store, state, reply, options.preimage_cap)  # 1. journal
     try:
         with folder_syncs_grouped():  # every folder this block writes in is durable after it
-            commands, problems = _parse(decoded, told, options.on_result)
+            commands, problems = _parse(decoded, told, options.on_result)  # 2. parse
             began_ns = os.stat(journal.path).st_ctime_ns  # the clock file times come from
             watch = Watch(ws, journal, options.shell)  # captures what each command changes
             checking = turn_checking(options.check, state, ws, watch, options.on_result)
-            outcome = _execute(
+            outcome = _execute(  # 3. execute, each command's changes captured by watch
                 commands, ws, options, journal, state, problems, watch, checking, decided
             )
-            if checking is not None:  # the check: after a turn that changed files
+            if checking is not None:  # 4. check: after a turn that changed files
                 checking.settle(outcome)
             auto_run = _auto_run(ws, commands, outcome, began_ns, watch.placed)
-            _record(
+            _record(  # 5. record: the state after the turn, the turn's history
                 record, state, decoded, commands, outcome, options, checking, decided, ws, journal
             )
-            written = _render(store, state, options.prompt, ws)
+            written = _render(store, state, options.prompt, ws)  # 6. render the next prompt
             meta = {
                 "sequence": answered,
                 "replyFile": reply.source,
                 "sha256": hashlib.sha256(decoded.data).hexdigest(),
                 "normalizedSha256": decoded.digest,
-                "receivedAt": received.isoformat(),
+                "receivedAt": arrived.isoformat(),
                 "appliedAt": state.updated_at.isoformat(),
                 "durationMs": round((time.perf_counter() - started) * 1000, 1),
                 "nextOutbox": written.path.name if written else None,
@@ -197,7 +180,7 @@ def apply_admitted(
             }
             record.write_meta(meta)
             crash_point("outbox")
-        store.save(state)  # the commit point
+        store.save(state)  # 7. commit: the commit point
     except KeyboardInterrupt:
         if store.load(session_id).sequence_number != answered:  # committed: nothing to undo
             raise
