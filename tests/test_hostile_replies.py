@@ -8,9 +8,6 @@ Every test feeds one nasty reply through :func:`codingagent.session.turn.apply_r
   (checked for every test by the fixtures' teardown);
 * the LLM gets a clear result line, asserted word for word;
 * the session state still loads and the next outbox exists.
-
-Tests marked ``xfail(strict=True, reason="BUG: ...")`` show real bugs: they state the behaviour
-the agent should have and fail today.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from codingagent.frontends.console import console, safe_text, say
 if TYPE_CHECKING:
     from codingagent.records.store import SessionStore
     from codingagent.session.loop import SessionLoop
-    from codingagent.session.seams import Listener
+    from codingagent.session.seams import FrontEnd
     from codingagent.settings import Settings
     from codingagent.sources.relay import RelaySource
 
@@ -106,7 +106,7 @@ def relay_beside_page(
     store: SessionStore,
     settings: Settings,
     session_id: str,
-    listener: Listener,
+    listener: FrontEnd,
     page: str | None = None,
     reviewing: threading.Event | None = None,
 ) -> Iterator[None]:

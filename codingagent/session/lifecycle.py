@@ -20,7 +20,7 @@ from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell, ShellResult
 from codingagent.secrecy import file_scan
 from codingagent.session.checking import Check, first_check, session_check
-from codingagent.session.seams import Listener
+from codingagent.session.seams import FrontEnd
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
@@ -192,7 +192,7 @@ def new_session(
 
 
 def set_up_shell(
-    shell: Shell, policy: str, listener: Listener, workspace: Path, store: SessionStore
+    shell: Shell, policy: str, listener: FrontEnd, workspace: Path, store: SessionStore
 ) -> Shell:
     """``shell`` set up for a loop: its commands approved as ``policy`` says (``ask``: by
     ``listener``), the sandbox and what it hides told to the listener, the secret scan's
@@ -226,7 +226,7 @@ def approval_policy(
 class ObservedShell:
     """The Shell, telling the listener while each command runs (a console spinner)."""
 
-    def __init__(self, shell: Shell, listener: Listener) -> None:
+    def __init__(self, shell: Shell, listener: FrontEnd) -> None:
         self._shell = shell
         self._listener = listener
 

@@ -11,8 +11,8 @@
         prompt = deliver(report)            the next prompt: listener, the front end's copy
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
-:class:`Listener` shows what happens (the console, or a page), answers RUN_COMMAND approval and
-asks the user the LLM's questions.
+:class:`FrontEnd` (a :class:`Listener`) shows what happens (the console, or a page), answers
+RUN_COMMAND approval and asks the user the LLM's questions.
 
 An ASK ends its turn without a next prompt: the prompt is written once the user answers
 (:func:`turn.answer_question`), at the listener if someone can answer there, else with
@@ -63,7 +63,7 @@ from codingagent.session.lifecycle import (
 from codingagent.session.recovery import recover
 from codingagent.session.reviewing import Remade
 from codingagent.session.seams import (
-    Listener,
+    FrontEnd,
     Prompt,
     Reply,
     ReplySource,
@@ -92,7 +92,7 @@ class SessionLoop:
         store: SessionStore,
         settings: Settings,
         session_id: str,
-        listener: Listener,
+        listener: FrontEnd,
         *,
         interactive: bool = False,
         automatic: bool = False,
@@ -136,7 +136,7 @@ class SessionLoop:
             self._lock.release()
 
     @property
-    def listener(self) -> Listener:
+    def listener(self) -> FrontEnd:
         return self._listener
 
     # --- the loop ------------------------------------------------------------------------

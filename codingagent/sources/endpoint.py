@@ -33,7 +33,7 @@ import threading
 from codingagent.prompt.fitting import Count, Fitted, NoFit, fit, prompt_budget, reply_reserve
 from codingagent.prompt.render import estimate_tokens
 from codingagent.records.store import SessionStore
-from codingagent.session.seams import Listener, Prompt, Reply, TurnReport
+from codingagent.session.seams import FrontEnd, Prompt, Reply, TurnReport
 from codingagent.sources import transcript
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.providers.windows import Window, fix_line
@@ -52,7 +52,7 @@ class EndpointSource:
         self,
         client: ChatClient,
         store: SessionStore,
-        listener: Listener,
+        listener: FrontEnd,
         system: str,
         *,
         history_turns: int = 0,
