@@ -47,7 +47,7 @@ STEPS = [
     (2, "pre-images journaled", "codingagent.transaction.journal", "Journal.record"),
     (2, "pre-images journaled (all)", "codingagent.transaction.journal", "Journal.record_all"),
     (1, "outcome recorded", "codingagent.records.history", "TurnRecord.write_outcome"),
-    (1, "next outbox", "codingagent.session.turn", "next_outbox"),
+    (1, "next outbox", "codingagent.session.turn", "write_outbox"),
     (2, "listing", "codingagent.workspace", "Workspace.list_files"),
     (3, "tree walk", "codingagent.workspace.tree", "Tree.walked"),
     (2, "project instructions", "codingagent.prompt.compose", "_instructions"),

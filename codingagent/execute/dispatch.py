@@ -32,21 +32,7 @@ from codingagent.execute.search import search
 from codingagent.execute.whole_files import create_file, delete_file, read_file
 from codingagent.faults import is_fault
 from codingagent.fsio import naming
-from codingagent.protocol.commands import (
-    Ask,
-    Command,
-    CreateFile,
-    DeleteFile,
-    Done,
-    EditFile,
-    Message,
-    ParseError,
-    Patch,
-    ReadFile,
-    Replace,
-    RunCommand,
-    Search,
-)
+from codingagent.protocol import commands as kinds
 from codingagent.sandbox.shell import Shell
 from codingagent.state import CommandResult
 from codingagent.workspace import Keeper, PathRejected, Workspace
@@ -54,7 +40,7 @@ from codingagent.workspace.snapshot import CommandWatch
 
 
 def execute(
-    commands: Sequence[Command],
+    commands: Sequence[kinds.Command],
     workspace: Workspace,
     shell: Shell,
     on_result: Callable[[CommandResult], None] | None = None,
@@ -98,7 +84,7 @@ def execute(
 
 
 def _run_all(
-    commands: Sequence[Command],
+    commands: Sequence[kinds.Command],
     workspace: Workspace,
     shell: Shell,
     on_result: Callable[[CommandResult], None] | None,
@@ -113,7 +99,9 @@ def _run_all(
     targets = [_target(command, workspace) for command in commands]
     # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
     # writes are known: their pre-images are recorded in one go, before the first command.
-    ahead = next((n for n, c in enumerate(commands) if isinstance(c, RunCommand)), len(commands))
+    ahead = next(
+        (n for n, c in enumerate(commands) if isinstance(c, kinds.RunCommand)), len(commands)
+    )
     workspace.will_write(
         path for n, path in enumerate(targets[:ahead]) if path is not None and n not in steps
     )
@@ -158,7 +146,7 @@ def _run_all(
     return turn.outcome
 
 
-def _target(command: Command, workspace: Workspace) -> str | None:
+def _target(command: kinds.Command, workspace: Workspace) -> str | None:
     """The real relative path a file-writing command names, or None."""
     if not command.writes or command.target is None:
         return None
@@ -169,12 +157,12 @@ def _target(command: Command, workspace: Workspace) -> str | None:
 
 
 def _run_one(
-    command: Command, turn: Turn, step: Callable[[Turn], Success] | None = None
+    command: kinds.Command, turn: Turn, step: Callable[[Turn], Success] | None = None
 ) -> tuple[bool, str, str | None]:
     """Whether ``command`` worked (or its ``step``, which stands for it), its summary and its
     output."""
     target = turn.targets[turn.index]
-    if target is not None and not isinstance(command, EditFile):
+    if target is not None and not isinstance(command, kinds.EditFile):
         turn.runs.pop(target, None)  # another command writes the file: the run is over
     try:
         success, (summary, output) = True, step(turn) if step else _handle(command, turn)
@@ -195,31 +183,31 @@ def _run_one(
     return success, summary, output
 
 
-def _handle(command: Command, turn: Turn) -> Success:
+def _handle(command: kinds.Command, turn: Turn) -> Success:
     match command:
-        case CreateFile():
+        case kinds.CreateFile():
             return create_file(command, turn)
-        case EditFile():
+        case kinds.EditFile():
             return edit_file(command, turn)
-        case Replace():
+        case kinds.Replace():
             return replace(command, turn)
-        case Patch():
+        case kinds.Patch():
             return patch(command, turn)
-        case DeleteFile():
+        case kinds.DeleteFile():
             return delete_file(command, turn)
-        case ReadFile():
+        case kinds.ReadFile():
             return read_file(command, turn)
-        case Search():
+        case kinds.Search():
             return search(command, turn)
-        case RunCommand():
+        case kinds.RunCommand():
             return run_command(command, turn)
-        case Message():
+        case kinds.Message():
             return message(command, turn)
-        case Ask():
+        case kinds.Ask():
             return ask(command, turn)
-        case Done():
+        case kinds.Done():
             return done(command, turn)
-        case ParseError():
+        case kinds.ParseError():
             parse_error(command)
         case _:
             assert_never(command)

@@ -7,7 +7,9 @@ Console output goes to stderr; stdout carries only data (``show`` prints the out
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +90,14 @@ def main() -> None:
 main.help = exits.appended(main.help, exits.summary())
 
 
+def watch_options(command: Callable) -> Callable:
+    """The options of a command that watches for replies (``start``, ``resume``)."""
+    relay = relaying.relay_options
+    options: list[Callable[[Callable], Callable]] = [file_option, poll_option, model_options]
+    options += [clipboard_option, relay, tuning_options]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
 @main.command()
 @click.argument("tasks", nargs=-1, metavar="[TASK]...")
 @click.option(
@@ -112,12 +122,7 @@ main.help = exits.appended(main.help, exits.summary())
 )
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
-@file_option
-@poll_option
-@model_options
-@clipboard_option
-@relaying.relay_options
-@tuning_options
+@watch_options
 def start(
     tasks: tuple[str, ...],
     task_file: str | None,
@@ -211,12 +216,7 @@ start.help = exits.appended(start.help, exits.queue_summary())
     help="A follow-up instruction: reopens a completed session with it as the new prompt.",
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
-@file_option
-@poll_option
-@model_options
-@clipboard_option
-@relaying.relay_options
-@tuning_options
+@watch_options
 def resume(
     session: str,
     root: Path,

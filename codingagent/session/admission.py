@@ -36,7 +36,7 @@ from codingagent.session.seams import Received, Refusal
 from codingagent.state import SessionState
 
 if TYPE_CHECKING:
-    from codingagent.review.record import HeldReview
+    pass
 
 REFUSED = "refused"  # the session's folder of replies not applied
 
@@ -106,13 +106,19 @@ def check(
     reply, decoded = received.reply, received.decoded
     data, source, rendered = reply.data, reply.source, reply.rendered
     if state.question is not None:
-        return Admission(_while_asking(store, state, data, source, rendered))
+        why = f"the session waits for your answer to the LLM's question ({state.question})"
+        how = f"Answer it with 'codingagent answer {state.session_id} \"...\"'"
+        said = "the user must first answer your question"  # (the prompt it answers is not yet)
+        return Admission(_waiting(store, state, received, why, how, said))
     if store.review_path(state.session_id).exists():  # (its wing loaded only then)
         from codingagent.review.record import current
 
         held = current(store, state)
         if held is not None:
-            return Admission(_while_reviewing(store, state, data, source, rendered, held))
+            why = f"the changes of the reply {held.source} ({held.summary()}) wait for your review"
+            how = f"Decide with 'codingagent review {state.session_id}' (or on the page)"
+            said = "the user is still reviewing your last reply's changes"  # (its turn first)
+            return Admission(_waiting(store, state, received, why, how, said))
     if force:
         return Admission()
     digest = decoded.digest
@@ -195,37 +201,16 @@ def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | 
     )
 
 
-def _while_asking(
-    store: SessionStore, state: SessionState, data: bytes, source: str, rendered: bool
+def _waiting(
+    store: SessionStore, state: SessionState, received: Received, why: str, how: str, said: str
 ) -> Refusal:
-    """Why the reply is not applied: the LLM's question waits for the user's answer (even with
-    ``force``: the prompt it answers does not exist yet)."""
-    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
-    note = (
-        f"The reply {source} was not applied: the session waits for your answer to the LLM's "
-        f"question ({state.question}). Answer it with 'codingagent answer "
-        f'{state.session_id} "..."\'; the reply is kept as {kept}.'
-    )
-    return Refusal(note, kept.parent, "the user must first answer your question")
-
-
-def _while_reviewing(
-    store: SessionStore,
-    state: SessionState,
-    data: bytes,
-    source: str,
-    rendered: bool,
-    held: HeldReview,
-) -> Refusal:
-    """Why the reply is not applied: the last reply's file changes wait for the user's review
-    (docs/review.md; even with ``force``: its turn comes first)."""
-    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
-    note = (
-        f"The reply {source} was not applied: the changes of the reply {held.source} "
-        f"({held.summary()}) wait for your review. Decide with 'codingagent review "
-        f"{state.session_id}' (or on the page); the reply is kept as {kept}."
-    )
-    return Refusal(note, kept.parent, "the user is still reviewing your last reply's changes")
+    """Why the reply is not applied while the session waits for the user (``why``: for what;
+    ``how``: what they do; ``said``: what the model is told), even with ``force``: the reply
+    is kept in ``refused/``."""
+    reply = received.reply
+    kept = _keep_refused(store, state, reply.data, received.decoded.digest, reply.rendered)
+    note = f"The reply {reply.source} was not applied: {why}. {how}; the reply is kept as {kept}."
+    return Refusal(note, kept.parent, said)
 
 
 def _keep_refused(

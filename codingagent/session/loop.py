@@ -38,7 +38,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, cast
 
 from codingagent.faults import Fault, describe, remedy
@@ -125,12 +124,7 @@ class SessionLoop:
         self._lock = self.store.hold(self.session_id)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         file_scan.keep_record()  # what the secret scan read, for the next process
         if self._lock is not None:
             self._lock.release()

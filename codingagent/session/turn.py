@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from codingagent.execute import TurnOutcome, execute
 from codingagent.faults import TurnNotApplied
 from codingagent.fsio import folder_syncs_grouped
-from codingagent.prompt.outbox import WrittenOutbox, ensure_outbox, next_outbox
+from codingagent.prompt.outbox import WrittenOutbox, ensure_outbox, write_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
 from codingagent.protocol.commands import Command, RunCommand
 from codingagent.protocol.replies import REPLY_SIZE_CAP, DecodedReply, note_result, unreadable
@@ -311,7 +311,7 @@ def _render(
     """The next prompt, written (None while the session waits: complete, or a question)."""
     if state.is_complete or state.question is not None:
         return None
-    return next_outbox(store, state, prompt, ws)
+    return write_outbox(store, state, prompt, ws, keep_shown=True)
 
 
 def _auto_run(

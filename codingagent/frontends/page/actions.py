@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,25 +38,20 @@ from codingagent.workspace.choice import broad_reason, resolve_workspace
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
 
 
+@dataclass(eq=False)
 class SessionActions:
     """The page's actions on the sessions of one run directory; blocking (call them from a
-    worker thread). Errors the user must fix are :class:`SessionError` messages."""
+    worker thread). Errors the user must fix are :class:`SessionError` messages. ``reviews``:
+    where a loop of this process (the relay's, ``ui --relay``) waits for the page's decision
+    on a held review."""
 
-    def __init__(
-        self,
-        store: SessionStore,
-        settings: Settings,
-        hub: EventHub,
-        approvals: Approvals,
-        reviews: Reviews | None = None,
-    ) -> None:
-        """``reviews``: where a loop of this process (the relay's, ``ui --relay``) waits for
-        the page's decision on a held review."""
-        self.store = store
-        self.settings = settings
-        self.hub = hub
-        self.approvals = approvals
-        self.reviews = reviews
+    store: SessionStore
+    settings: Settings
+    hub: EventHub
+    approvals: Approvals
+    reviews: Reviews | None = None
+
+    def __post_init__(self) -> None:
         self._guard = threading.Lock()
         self._busy: set[str] = set()
 

@@ -45,7 +45,9 @@ class Adapter(Protocol):
         """Where a request is posted."""
 
     def headers(self, http: httpx.Client) -> dict[str, str]:
-        """The headers of a request: the key goes here and nowhere else."""
+        """The headers of a request: the key goes here and nowhere else (here, as a bearer
+        token: OpenAI's way, and Ollama's)."""
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
 
     def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
         """The request's JSON body."""
