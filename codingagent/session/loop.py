@@ -11,11 +11,11 @@
         prompt = deliver(report)            the next prompt: listener, the front end's copy
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
-:class:`FrontEnd` (a :class:`Listener`) shows what happens (the console, or a page), answers
-RUN_COMMAND approval and asks the user the LLM's questions.
+:class:`~.seams.FrontEnd` (a :class:`~.seams.Listener`) shows what happens (the console, or a
+page), answers RUN_COMMAND approval and asks the user the LLM's questions.
 
 An ASK ends its turn without a next prompt: the prompt is written once the user answers
-(:func:`turn.answer_question`), at the listener if someone can answer there, else with
+(:func:`.lifecycle.answer_question`), at the listener if someone can answer there, else with
 ``codingagent answer`` while the loop is stopped (it stops, saying so). Until then no reply is
 applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the question
 instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there). A
@@ -237,7 +237,7 @@ class SessionLoop:
         return report, self.deliver(report), self.should_stop(report)
 
     def recover(self) -> TurnReport | None:
-        """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
+        """Finish a turn an earlier agent left half done (see :func:`.recovery.recover`)."""
         if not self.store.journal_path(self.session_id).exists():
             return None  # nothing to do: no shell needed either
         try:

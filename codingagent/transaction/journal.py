@@ -3,13 +3,14 @@
 The journal (``sessions/{id}/journal.json``) exists exactly while a turn (or an undo,
 :mod:`codingagent.transaction.undo`) is in flight. Before any workspace file is written or
 deleted, its pre-image (bytes and mode, or "did not exist") is appended to the turn's record
-(``preimages.jsonl`` in ``sessions/{id}/turns/{NNNN}/``: :class:`~codingagent.records.history.
-TurnRecord`, framed and checksummed there) and fsynced, so a turn can always be put back: by
-recovery after a crash (:mod:`codingagent.session.recovery`), or later by undo. A RUN_COMMAND,
-which may change any file, is covered by a ``command`` record written before it runs and naming
-its overlay layer or the session's shadow copy of the workspace; its changes' pre-images follow
-it (:mod:`codingagent.transaction.capture`, docs/undo.md). The turn lends the journal to the
-executor as the workspace's :class:`~codingagent.workspace.preimage.Keeper`."""
+(``preimages.jsonl`` in ``sessions/{id}/turns/{NNNN}/``, framed and checksummed there:
+:class:`~codingagent.records.history.TurnRecord`) and fsynced, so a turn can always be put
+back: by recovery after a crash (:mod:`codingagent.session.recovery`), or later by undo. A
+RUN_COMMAND, which may change any file, is covered by a ``command`` record written before it
+runs and naming its overlay layer or the session's shadow copy of the workspace; its changes'
+pre-images follow it (:mod:`codingagent.transaction.capture`, docs/undo.md). The turn lends
+the journal to the executor as the workspace's :class:`~codingagent.workspace.preimage.Keeper`.
+"""
 
 from __future__ import annotations
 

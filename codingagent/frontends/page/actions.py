@@ -1,8 +1,9 @@
 """What the page's buttons do: start a session, apply a reply, decide a held review, answer the
 LLM's question, undo the last turn.
 
-Each action runs in a worker thread through the session loop (:class:`codingagent.session.
-SessionLoop`) with a :class:`~.events.PageListener`, so the page sees every result as it happens.
+Each action runs in a worker thread through the session loop
+(:class:`~codingagent.session.loop.SessionLoop`) with a :class:`~.events.PageListener`, so the
+page sees every result as it happens.
 
 The session lock decides who applies a reply. The server takes a session's lock only while an
 action runs. If another process holds it (a terminal watcher, ``codingagent start`` or
