@@ -155,7 +155,7 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
     prompt = PromptOptions.from_settings(
         load_settings(root, {k: v for k, v in options.items() if k not in MODEL_KEYS})
     )
-    now = standing(store, session_id, prompt)
+    now = standing(store, session_id, prompt, with_prompt=not full)
     state = now.state
     if state.is_complete:
         say(f"Session {state.session_id} is complete: {state.summary or ''}")

@@ -50,16 +50,22 @@ class Standing:
         return None if self.outbox is None else self.outbox.read_text(encoding="utf-8")
 
 
-def standing(store: SessionStore, session_id: str, prompt: PromptOptions | None = None) -> Standing:
+def standing(
+    store: SessionStore,
+    session_id: str,
+    prompt: PromptOptions | None = None,
+    with_prompt: bool = True,
+) -> Standing:
     """The session ``session_id`` as it stands; ``prompt``: how a deleted prompt is written
-    again (by default, as the settings' defaults say)."""
+    again (by default, as the settings' defaults say); ``with_prompt`` False: its prompt file
+    is neither read nor written (``outbox`` None: ``show --full`` writes a prompt of its own)."""
     from codingagent.prompt.outbox import ensure_outbox
     from codingagent.prompt.render import DEFAULT_PROMPT
     from codingagent.session.reviewing import current
 
     with store.held_if_free(session_id) as held:
         state = store.load(session_id)
-        waiting = state.is_complete or state.question is not None
+        waiting = state.is_complete or state.question is not None or not with_prompt
         outbox = None if waiting else ensure_outbox(store, state, prompt or DEFAULT_PROMPT, held)
     interrupted = store.journal_path(session_id).exists()
     return Standing(state, outbox, current(store, session_id), interrupted)
