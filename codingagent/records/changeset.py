@@ -48,16 +48,17 @@ class FileChange:
 
 
 def turn_changes(
-    ws: Workspace, folders: list[Path], limit: int | None = None
+    ws: Workspace, folders: list[Path], limit: int | None = None, edits: bool = False
 ) -> list[list[FileChange]]:
     """What each committed turn (``folders``, oldest first) changed, in order: every file it
     kept a pre-image of, before and after by the rule above; ``limit``: bytes read of a side
-    (the page's ``MAX_DIFF_BYTES + 1``), None for all. One pass, newest turn first."""
+    (the page's ``MAX_DIFF_BYTES + 1``), None for all; ``edits``: also which files were
+    changed by hand after the turn (from its post-images). One pass, newest turn first."""
     later: dict[str, tuple[bytes | None, int | None]] = {}  # a later turn's pre-image
     turns = []
     for folder in reversed(folders):
         record = TurnRecord(folder)
-        posts = _postimages(record)
+        posts = _postimages(record) if edits else {}
         found = []
         for entry in _first_entries(record):
             path = entry["path"]
@@ -65,7 +66,7 @@ def turn_changes(
             after, after_mode = later[path] if path in later else _now(ws, path, limit)
             before, before_mode = later[path] = _saved(record, entry, limit)
             known = limit is None or after is None or len(after) < limit
-            by_hand = edited if known and _sha256(after) != posts.get(path) else ""
+            by_hand = edited if edits and known and _sha256(after) != posts.get(path) else ""
             by = entry.get("by", "")
             found.append(FileChange(path, before, before_mode, after, after_mode, by, by_hand))
         turns.append(found)
@@ -159,7 +160,7 @@ def file_diff(path: str, before: bytes | None, after: bytes | None) -> FileDiff:
 def session_diffs(ws: Workspace, folders: list[Path]) -> list[list[FileDiff]]:
     """The diffs of each committed turn of a session (``folders``, oldest first), in order."""
     turns = []
-    for found in turn_changes(ws, folders, MAX_DIFF_BYTES + 1):
+    for found in turn_changes(ws, folders, MAX_DIFF_BYTES + 1, edits=True):
         diffs = []
         for change in found:  # (a command may make any name: display_name)
             diff = file_diff(display_name(change.path), change.before, change.after)
