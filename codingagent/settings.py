@@ -62,7 +62,11 @@ def provider_apis() -> tuple[str, ...]:
 
 
 def _one_of(field: str, value: str, known: tuple[str, ...]) -> str:
-    """``value`` when it is one of ``known``, else the error pydantic gives a Literal."""
+    """``value`` when it is one of ``known``, else the error pydantic gives a Literal; none
+    known: the package's entry points were not installed."""
+    if not known:
+        reinstall = "reinstall codingagent (pip install -e .): its entry points are missing"
+        raise PydanticCustomError(field, f"no {field} is registered; {reinstall}")
     if value not in known:
         *first, last = (repr(each) for each in known)
         raise PydanticCustomError(field, f"Input should be {', '.join(first)} or {last}")
