@@ -37,13 +37,13 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' private X server
 
 import xserver  # type: ignore[import-not-found]  # noqa: E402
 
+from codingagent.records.store import SessionStore  # noqa: E402
 from codingagent.session.lifecycle import start_session  # noqa: E402
 from codingagent.session.seams import Prompt  # noqa: E402
 from codingagent.sources import pasteboard  # noqa: E402
 from codingagent.sources.clipboard import ClipboardSource  # noqa: E402
 from codingagent.sources.clipboard_events import POLL_INTERVAL, Polling, open_changes  # noqa: E402
 from codingagent.sources.inbox import InboxSource  # noqa: E402
-from codingagent.transaction.store import SessionStore  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

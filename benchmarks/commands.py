@@ -34,10 +34,10 @@ from pathlib import Path
 from codingagent.execute import execute
 from codingagent.fsio import folder_syncs_grouped
 from codingagent.protocol.commands import RunCommand
+from codingagent.records.history import TurnRecord
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.shell import Shell
 from codingagent.transaction.capture import Watch, capture_way
-from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.journal import Journal
 from codingagent.workspace import Workspace
 
@@ -87,12 +87,14 @@ class Bench:
         record = TurnRecord(self.session / "turns" / f"{self.turns:04d}")
         record.folder.mkdir(parents=True)
         journal = Journal(self.session / "journal.json", record, self.turns, "r.txt")
+        watch = None
         if way != "off":  # without the shell, the watch cannot ask for an overlay: scans
-            self.ws.watch = Watch(self.ws, journal, self.shell if way == "overlay" else None)
-        self.ws.before_change = journal.record
+            watch = Watch(self.ws, journal, self.shell if way == "overlay" else None)
         started = time.perf_counter()
-        with folder_syncs_grouped():  # as in a turn
-            outcome = execute([command(self.turns)], self.ws, self.shell)
+        with folder_syncs_grouped():  # as in a turn: the journal and the watch lent to it
+            outcome = execute(
+                [command(self.turns)], self.ws, self.shell, keeper=journal, watch=watch
+            )
         elapsed = time.perf_counter() - started
         assert outcome.results[0].success, outcome.results[0].summary
         if way != "off":
@@ -101,7 +103,6 @@ class Bench:
                 ("layer" in m) == (way == "overlay") for m in marks if m["kind"] == "command"
             )
         journal.close()
-        self.ws.watch = self.ws.before_change = None
         self.kept[way] = sum(f.stat().st_size for f in record.folder.rglob("*") if f.is_file())
         return elapsed
 

@@ -70,6 +70,7 @@ from codingagent.prompt.definitions import Tree
 from codingagent.prompt.evidence import WEIGHTS, Weights, gather, rank
 from codingagent.prompt.fitting import estimate
 from codingagent.prompt.mapview import map_section
+from codingagent.prompt.outbox import CACHE as KEPT
 from codingagent.prompt.pointed import (
     CHARS_PER_TOKEN,
     PASTED_TOKENS,
@@ -79,7 +80,6 @@ from codingagent.prompt.pointed import (
 )
 from codingagent.prompt.render import estimate_tokens
 from codingagent.state import SessionState
-from codingagent.transaction.outbox import CACHE as KEPT
 from codingagent.workspace import Workspace
 
 CACHE = Path(__file__).resolve().parent / ".cache"

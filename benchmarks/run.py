@@ -31,8 +31,10 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from codingagent.execute import execute
+from codingagent.prompt.outbox import write_outbox
 from codingagent.protocol.commands import EditFile, Replace, ReplaceBlock
 from codingagent.protocol.parser import parse
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
@@ -40,8 +42,6 @@ from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings
 from codingagent.sources.inbox import InboxSource
-from codingagent.transaction.outbox import write_outbox
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -437,7 +437,7 @@ def copy_sessions(store: SessionStore, n: int) -> None:
 _MEMORY_PROBE = """
 import sys
 from pathlib import Path
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply

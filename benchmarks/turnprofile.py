@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session import turn
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions
-from codingagent.transaction.store import SessionStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import make_tree, turn_reply  # the latency benchmark's tree and reply
@@ -38,25 +38,26 @@ from run import make_tree, turn_reply  # the latency benchmark's tree and reply
 # (depth, label, module, attribute): attributes of a class are "Class.method".
 STEPS = [
     (0, "the whole turn", "codingagent.session.turn", "apply_reply"),
+    (1, "reply decoded", "codingagent.session.turn", "decode"),
     (1, "admission (echo, duplicate)", "codingagent.session.admission", "check"),
-    (1, "turn opened (history, journal)", "codingagent.session.turn", "_open_turn"),
-    (1, "reply read (decode, parse)", "codingagent.session.turn", "read_reply"),
+    (1, "turn opened (history, journal)", "codingagent.session.turn", "_journal"),
+    (1, "reply parsed", "codingagent.session.turn", "_parse"),
     (1, "commands executed", "codingagent.session.turn", "_execute"),
     (2, "path guard (locate)", "codingagent.workspace.pathguard", "Guard.locate"),
     (2, "pre-images journaled", "codingagent.transaction.journal", "Journal.record"),
     (2, "pre-images journaled (all)", "codingagent.transaction.journal", "Journal.record_all"),
-    (1, "outcome recorded", "codingagent.transaction.history", "TurnRecord.write_outcome"),
-    (1, "next outbox", "codingagent.session.turn", "next_outbox"),
+    (1, "outcome recorded", "codingagent.records.history", "TurnRecord.write_outcome"),
+    (1, "next outbox", "codingagent.session.turn", "write_outbox"),
     (2, "listing", "codingagent.workspace", "Workspace.list_files"),
     (3, "tree walk", "codingagent.workspace.tree", "Tree.walked"),
     (2, "project instructions", "codingagent.prompt.compose", "_instructions"),
     (2, "secret files", "codingagent.prompt.compose", "_note_secret_files"),
     (2, "render and fit", "codingagent.prompt.compose", "_fit"),
     (2, "masking", "codingagent.secrecy.masking", "Masker.mask"),
-    (2, "outbox written", "codingagent.transaction.store", "SessionStore.write_outbox"),
-    (1, "meta written", "codingagent.transaction.history", "TurnRecord.write_meta"),
+    (2, "outbox written", "codingagent.records.store", "SessionStore.write_outbox"),
+    (1, "meta written", "codingagent.records.history", "TurnRecord.write_meta"),
     (1, "grouped fsyncs", "codingagent.session.turn", "folder_syncs_grouped"),
-    (1, "state saved (commit)", "codingagent.transaction.store", "SessionStore.save"),
+    (1, "state saved (commit)", "codingagent.records.store", "SessionStore.save"),
     (1, "journal closed", "codingagent.transaction.journal", "Journal.close"),
 ]
 

@@ -12,7 +12,7 @@ resolved folder (symlinks, ``..``), so ``../..`` or a link to ``/`` is judged by
 **A project** is the git work tree a folder is in, or a folder holding a project's marker
 files (``pyproject.toml``, ``package.json``, ``Makefile``, ...) or source files: ``codingagent
 start`` there works on it, with the agent's own folders kept out of it
-(:mod:`codingagent.transaction.runfolder`).
+(:mod:`codingagent.records.runfolder`).
 """
 
 from __future__ import annotations

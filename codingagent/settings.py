@@ -43,6 +43,7 @@ SETTINGS_FILE = "codingagent.toml"
 
 
 SANDBOXES = "codingagent.sandboxes"  # the entry-point group of the sandbox backends
+PROVIDERS = "codingagent.providers"  # the entry-point group of the model APIs' adapters
 
 
 @functools.cache
@@ -51,6 +52,25 @@ def sandbox_modes() -> tuple[str, ...]:
     registered in the package's entry points (the registry: docs/security.md, 'Adding a
     sandbox backend'), read from the package metadata without importing a backend."""
     return ("auto", *sorted({entry.name for entry in entry_points(group=SANDBOXES)}))
+
+
+@functools.cache
+def provider_apis() -> tuple[str, ...]:
+    """The values of a model profile's ``api``: the name of each adapter registered in the
+    package's entry points (docs/models.md, 'Adding a provider'), read without importing one."""
+    return tuple(sorted({entry.name for entry in entry_points(group=PROVIDERS)}))
+
+
+def _one_of(field: str, value: str, known: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``known``, else the error pydantic gives a Literal; none
+    known: the package's entry points were not installed."""
+    if not known:
+        reinstall = "reinstall codingagent (pip install -e .): its entry points are missing"
+        raise PydanticCustomError(field, f"no {field} is registered; {reinstall}")
+    if value not in known:
+        *first, last = (repr(each) for each in known)
+        raise PydanticCustomError(field, f"Input should be {', '.join(first)} or {last}")
+    return value
 
 
 class SettingsError(Exception):
@@ -69,9 +89,10 @@ class ModelProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # One adapter each in sources/providers/ (docs/models.md, "Adding a provider").
-    api: Literal["openai", "anthropic", "azure", "copilot", "ollama"] = Field(
-        "openai", description="the API: openai (chat completions), anthropic, azure, copilot"
+    # One adapter each in sources/providers/, registered (docs/models.md, "Adding a provider").
+    api: str = Field(
+        "openai",
+        description="the API: openai (chat completions), anthropic, azure, copilot, ollama",
     )
     base_url: str = Field(description="the API's root, e.g. http://127.0.0.1:11434/v1")
     model: str = Field(description="the model id the server knows")
@@ -98,6 +119,11 @@ class ModelProfile(BaseModel):
         if isinstance(data, dict) and "api_key" in data:
             raise PydanticCustomError("api_key", KEY_IN_FILE)
         return data
+
+    @field_validator("api")
+    @classmethod
+    def _known_api(cls, value: str) -> str:
+        return _one_of("api", value, provider_apis())
 
     @property
     def name(self) -> str | None:
@@ -204,11 +230,7 @@ class Settings(BaseModel):
     @field_validator("sandbox")
     @classmethod
     def _known_sandbox(cls, value: str) -> str:
-        modes = sandbox_modes()
-        if value not in modes:
-            *first, last = (repr(mode) for mode in modes)
-            raise PydanticCustomError("sandbox", f"Input should be {', '.join(first)} or {last}")
-        return value
+        return _one_of("sandbox", value, sandbox_modes())
 
     @property
     def origins(self) -> dict[str, str]:
@@ -389,7 +411,7 @@ def _validated(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
 def _file_settings(root: Path) -> list[tuple[str, dict[str, Any], Path]]:
     """The user's file, then ``pyproject.toml``'s ``[tool.codingagent]``, then
     ``codingagent.toml`` (later wins): the project's, when the root is a project's run folder
-    (:mod:`codingagent.transaction.runfolder`; inside the workspace, so they may only tighten),
+    (:mod:`codingagent.records.runfolder`; inside the workspace, so they may only tighten),
     then the root's own."""
     found = []
     user = user_settings_path()

@@ -144,7 +144,7 @@ class SessionState(BaseModel):
     # output (the failing part first) while it fails; None when there is no check or it passed.
     check: CheckRun | None = None
     check_failure: str | None = None
-    # The digest (admission.reply_digest) of each applied turn's reply, in turn order: what a
+    # The digest (protocol.replies.reply_digest) of each applied turn's reply, in turn order: what a
     # reply dropped again is checked against, without reading every turn's record.
     reply_digests: list[str] = Field(default_factory=list)
     # The user's review of the last reply (docs/review.md): what they rejected of its file

@@ -15,12 +15,12 @@ from scripted_model import Say, ScriptedModel
 
 from codingagent.frontends.cli import main
 from codingagent.frontends.exits import Exit
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.admission import Ruling, rule
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
-from codingagent.transaction.store import SessionStore
 
 SID = "ab12cd34"
 OTHER = "0badc0de"

@@ -10,11 +10,11 @@ from invoking import run as cli
 from test_loop import Recording, ScriptedSource, open_loop
 
 from codingagent.protocol.parser import parse
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import StopReason
 from codingagent.settings import Settings
-from codingagent.transaction.store import SessionStore
 
 ASK = "[ASK]\nShould the port be 8080 or 9090?\n[/ASK]\n"
 

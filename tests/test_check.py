@@ -18,6 +18,7 @@ from turns import step
 from codingagent.prompt.checkview import REST, failing_first
 from codingagent.prompt.fitting import estimate, prompt_budget
 from codingagent.prompt.instructions import named_check
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.checking import session_check
 from codingagent.session.lifecycle import start_session
@@ -25,7 +26,6 @@ from codingagent.session.recovery import recover
 from codingagent.session.turn import TurnOptions
 from codingagent.settings import load_settings
 from codingagent.transaction.crashpoints import CRASH_ENV
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
 from codingagent.workspace import Workspace
 

@@ -16,7 +16,7 @@ from invoking import run
 
 from codingagent import __version__
 from codingagent.frontends.cli import main
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import SessionStore
 
 REPLY_1 = """\
 I'll create the script, run it, and look at it.

@@ -30,13 +30,13 @@ from invoking import run
 from sampling import examples
 from xserver import clipboard_text, copy, xclip_servers
 
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Prompt
 from codingagent.sources import pasteboard as clipboard
 from codingagent.sources.clipboard import SOURCE, ClipboardSource, is_reply
 from codingagent.sources.clipboard_events import Polling, X11Changes, open_changes
 from codingagent.sources.inbox import InboxSource
-from codingagent.transaction.store import SessionStore
 
 needs_x = pytest.mark.skipif(not xserver.available(), reason=xserver.MISSING)
 

@@ -25,11 +25,11 @@ from test_clipboard import (  # noqa: F401  (x_display is a fixture)
 )
 from xserver import clipboard_text, copy
 
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Prompt
 from codingagent.sources.clipboard import SOURCE, ClipboardSource, claim, what_it_would_do
 from codingagent.sources.inbox import InboxSource
-from codingagent.transaction.store import SessionStore
 
 RM_BUILD = "I'll clean up.\n\n[RUN_COMMAND]\nrm -rf build\necho gone\n[/RUN_COMMAND]\n"
 

@@ -17,14 +17,14 @@ from test_crash import snapshot
 from test_transactions import agent
 from turns import step as apply_text
 
-from codingagent.frontends.page.diffs import session_diffs
+from codingagent.records.changeset import session_diffs
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.state import SessionError
 from codingagent.transaction.capture import LAYER
-from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.shadow import SHADOW
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
 from codingagent.workspace import Workspace
 from codingagent.workspace.snapshot import RACY_NS, Scan, moved

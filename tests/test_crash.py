@@ -23,6 +23,7 @@ import pytest
 from turns import step
 
 from codingagent.fsio import atomic_write, folder_syncs_grouped
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import make_shell, start_session
@@ -30,7 +31,6 @@ from codingagent.session.recovery import recover
 from codingagent.session.turn import TurnOptions
 from codingagent.settings import load_settings
 from codingagent.transaction.crashpoints import CRASH_ENV
-from codingagent.transaction.store import SessionStore
 
 REPLIES = [
     '[CREATE_FILE path="a.txt"]\none\n[/CREATE_FILE]\n'

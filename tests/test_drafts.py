@@ -16,11 +16,11 @@ from test_reasoning import ANSWER, DONE, DRAFTS, agent
 
 from codingagent.protocol.drafts import answer_start
 from codingagent.protocol.parser import parse, parse_spans, split_lines
+from codingagent.protocol.replies import read_reply
 from codingagent.protocol.scan import commands_and_slips, reply_echo
-from codingagent.session.replies import read_reply
+from codingagent.records.store import SessionStore
 from codingagent.session.seams import Prompt
 from codingagent.sources.clipboard import is_reply, what_it_would_do
-from codingagent.transaction.store import SessionStore
 
 NOT_RUN = "2 commands before your reply's Session line"
 

@@ -21,9 +21,9 @@ from scripted_model import Cut, Fail, Garbage, Say, ScriptedModel, Stall
 
 from codingagent.frontends.cli import main
 from codingagent.protocol.manual import REMINDER, protocol_text
+from codingagent.records.store import SessionStore
 from codingagent.sources.providers import signin
 from codingagent.sources.transcript import without_protocol
-from codingagent.transaction.store import SessionStore
 
 SOLVE_1 = """\
 [CREATE_FILE path="hello.py"]

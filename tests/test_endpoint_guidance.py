@@ -20,7 +20,7 @@ from test_endpoint import (
     state_of,
 )
 
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import SessionStore
 
 CUT_REPLY = """\
 [CREATE_FILE path="a.py"]

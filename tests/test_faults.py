@@ -30,8 +30,8 @@ from click.testing import CliRunner
 
 from codingagent.faults import TurnNotApplied, is_fault, message
 from codingagent.frontends.cli import main
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
-from codingagent.transaction.store import SessionStore
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="mounting a filesystem needs root")

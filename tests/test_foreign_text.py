@@ -13,8 +13,8 @@ from executing import edit, headlines, put, replace, run
 from turns import step
 
 from codingagent.protocol.commands import Patch
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace.text import decoded
 
 LEGACY = b"# Caf\xe9 helpers\n\n\ndef greet(name):\n    return 'Bonjour ' + name + ' \x93!\x94'\n"

@@ -8,9 +8,6 @@ Every test feeds one nasty reply through :func:`codingagent.session.turn.apply_r
   (checked for every test by the fixtures' teardown);
 * the LLM gets a clear result line, asserted word for word;
 * the session state still loads and the next outbox exists.
-
-Tests marked ``xfail(strict=True, reason="BUG: ...")`` show real bugs: they state the behaviour
-the agent should have and fail today.
 """
 
 from __future__ import annotations
@@ -31,13 +28,13 @@ from click.testing import CliRunner, Result
 
 from codingagent.frontends.cli import main
 from codingagent.prompt.render import FILE_VIEW_CAP
+from codingagent.protocol.replies import REPLY_SIZE_CAP
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.process import SHELL
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
-from codingagent.session.replies import REPLY_SIZE_CAP
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
-from codingagent.transaction.store import SessionStore
 
 pytestmark = [
     pytest.mark.skipif(os.name != "posix", reason="uses /bin/sh, symlinks and FIFOs"),

@@ -14,7 +14,7 @@ from scripted_model import Say, ScriptedModel
 
 from codingagent.frontends.cli import main
 from codingagent.protocol.manual import protocol_text
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import SessionStore
 
 CREATE = '[CREATE_FILE path="hello.py"]\nprint("hello")\n[/CREATE_FILE]\n'
 DONE = "[DONE]\nDone.\n[/DONE]\n"

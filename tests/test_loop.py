@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Listener, Prompt, Reply, Stop, StopReason, TurnReport
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import CommandResult, SessionError
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport
 
 

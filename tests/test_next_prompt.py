@@ -9,10 +9,10 @@ import pytest
 from executing import STALE, sha
 from turns import apply_file, step
 
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.state import FileRange, SessionState
-from codingagent.transaction.store import SessionStore
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ from test_transactions import agent
 from turns import step
 
 from codingagent.frontends.cli import main
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.transaction.capture import LAYER
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
 from codingagent.workspace.layer import discard
 

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from codingagent.frontends.cli import main
+from codingagent.records.runfolder import Place, agent_folder, attach, place
+from codingagent.records.store import SessionStore
 from codingagent.settings import load_settings
-from codingagent.transaction.runfolder import Place, agent_folder, attach, place
-from codingagent.transaction.store import SessionStore
 
 NPM_INIT_TEST = 'echo "Error: no test specified" && exit 1'  # what `npm init` writes
 TASK = "Fix slugify in textkit/slug.py: test_lowercase fails"

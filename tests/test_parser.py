@@ -1047,7 +1047,7 @@ def test_importing_the_session_store_builds_no_command_validators() -> None:
     """`codingagent sessions` loads only session state: the command models' validators are
     built when a reply is first parsed (pydantic's defer_build), and then work as before."""
     probe = (
-        "import codingagent.transaction.store, codingagent.state as s\n"
+        "import codingagent.records.store, codingagent.state as s\n"
         "import codingagent.protocol.commands as c\n"
         "print(c.CreateFile.__pydantic_complete__, s.CommandResult.__pydantic_complete__)\n"
         "from codingagent.protocol.parser import parse\n"

@@ -22,6 +22,7 @@ from codingagent.prompt.changes import (
     listing_change,
     resized,
 )
+from codingagent.prompt.outbox import ensure_outbox, prompt_text
 from codingagent.prompt.overview import overview
 from codingagent.prompt.render import (
     OutboxContext,
@@ -42,6 +43,7 @@ from codingagent.protocol.commands import (
 )
 from codingagent.protocol.manual import REMINDER, protocol_text
 from codingagent.protocol.parser import TAGS, parse
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.backends import sandbox_status
 from codingagent.sandbox.probe import parse_probe, probe
 from codingagent.sandbox.process import SHELL
@@ -50,8 +52,6 @@ from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import Environment, SessionState
-from codingagent.transaction.outbox import ensure_outbox, prompt_text
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace.listing import UNSIZED
 
 bwrap_works = pytest.mark.skipif(

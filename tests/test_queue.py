@@ -23,9 +23,10 @@ from xserver import clipboard_text, copy
 
 from codingagent.frontends.cli import main
 from codingagent.frontends.exits import Exit
-from codingagent.queue.tasks import QueueStore, parse_tasks
+from codingagent.queue.tasks import parse_tasks
+from codingagent.records.queues import QueueStore
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionError
-from codingagent.transaction.store import SessionStore
 
 DONE = "[DONE]\nDid task {}.\n[/DONE]\n"
 PROSE = "Let me think about it."  # runs no command: two in a row stop a model's session

@@ -12,7 +12,7 @@ import sys
 import pytest
 from test_ui import Page, browser, serve, tab  # noqa: F401  (the page's fixtures)
 
-from codingagent.queue.tasks import QueueStore
+from codingagent.records.queues import QueueStore
 
 AGENT = (sys.executable, "-m", "codingagent")
 UNSANDBOXED = ("--sandbox", "none", "--commands", "deny", "--poll")

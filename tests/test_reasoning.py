@@ -14,8 +14,8 @@ from scripted_model import Say, ScriptedModel
 
 from codingagent.frontends.cli import main
 from codingagent.protocol.reasoning import split_reasoning
-from codingagent.session.replies import read_reply
-from codingagent.transaction.store import SessionStore
+from codingagent.protocol.replies import read_reply
+from codingagent.records.store import SessionStore
 
 DRAFTS = (
     '[CREATE_FILE path="draft.py"]\nprint("draft")\n[/CREATE_FILE]\n'

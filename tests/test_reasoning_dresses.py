@@ -17,12 +17,12 @@ from test_reasoning import ANSWER, DONE, DRAFTS, agent, turn_meta
 
 from codingagent.protocol.parser import split_lines
 from codingagent.protocol.reasoning import BARE_HARMONY, DRESSES, HARMONY, split_reasoning
+from codingagent.protocol.replies import read_reply
 from codingagent.protocol.scan import COMMANDS
-from codingagent.session.replies import read_reply
+from codingagent.records.store import SessionStore
 from codingagent.session.seams import Prompt
 from codingagent.sources.clipboard import is_reply, what_it_would_do
 from codingagent.sources.providers.wire import Streamed
-from codingagent.transaction.store import SessionStore
 
 HARMONY_CLOSED = (
     f"<|channel|>analysis<|message|>Let me draft.\n{DRAFTS}<|end|>"

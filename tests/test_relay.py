@@ -12,6 +12,7 @@ import httpx
 import pytest
 from relaying import EXTENSION, OTHER_EXTENSION, RelayClient
 
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Listener, Stop, StopReason
@@ -28,7 +29,6 @@ from codingagent.sources.relay import (
     parse_prompt_id,
 )
 from codingagent.sources.relay_server import open_relay
-from codingagent.transaction.store import SessionStore
 
 CODE = "K7QM-2XPD"
 

@@ -27,6 +27,7 @@ from turns import step
 from codingagent.protocol.codeblocks import RENDERED_REFUSAL, code_blocks
 from codingagent.protocol.commands import CreateFile, ParseError, RunCommand
 from codingagent.protocol.scan import commands_and_slips
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
@@ -37,7 +38,6 @@ from codingagent.sources.clipboard import what_it_would_do
 from codingagent.sources.pagetext import answer_from_html, exact_text, fenced, read_copy
 from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import CRASH_ENV
-from codingagent.transaction.store import SessionStore
 
 CHAT = MarkdownIt("commonmark")
 
@@ -390,7 +390,7 @@ def test_a_turn_recovered_after_a_crash_is_still_read_as_rendered(tmp_path):
         "from codingagent.sandbox.shell import Shell\n"
         "from codingagent.session.seams import Reply\n"
         "from codingagent.session.turn import TurnOptions, apply_reply\n"
-        "from codingagent.transaction.store import SessionStore\n"
+        "from codingagent.records.store import SessionStore\n"
         "store = SessionStore(Path(sys.argv[1]))\n"
         "reply = Reply(Path(sys.argv[3]).read_bytes(), '<relay>', rendered=True)\n"
         "apply_reply(store, sys.argv[2], reply, TurnOptions(shell=Shell(timeout=10)))\n"

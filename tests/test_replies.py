@@ -21,12 +21,12 @@ import pytest
 from executing import sha
 from sampling import sampled
 
+from codingagent.prompt.outbox import write_outbox
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import SessionState
-from codingagent.transaction.outbox import write_outbox
-from codingagent.transaction.store import SessionStore
 
 REPLIES = Path(__file__).parent / "replies"
 SID = "5f3a9c01"

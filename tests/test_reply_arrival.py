@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.seams import Prompt
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources.inbox import FileReply, InboxSource
 from codingagent.sources.writers import open_for_writing
-from codingagent.transaction.store import SessionStore
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/fdinfo").is_dir(), reason="needs /proc")
 

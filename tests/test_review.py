@@ -16,15 +16,15 @@ from invoking import run
 from test_loop import Recording, ScriptedSource
 
 from codingagent.execute.lines import split_lines
+from codingagent.records.hunks import apply, hunks
+from codingagent.records.store import SessionStore
 from codingagent.review.decision import Choice
-from codingagent.review.hunks import apply, hunks
 from codingagent.review.record import HeldReview
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import StopReason
 from codingagent.settings import Settings, load_settings
-from codingagent.transaction.store import SessionStore
 
 B_BEFORE = "".join(f"line{n}\n" for n in range(1, 21))
 REPLY = (

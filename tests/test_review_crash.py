@@ -20,9 +20,9 @@ import pytest
 from invoking import run
 from test_review import B_BEFORE, REPLY, started
 
+from codingagent.records.store import SessionStore
 from codingagent.review.record import load
 from codingagent.transaction.crashpoints import CRASH_ENV
-from codingagent.transaction.store import SessionStore
 
 pytestmark = pytest.mark.slow  # each test runs and kills agent processes
 

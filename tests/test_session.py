@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from codingagent.records.store import SessionStore
 from codingagent.state import CommandResult, SessionError, SessionState
-from codingagent.transaction.store import SessionStore
 
 
 def make_state(store: SessionStore, task: str = "t") -> SessionState:

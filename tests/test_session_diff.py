@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from invoking import Run
 from sampling import examples
 
-from codingagent.transaction.changeset import FileChange, unified
+from codingagent.records.changeset import FileChange
+from codingagent.records.changeset import patch as unified
 
 pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
 

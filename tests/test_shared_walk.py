@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from turns import step
 
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy.secret_files import (
@@ -26,7 +27,6 @@ from codingagent.secrecy.secret_files import (
 )
 from codingagent.session.lifecycle import start_session
 from codingagent.transaction.capture import LAYER
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 from codingagent.workspace.listing import SKIPPED_DIRS, UNSIZED
 from codingagent.workspace.tree import NEVER_READ, STATED, UNREAD_IF_IGNORED, Tree

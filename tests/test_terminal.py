@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from invoking import run
 
 from codingagent.frontends.cli import main
-from codingagent.transaction.store import SessionStore
-from codingagent.transaction.summaries import summaries
+from codingagent.records.store import SessionStore
+from codingagent.records.summaries import summaries
 
 REPLY = '[CREATE_FILE path="a.txt"]\na\n[/CREATE_FILE]\n'
 

@@ -36,6 +36,8 @@ from codingagent.execute import search as searching
 from codingagent.faults import TurnNotApplied
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Replace, ReplaceBlock, Search
+from codingagent.records.history import TurnRecord, append_frame, frame, read_frames
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
@@ -43,8 +45,6 @@ from codingagent.session.seams import Reply
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import CRASH_ENV
-from codingagent.transaction.history import TurnRecord, append_frame, frame, read_frames
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
 
 

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from turns import apply_file, step
 
 from codingagent.frontends.cli import main
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.recovery import recover
 from codingagent.session.turn import TurnOptions
 from codingagent.state import SessionError
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import undo
 
 

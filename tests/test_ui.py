@@ -22,11 +22,11 @@ import pytest
 
 from codingagent.frontends.page.events import Approvals, EventHub
 from codingagent.frontends.page.server import PageServer, create_app, listen, new_token, url
+from codingagent.records.history import turn_log
+from codingagent.records.store import SessionStore
 from codingagent.session.lifecycle import start_session
 from codingagent.settings import Settings
 from codingagent.state import CommandResult
-from codingagent.transaction.history import turn_log
-from codingagent.transaction.store import SessionStore
 
 CHROMIUM = Path("/usr/bin/chromium")
 # A quiet browser for tests: no sandbox of its own (root in CI), no GPU, nothing fetched.

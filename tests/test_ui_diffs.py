@@ -1,4 +1,4 @@
-"""The page's per-turn diffs (codingagent.frontends.page.diffs) and session views, from real
+"""The page's per-turn diffs (codingagent.records.changeset) and session views, from real
 turns."""
 
 from __future__ import annotations
@@ -9,15 +9,16 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codingagent.frontends.page.diffs import MAX_DIFF_BYTES, session_diffs, unified
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener
 from codingagent.frontends.page.views import session_view
+from codingagent.records.changeset import MAX_DIFF_BYTES, session_diffs
+from codingagent.records.changeset import file_diff as unified
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
 from codingagent.session.lifecycle import start_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import Reply
 from codingagent.settings import Settings
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 

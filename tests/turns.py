@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from codingagent.protocol.replies import REPLY_SIZE_CAP
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
-from codingagent.session.replies import REPLY_SIZE_CAP
 from codingagent.session.seams import Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.sources.inbox import hand_off, read_reply_file
-from codingagent.transaction.store import SessionStore
 
 
 def apply_file(

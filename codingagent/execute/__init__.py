@@ -4,7 +4,7 @@
 one module per command family holds the handlers: ``whole_files`` (CREATE_FILE, DELETE_FILE,
 READ_FILE), ``edit_file``, ``replace``, ``patch``, ``search``, ``run_command`` and
 ``conversation`` (MESSAGE, DONE, parse errors).  ``matching`` finds REPLACE's SEARCH text (pure,
-no wording), ``diff`` shows what a command changed, ``placeholders`` catches placeholders and
+no wording; a PATCH body is read by ``protocol.patches``), ``placeholders`` catches placeholders and
 Python that does not compile, ``lines`` keeps a file's line endings, and ``context`` holds
 what the commands of one reply share and the one failure channel.
 

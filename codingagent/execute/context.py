@@ -17,6 +17,7 @@ from codingagent.secrecy import masking
 from codingagent.secrecy.secret_files import SecretFiles
 from codingagent.state import CommandResult, ReadRequest
 from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace.snapshot import CommandWatch
 from codingagent.workspace.text import decoded, refusal
 
 _CLIP = 60
@@ -91,6 +92,9 @@ class Turn:
     # The user's check command: its result after what the turn did so far (run when the turn
     # changed files); DONE is refused while it fails. None without a check.
     check: Callable[[TurnOutcome], CommandResult] | None = None
+    # What runs around each RUN_COMMAND to keep what it changes (the turn's capture); None:
+    # nothing is kept.
+    watch: CommandWatch | None = None
 
     def mark_changed(self, path: str) -> str:
         rel = self.workspace.relpath(path)

@@ -32,28 +32,15 @@ from codingagent.execute.search import search
 from codingagent.execute.whole_files import create_file, delete_file, read_file
 from codingagent.faults import is_fault
 from codingagent.fsio import naming
-from codingagent.protocol.commands import (
-    Ask,
-    Command,
-    CreateFile,
-    DeleteFile,
-    Done,
-    EditFile,
-    Message,
-    ParseError,
-    Patch,
-    ReadFile,
-    Replace,
-    RunCommand,
-    Search,
-)
+from codingagent.protocol import commands as kinds
 from codingagent.sandbox.shell import Shell
 from codingagent.state import CommandResult
-from codingagent.workspace import PathRejected, Workspace
+from codingagent.workspace import Keeper, PathRejected, Workspace
+from codingagent.workspace.snapshot import CommandWatch
 
 
 def execute(
-    commands: Sequence[Command],
+    commands: Sequence[kinds.Command],
     workspace: Workspace,
     shell: Shell,
     on_result: Callable[[CommandResult], None] | None = None,
@@ -62,6 +49,8 @@ def execute(
     session_id: str = "",
     check: Callable[[TurnOutcome], CommandResult] | None = None,
     steps: Mapping[int, Callable[[Turn], Success]] | None = None,
+    keeper: Keeper | None = None,
+    watch: CommandWatch | None = None,
 ) -> TurnOutcome:
     """Run ``commands`` in order; ``on_result`` sees each result as soon as it exists.
 
@@ -73,12 +62,46 @@ def execute(
     user's check command's result after the commands so far; DONE is refused while it fails.
     ``steps``: what some commands (by index) do instead of their handlers: the file commands
     of a reviewed reply write the files as the user decided (docs/review.md).
+
+    What keeps the turn whole is lent here, never set on the workspace from outside:
+    ``keeper`` (the turn's journal) is handed each file's pre-image before the file changes,
+    and ``watch`` runs around each RUN_COMMAND to keep what it changes; without them nothing
+    is kept (a review's preview).
     """
-    steps = steps or {}
+    with workspace.kept(keeper):
+        return _run_all(
+            commands,
+            workspace,
+            shell,
+            on_result,
+            preceding,
+            shown,
+            session_id,
+            check,
+            steps or {},
+            watch,
+        )
+
+
+def _run_all(
+    commands: Sequence[kinds.Command],
+    workspace: Workspace,
+    shell: Shell,
+    on_result: Callable[[CommandResult], None] | None,
+    preceding: Sequence[CommandResult],
+    shown: Mapping[str, str] | None,
+    session_id: str,
+    check: Callable[[TurnOutcome], CommandResult] | None,
+    steps: Mapping[int, Callable[[Turn], Success]],
+    watch: CommandWatch | None,
+) -> TurnOutcome:
+    """:func:`execute` with its keeper lent to the workspace."""
     targets = [_target(command, workspace) for command in commands]
     # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
     # writes are known: their pre-images are recorded in one go, before the first command.
-    ahead = next((n for n, c in enumerate(commands) if isinstance(c, RunCommand)), len(commands))
+    ahead = next(
+        (n for n, c in enumerate(commands) if isinstance(c, kinds.RunCommand)), len(commands)
+    )
     workspace.will_write(
         path for n, path in enumerate(targets[:ahead]) if path is not None and n not in steps
     )
@@ -91,6 +114,7 @@ def execute(
         last_writes={path: i for i, path in enumerate(targets) if path is not None},
         session_id=session_id,
         check=check,
+        watch=watch,
     )
     for index, command in enumerate(commands):
         turn.index = index
@@ -122,7 +146,7 @@ def execute(
     return turn.outcome
 
 
-def _target(command: Command, workspace: Workspace) -> str | None:
+def _target(command: kinds.Command, workspace: Workspace) -> str | None:
     """The real relative path a file-writing command names, or None."""
     if not command.writes or command.target is None:
         return None
@@ -133,12 +157,12 @@ def _target(command: Command, workspace: Workspace) -> str | None:
 
 
 def _run_one(
-    command: Command, turn: Turn, step: Callable[[Turn], Success] | None = None
+    command: kinds.Command, turn: Turn, step: Callable[[Turn], Success] | None = None
 ) -> tuple[bool, str, str | None]:
     """Whether ``command`` worked (or its ``step``, which stands for it), its summary and its
     output."""
     target = turn.targets[turn.index]
-    if target is not None and not isinstance(command, EditFile):
+    if target is not None and not isinstance(command, kinds.EditFile):
         turn.runs.pop(target, None)  # another command writes the file: the run is over
     try:
         success, (summary, output) = True, step(turn) if step else _handle(command, turn)
@@ -159,31 +183,31 @@ def _run_one(
     return success, summary, output
 
 
-def _handle(command: Command, turn: Turn) -> Success:
+def _handle(command: kinds.Command, turn: Turn) -> Success:
     match command:
-        case CreateFile():
+        case kinds.CreateFile():
             return create_file(command, turn)
-        case EditFile():
+        case kinds.EditFile():
             return edit_file(command, turn)
-        case Replace():
+        case kinds.Replace():
             return replace(command, turn)
-        case Patch():
+        case kinds.Patch():
             return patch(command, turn)
-        case DeleteFile():
+        case kinds.DeleteFile():
             return delete_file(command, turn)
-        case ReadFile():
+        case kinds.ReadFile():
             return read_file(command, turn)
-        case Search():
+        case kinds.Search():
             return search(command, turn)
-        case RunCommand():
+        case kinds.RunCommand():
             return run_command(command, turn)
-        case Message():
+        case kinds.Message():
             return message(command, turn)
-        case Ask():
+        case kinds.Ask():
             return ask(command, turn)
-        case Done():
+        case kinds.Done():
             return done(command, turn)
-        case ParseError():
+        case kinds.ParseError():
             parse_error(command)
         case _:
             assert_never(command)

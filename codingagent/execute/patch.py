@@ -1,11 +1,12 @@
 """PATCH: unified diffs and ``*** Begin Patch`` envelopes, applied all or nothing.
 
-:mod:`diff` reads the body into file sections; here each hunk is placed by its lines, not its
-numbers: the ``' '`` and ``'-'`` lines are found in the file by :func:`matching.find` (exactly,
-or ignoring trailing whitespace, indentation or tabs, never by similarity), after the previous
-hunk's place first. An ``@@`` line number only decides between several places that match
-equally (the one it names is taken; any other choice fails). Every file's new content is worked
-out before any file is written, so a hunk that does not apply leaves every file unchanged.
+:mod:`codingagent.protocol.patches` reads the body into file sections; here each hunk is
+placed by its lines, not its numbers: the ``' '`` and ``'-'`` lines are found in the file by
+:func:`matching.find` (exactly, or ignoring trailing whitespace, indentation or tabs, never by
+similarity), after the previous hunk's place first. An ``@@`` line number only decides between
+several places that match equally (the one it names is taken; any other choice fails). Every
+file's new content is worked out before any file is written, so a hunk that does not apply
+leaves every file unchanged.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from codingagent.execute.context import (
     unmasked,
     write,
 )
-from codingagent.execute.diff import DiffError, FilePatch, Hunk, read_patch
 from codingagent.execute.lines import count, lines_name, splice, split_lines, strip_eol, style
 from codingagent.execute.matching import Ambiguous, Match, NotFound, find
 from codingagent.execute.placeholders import syntax_warning
 from codingagent.execute.replace import HOW, UNCHANGED, unmatched
 from codingagent.protocol.commands import Patch, plural
+from codingagent.protocol.patches import DiffError, FilePatch, Hunk, read_patch
 
 _WHAT = "the hunk's text (its ' ' and '-' lines)"
 _FIX = "the ' ' and '-' lines of a hunk must repeat the file's lines"

@@ -1,8 +1,9 @@
 """RUN_COMMAND: one shell command in the workspace, through the shell (sandbox, limits), the
 workspace's secret files kept from it where the sandbox can (docs/secrets.md).
 
-Around it, the workspace's ``watch`` (set by a turn) keeps what the command changes so that
-undo can put it back, and the result names the files it created, changed or deleted.
+Around it, the turn's ``watch`` (lent to the executor: :attr:`Turn.watch`) keeps what the
+command changes so that undo can put it back, and the result names the files it created,
+changed or deleted.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     if turn.outcome.secret_files is None:
         turn.outcome.secret_files = found
     hidden = [str(root / rel) for rel in found.hidden] if turn.shell.hides_files else []
-    watch = turn.workspace.watch
+    watch = turn.watch
     layer = watch.before(f"RUN_COMMAND '{shown}'") if watch is not None else None
     result = turn.shell.run(cmd.command, root, hidden, layer)
     changes = watch.after() if watch is not None else CommandChanges()

@@ -29,15 +29,15 @@ def answer_on_terminal(question: str) -> str | None:
     """Wait for the user's answer to the LLM's question (shown already); None if they give
     none (an empty line, or the end of input)."""
     try:
-        text = click.prompt(
-            "Your answer (empty: answer later with 'codingagent answer')",
-            default="",
-            show_default=False,
-            err=True,
-        )
+        return _line("Your answer (empty: answer later with 'codingagent answer')") or None
     except click.Abort:
         return None
-    return text.strip() or None
+
+
+def _line(question: str) -> str:
+    """One line the user types after ``question`` (may be empty), stripped; click.Abort at
+    the end of input."""
+    return str(click.prompt(question, default="", show_default=False, err=True)).strip()
 
 
 def confirm_on_terminal(what: str) -> bool:
@@ -118,15 +118,10 @@ def review_on_terminal(held: HeldReview) -> Choice | None:
         if how == "a":
             return Choice(("all",))
         accepted = _choose(held) if how == "c" else []
-        note = click.prompt(
-            "A note for the LLM on what you rejected (empty: none)",
-            default="",
-            show_default=False,
-            err=True,
-        )
+        note = _line("A note for the LLM on what you rejected (empty: none)")
     except click.Abort:
         return None
-    return Choice(tuple(accepted), note.strip())
+    return Choice(tuple(accepted), note)
 
 
 def _choose(held: HeldReview) -> list[str]:

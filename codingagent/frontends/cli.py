@@ -7,7 +7,9 @@ Console output goes to stderr; stdout carries only data (``show`` prints the out
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +90,14 @@ def main() -> None:
 main.help = exits.appended(main.help, exits.summary())
 
 
+def watch_options(command: Callable) -> Callable:
+    """The options of a command that watches for replies (``start``, ``resume``)."""
+    relay = relaying.relay_options
+    options: list[Callable[[Callable], Callable]] = [file_option, poll_option, model_options]
+    options += [clipboard_option, relay, tuning_options]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
 @main.command()
 @click.argument("tasks", nargs=-1, metavar="[TASK]...")
 @click.option(
@@ -112,12 +122,7 @@ main.help = exits.appended(main.help, exits.summary())
 )
 @root_option
 @click.option("--no-watch", is_flag=True, help="Write the first prompt and exit.")
-@file_option
-@poll_option
-@model_options
-@clipboard_option
-@relaying.relay_options
-@tuning_options
+@watch_options
 def start(
     tasks: tuple[str, ...],
     task_file: str | None,
@@ -134,9 +139,9 @@ def start(
     session per task, each started when the one before ends (docs/queue.md)."""
     from codingagent.frontends import starting
     from codingagent.frontends.kept import keep
+    from codingagent.records.store import SessionStore
     from codingagent.session.lifecycle import new_session
     from codingagent.sources.clipboard import require_clipboard
-    from codingagent.transaction.store import SessionStore
     from codingagent.workspace.choice import BROAD_OVERRIDE, check_workspace
 
     relay = relaying.take_relay(flags)
@@ -211,12 +216,7 @@ start.help = exits.appended(start.help, exits.queue_summary())
     help="A follow-up instruction: reopens a completed session with it as the new prompt.",
 )
 @click.option("--no-watch", is_flag=True, help="Write the prompt and exit.")
-@file_option
-@poll_option
-@model_options
-@clipboard_option
-@relaying.relay_options
-@tuning_options
+@watch_options
 def resume(
     session: str,
     root: Path,
@@ -232,7 +232,7 @@ def resume(
     with hold unless a flag here says otherwise (docs/prompts.md).
     """
     from codingagent.frontends.kept import kept_flags
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.store import SessionStore
 
     one_source(flags)
     relay = relaying.take_relay(flags)
@@ -306,10 +306,10 @@ def paste(session: str, root: Path) -> None:
 
     A watcher (`start` or `resume`) applies it at once; otherwise the next one does.
     """
+    from codingagent.records.store import SessionStore
     from codingagent.sources.clipboard import copied_reply as read_clipboard
     from codingagent.sources.inbox import save_reply
     from codingagent.state import SessionError
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -382,7 +382,7 @@ def ui(session: str, root: Path, port: int, no_open: bool, **flags: Any) -> None
     from codingagent.frontends import starting
     from codingagent.frontends.kept import kept_flags
     from codingagent.frontends.page.server import run
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.store import SessionStore
 
     relay = relaying.take_relay(flags)
     root = starting.settle(root, None).root  # in a project, the page starts sessions on it

@@ -22,6 +22,8 @@ import click
 from codingagent import __version__
 from codingagent.codemap.grammars import available as grammars
 from codingagent.faults import describe
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.backends import default_approval, status
 from codingagent.sandbox.protections import protections
 from codingagent.session.seams import SourceError
@@ -31,9 +33,7 @@ from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.watching import backend_name
 from codingagent.state import Damaged, SessionError
 from codingagent.transaction.capture import capture_way, describe_capture
-from codingagent.transaction.history import TurnRecord
 from codingagent.transaction.journal import Journal
-from codingagent.transaction.store import SessionStore
 
 LOW_SPACE = 100 * 1024 * 1024  # bytes free in the run folder under which doctor warns
 PACKAGES = (

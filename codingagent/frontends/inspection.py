@@ -33,15 +33,17 @@ from codingagent.frontends.options import root_option, session_argument
 def log(session: str, root: Path, as_json: bool, thinking: bool) -> None:
     """Show each turn of SESSION (default: the latest): when, which reply, each command's
     result and duration, and how much the model thought (never run: docs/protocol.md)."""
+    from codingagent.records.store import SessionStore
+    from codingagent.session.reading import turns
     from codingagent.state import CommandResult
-    from codingagent.transaction.history import turn_log
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    entries = turn_log(store, session_id)
-    for entry, folder in zip(entries, store.turns(session_id), strict=True):
-        entry["thinking"] = entry.get("thinking") or _thought(folder / "reply.txt")
+    entries = []
+    for turn in turns(store, store.load(session_id)):
+        entry = {**turn.meta, "results": turn.results}
+        entry["thinking"] = turn.thinking
+        entries.append(entry)
     if as_json:
         click.echo(json.dumps(entries, indent=2, ensure_ascii=False))
         return
@@ -90,30 +92,21 @@ def log(session: str, root: Path, as_json: bool, thinking: bool) -> None:
             )
 
 
-def _thought(reply: Path) -> str:
-    """The leading thinking of a turn's reply as received ("" if none, or unreadable)."""
-    from codingagent.protocol.reasoning import split_reasoning
-
-    try:
-        return split_reasoning(reply.read_bytes().decode("utf-8", "replace")).thinking
-    except OSError:
-        return ""
-
-
 @click.command()
 @root_option
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def sessions(root: Path, as_json: bool) -> None:
     """List the sessions, most recent first (damaged ones too, marked so)."""
-    from codingagent.transaction.summaries import age, summaries
+    from codingagent.records.summaries import age, summaries
 
     folder = root.resolve() / "sessions"
     if as_json:  # whole states: data for scripts
-        from codingagent.transaction.store import SessionStore
+        from codingagent.records.store import SessionStore
+        from codingagent.session.reading import states
 
-        store = SessionStore(root)
-        states = [store.load(session_id) for session_id in store.ids()]
-        click.echo(json.dumps([json.loads(s.to_json()) for s in states], indent=2))
+        click.echo(
+            json.dumps([json.loads(s.to_json()) for s in states(SessionStore(root))], indent=2)
+        )
         return
     rows = summaries(folder)  # only what the table shows: fast for a thousand
     if not rows:
@@ -147,14 +140,11 @@ def sessions(root: Path, as_json: bool) -> None:
 @click.option("--settings", "settings_", is_flag=True, help="Print the settings in force instead.")
 def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> None:
     """Print the current prompt of SESSION (default: the latest) to stdout."""
-    from dataclasses import replace
-
     from codingagent.frontends.kept import MODEL_KEYS, in_force
     from codingagent.prompt.render import PromptOptions
-    from codingagent.review.record import current as current_review
+    from codingagent.records.store import SessionStore
+    from codingagent.session.reading import full_prompt, standing
     from codingagent.settings import load_settings
-    from codingagent.transaction.outbox import ensure_outbox, prompt_text
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     session_id = store.resolve(session)
@@ -165,25 +155,19 @@ def show(session: str, root: Path, copy: bool, full: bool, settings_: bool) -> N
     prompt = PromptOptions.from_settings(
         load_settings(root, {k: v for k, v in options.items() if k not in MODEL_KEYS})
     )
-    # A watcher holding the session keeps its prompt; without its lock nothing is saved.
-    with store.held_if_free(session_id) as held:
-        state = store.load(session_id)
-        if state.is_complete:
-            say(f"Session {state.session_id} is complete: {state.summary or ''}")
-            return
-        if state.question is not None:
-            say(f"Session {state.session_id} waits for your answer to the LLM's question:")
-            say(state.question, "bold")
-            say(f'Answer with: codingagent answer {state.session_id} "..."')
-            return
-        review = current_review(store, state) if store.review_path(session_id).exists() else None
-        if review is not None:  # the prompt below is the one the held reply answered
-            say(f"A reply's changes ({review.summary()}) wait for your review: codingagent review")
-        if full:
-            text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
-        else:
-            path = ensure_outbox(store, state, prompt, keep_digests=held)
-            text = path.read_text(encoding="utf-8")
+    now = standing(store, session_id, prompt, with_prompt=not full)
+    state = now.state
+    if state.is_complete:
+        say(f"Session {state.session_id} is complete: {state.summary or ''}")
+        return
+    if state.question is not None:
+        say(f"Session {state.session_id} waits for your answer to the LLM's question:")
+        say(state.question, "bold")
+        say(f'Answer with: codingagent answer {state.session_id} "..."')
+        return
+    if now.review is not None:  # the prompt below is the one the held reply answered
+        say(f"A reply's changes ({now.review.summary()}) wait for your review: codingagent review")
+    text = full_prompt(store, state, prompt) if full else now.prompt or ""
     click.echo(text, nl=False)
     if copy:
         from codingagent.sources.pasteboard import copy as copy_text
@@ -203,12 +187,12 @@ def diff_command(session: str, root: Path, turn: int | None, color: bool | None)
     """Print what SESSION (default: the latest) changed in the workspace, commands' changes
     included, as one unified diff (git's a/ b/ paths). On a terminal it is paged and colored,
     as git does; piped, it is plain, and `patch -R -p1` of it puts the files back."""
-    from codingagent.transaction.changeset import changes, unified
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.store import SessionStore
+    from codingagent.session.reading import patch
 
     store = SessionStore(root)
     session_id = store.resolve(session)
-    text, binary = unified(changes(store, session_id, turn))
+    text, binary = patch(store, session_id, turn)
     for path in binary:
         say(f"{path}: not text, so not in the patch (undo puts it back)")
     if not text:

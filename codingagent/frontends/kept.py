@@ -13,9 +13,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from codingagent.records.store import SessionStore
 from codingagent.settings import load_settings
 from codingagent.state import SessionState
-from codingagent.transaction.store import SessionStore
 
 NOT_KEPT = frozenset({"trust_settings"})
 MODEL_KEYS = ("model_name", "base_url", "model_id", "api_key_env", "model_timeout")

@@ -21,15 +21,15 @@ from click.shell_completion import CompletionItem
 from codingagent.frontends.console import say, shorten
 
 if TYPE_CHECKING:
+    from codingagent.records.runfolder import Place
     from codingagent.session.loop import SessionLoop
     from codingagent.settings import Settings
     from codingagent.sources.providers.client import ChatClient
-    from codingagent.transaction.runfolder import Place
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     """Shell completion: the session ids of the run directory, with their tasks."""
-    from codingagent.transaction.summaries import summaries
+    from codingagent.records.summaries import summaries
 
     given = ctx.params.get("root") or os.environ.get("CODINGAGENT_ROOT")
     root = Path(given) if given else run_place().root
@@ -44,7 +44,7 @@ def run_place(workspace: Path | None = None) -> Place:
     """Where the run folder is for a command run here without ``--root`` (``workspace``:
     ``start --workspace``): the current folder with the seed layout, or the agent's folder of
     the project the user stands in (docs/commands.md, "Where the agent's folders go")."""
-    from codingagent.transaction.runfolder import place
+    from codingagent.records.runfolder import place
 
     return place(Path.cwd(), workspace)
 
@@ -298,9 +298,9 @@ def session_loop(
     )
     from codingagent.frontends.console_listener import ConsoleListener
     from codingagent.frontends.kept import described
+    from codingagent.records.store import SessionStore
     from codingagent.session.loop import SessionLoop
     from codingagent.sources import pasteboard
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     state = store.load(store.resolve(session))

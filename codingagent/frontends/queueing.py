@@ -24,11 +24,11 @@ from codingagent.frontends.options import root_option, run_settings, session_loo
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from codingagent.queue.tasks import QueueState
+    from codingagent.records.queues import QueueState
+    from codingagent.records.store import SessionStore
     from codingagent.session.loop import SessionLoop
     from codingagent.session.seams import ReplySource
     from codingagent.sources.providers.client import ChatClient
-    from codingagent.transaction.store import SessionStore
 
     # The command line's reply source for a loop: the model's, else the inbox (and clipboard).
     SourceFor = Callable[[SessionLoop, ChatClient | None], AbstractContextManager[ReplySource]]
@@ -67,8 +67,8 @@ def start_queue(
     watch: bool = True,
 ) -> None:
     """``codingagent start`` with a queue: write the queue file, then run it."""
-    from codingagent.queue.tasks import QueueStore
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.queues import QueueStore
+    from codingagent.records.store import SessionStore
 
     store = SessionStore(root)
     store.ensure_dirs()
@@ -80,8 +80,8 @@ def start_queue(
 def queue_of(root: Path, session: str) -> str | None:
     """The unfinished queue whose task to run now is SESSION's, or the halted one whose task
     that halted it is, if any (for ``resume``)."""
-    from codingagent.queue.tasks import QueueStore
-    from codingagent.transaction.store import SessionStore
+    from codingagent.records.queues import QueueStore
+    from codingagent.records.store import SessionStore
 
     store = SessionStore(root)
     found = QueueStore(store).of_session(store.resolve(session))
@@ -100,9 +100,9 @@ def run_queue(
     """Run the queue from the task to run now (``reopen``: a halted queue goes on from the
     task that halted it); the summary, and the exit status."""
     from codingagent.queue.queue_runner import QueueRunner
-    from codingagent.queue.tasks import QueueStore
+    from codingagent.records.queues import QueueStore
+    from codingagent.records.store import SessionStore
     from codingagent.sources.providers.client import ChatClient
-    from codingagent.transaction.store import SessionStore
 
     store = SessionStore(root)
     queues = QueueStore(store)
@@ -207,8 +207,9 @@ def summary_table(store: SessionStore, queue: QueueState) -> Table:
 def queue_command(queue_ref: str, root: Path, as_json: bool, skip: bool) -> None:
     """Show QUEUE (default: the latest): each task, its session, turns, outcome, time and
     tokens."""
-    from codingagent.queue.tasks import QueueStore, summary_rows
-    from codingagent.transaction.store import SessionStore
+    from codingagent.queue.tasks import summary_rows
+    from codingagent.records.queues import QueueStore
+    from codingagent.records.store import SessionStore
 
     store = SessionStore(root)
     queues = QueueStore(store)

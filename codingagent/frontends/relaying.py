@@ -18,11 +18,11 @@ import click
 from codingagent.frontends.console import console, safe_text, say
 
 if TYPE_CHECKING:
+    from codingagent.records.store import SessionStore
     from codingagent.session.loop import SessionLoop
-    from codingagent.session.seams import Listener
+    from codingagent.session.seams import FrontEnd
     from codingagent.settings import Settings
     from codingagent.sources.relay import RelaySource
-    from codingagent.transaction.store import SessionStore
 
 
 def relay_options(command: Callable) -> Callable:
@@ -72,7 +72,7 @@ def relay_source(
     pairing code are printed once. ``note`` tells the user of pairings (the loop's listener
     by default); ``page``: the address of the page served beside it, where a held review is
     decided (docs/review.md)."""
-    from codingagent.review.record import current
+    from codingagent.session.reviewing import current
     from codingagent.sources.inbox import InboxSource
     from codingagent.sources.relay import Exchange, Pairing
     from codingagent.sources.relay_server import open_relay
@@ -82,7 +82,7 @@ def relay_source(
     pairing = Pairing(note=note or loop.listener.note)
     inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
     exchange = Exchange(loop.session_id, state.task, page)
-    held = current(loop.store, state)
+    held = current(loop.store, loop.session_id)
     if held is not None:  # held when the agent last stopped: the loop puts it to the user
         exchange.reviewing(held.id, held.summary())
     source = open_relay(exchange, pairing, inbox, settings.relay_port, settings.max_reply_bytes)
@@ -106,7 +106,7 @@ def relay_beside_page(
     store: SessionStore,
     settings: Settings,
     session_id: str,
-    listener: Listener,
+    listener: FrontEnd,
     page: str | None = None,
     reviewing: threading.Event | None = None,
 ) -> Iterator[None]:

@@ -56,10 +56,10 @@ def review(
     decide: what is accepted is written, the rest is not, and --note goes to the LLM with what
     was rejected; then the reply's other commands run and the next prompt is written."""
     from codingagent.frontends.kept import kept_flags
+    from codingagent.records.store import SessionStore
     from codingagent.review.decision import Choice
-    from codingagent.review.record import current
+    from codingagent.session.reviewing import current
     from codingagent.transaction.rollback import interrupted_turn
-    from codingagent.transaction.store import SessionStore
 
     deciding = bool(accepted) or reject_all
     if accepted and reject_all:
@@ -74,17 +74,17 @@ def review(
         )
     if not deciding and not discard:
         store = SessionStore(root)
-        state = store.load(store.resolve(session))
-        held = current(store, state)
+        session_id = store.resolve(session)
+        held = current(store, session_id)
         if as_json:
             click.echo(json.dumps(held.as_json() if held is not None else None, indent=2))
         elif held is None:
-            say(f"Session {state.session_id} holds no review")
+            say(f"Session {session_id} holds no review")
         else:
             for text, _ in review_lines(held):
                 click.echo(text)
             say(
-                f"Decide: codingagent review {state.session_id} --accept all (or --accept 1 "
+                f"Decide: codingagent review {session_id} --accept all (or --accept 1 "
                 "--accept 2.1 ..., --reject-all) [--note TEXT]; or --discard",
                 "dim",
             )

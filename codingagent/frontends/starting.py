@@ -11,7 +11,7 @@ from pathlib import Path
 from codingagent.folders import broad_reason, project_files
 from codingagent.frontends.console import console, safe_text, say
 from codingagent.frontends.options import root_given, run_place
-from codingagent.transaction.runfolder import SEED, Place, attach
+from codingagent.records.runfolder import SEED, Place, attach
 
 TASK_SHOWN = 60  # a longer task is written TASK in the command a note suggests
 

@@ -1,8 +1,12 @@
-"""What the model sees: :mod:`.render` writes a prompt (HEADER, PROTOCOL, results, requested
-files, the workspace overview, the task) from the session's state; :mod:`.overview` is the
-workspace listing and project summary it shows; :mod:`.compose` puts them together for one
-session and masks secrets in the result.
+"""What the model sees: :mod:`.outbox` writes the next prompt into ``outbox/`` (gathered by
+:mod:`.compose`, rendered by :mod:`.render`, masked, fitted to the budget); :mod:`.render` writes
+a prompt (HEADER, PROTOCOL, results, requested files, the workspace overview, the task) from the
+session's state; :mod:`.overview` is the workspace listing it shows and :mod:`.changes` what
+changed in it since the model last saw it; :mod:`.instructions`, :mod:`.checkview`,
+:mod:`.named`, :mod:`.mapview`, :mod:`.pointed` (with :mod:`.evidence`, :mod:`.definitions`,
+:mod:`.frames`) are its sections; :mod:`.fitting` fits a prompt or a request to a model's window.
 
-May import: the base, ``protocol`` (the PROTOCOL text), ``workspace`` (listing), ``sandbox``
-(the environment note), ``secrecy`` (masking).
+May import: the base, ``records`` (where the prompt is written), ``protocol`` (the PROTOCOL
+text), ``workspace`` (listing), ``sandbox`` (the environment note), ``secrecy`` (masking),
+``codemap`` (the code map).
 """

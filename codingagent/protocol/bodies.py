@@ -5,7 +5,7 @@ File content is verbatim, except that one code fence wrapping all of it is remov
 says so), and so are the lines a chat page adds around a code block when its answer is copied
 (``python`` and ``Copy code`` standing alone above it, docs/admission.md): the result names them.
 A REPLACE body is SEARCH/REPLACE blocks, read with the tolerances models need; a
-PATCH body is kept as written for :mod:`codingagent.execute.diff`.
+PATCH body is kept as written for :mod:`codingagent.protocol.patches`.
 """
 
 from __future__ import annotations

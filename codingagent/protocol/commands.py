@@ -1,4 +1,4 @@
-"""The values that flow through a turn: parsed commands and their results.
+"""The commands a reply's text is parsed into (their results are ``state.CommandResult``).
 
 One pydantic class per command, discriminated on ``kind``: a command is one declaration.  Its
 class says whether it writes a file (``writes``) and which path it names (``target``); ``line``

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from codingagent.protocol.bodies import clip, fence
 from codingagent.protocol.codeblocks import refuse_unfenced
 from codingagent.protocol.commands import Command, ParseError
-from codingagent.protocol.drafts import ECHO_SESSION, answer_start, draft_note
+from codingagent.protocol.drafts import ECHO_SESSION, Start, answer_start, draft_note
 from codingagent.protocol.parser import (
     TAGS,
     Span,
@@ -81,8 +81,15 @@ def read_commands(text: str, rendered: bool = False, limit: int | None = None) -
     last one read are not looked at for slips, and the opening tags among them are counted."""
     lines = split_lines(text)
     spans, unread = read_spans(lines, limit)
+    return scanned(lines, spans, unread, answer_start(lines, spans), rendered)
+
+
+def scanned(
+    lines: list[str], spans: list[Span], unread: int, start: Start, rendered: bool = False
+) -> Scanned:
+    """:func:`read_commands` of a reply's ``lines`` already read: its ``spans`` (``unread``
+    opening tags after them) and where its answer starts."""
     end = spans[-1].end if unread else len(lines)  # (a flood's unread lines: no slips)
-    start = answer_start(lines, spans)
     if start.drafted:
         spans = spans[len(start.drafted) :]
     found = slips(lines, spans, start.line or 0, end)
@@ -196,9 +203,14 @@ def reply_echo(text: str) -> tuple[str | None, int | None]:
     contain such words; and never from a reasoning model's thinking
     (:mod:`codingagent.protocol.reasoning`) or a draft: a draft may name any prompt.
     """
-    session = sequence = None
     lines = split_lines(split_reasoning(text).answer)
-    start = answer_start(lines).line
+    return echo_of(lines, answer_start(lines).line)
+
+
+def echo_of(lines: list[str], start: int | None) -> tuple[str | None, int | None]:
+    """:func:`reply_echo` of a reply's ``lines`` (its thinking left out), read from the line
+    ``start`` (its Session line; None: from the first line)."""
+    session = sequence = None
     read = 0
     for line in lines[start or 0 :]:
         read += len(line) + 1

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from codingagent.faults import Fault
-from codingagent.queue.tasks import Outcome, QueueState, QueueStore
+from codingagent.records.queues import Outcome, QueueState, QueueStore
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
 from codingagent.session.seams import ReplySource, SourceError, Stop, StopReason

@@ -1,12 +1,12 @@
 """Review: a reply's file changes held for the user, per file and per hunk (docs/review.md).
 
-``hunks`` (the change between two texts as unified-diff hunks, and a text with some of them
-applied: pure), ``scratch`` (a workspace whose writes stay in memory), ``proposal`` (what a
-reply's file commands would do, worked out on a scratch), ``record`` (the held review, durable
-in ``sessions/<id>/review/``), ``decision`` (what the user accepted, and the turn's file
-commands as steps that write just that). ``session/reviewing.py`` holds a reply and applies a
-decision; the front ends show a review and ask.
+``scratch`` (a workspace whose writes stay in memory), ``proposal`` (what a reply's file
+commands would do, worked out on a scratch, as hunks of the one diff engine,
+``records.hunks``), ``record`` (the held review, durable in ``sessions/<id>/review/``),
+``decision`` (what the user accepted, and the turn's file commands as steps that write just
+that). ``session/reviewing.py`` holds a reply and applies a decision; the front ends show a
+review and ask.
 
-May import: ``transaction/``, ``execute/`` and the wings below them, the base; never
-``session/`` or anything above.
+May import: ``transaction/``, ``records/``, ``execute/`` and the wings below them, the base;
+never ``session/`` or anything above.
 """

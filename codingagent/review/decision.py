@@ -19,7 +19,7 @@ from typing import Any
 
 from codingagent.execute.context import CommandFailed, Success, Turn, remove, write
 from codingagent.protocol.commands import plural
-from codingagent.review.hunks import apply
+from codingagent.records.hunks import apply
 from codingagent.review.record import Decision, HeldFile, HeldHunk, HeldReview, IndexedResult
 from codingagent.state import Rejected, SessionError
 

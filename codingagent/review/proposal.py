@@ -16,7 +16,7 @@ from pathlib import Path
 
 from codingagent.execute import execute
 from codingagent.protocol.commands import Ask, Command
-from codingagent.review.hunks import Hunk, hunks
+from codingagent.records.hunks import Hunk, hunks
 from codingagent.review.scratch import Scratch
 from codingagent.sandbox.shell import Shell
 from codingagent.state import CommandResult

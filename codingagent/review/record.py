@@ -20,11 +20,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codingagent.fsio import atomic_write
-from codingagent.review.hunks import Hunk
+from codingagent.records.history import TurnRecord, keep_reply, kept_rendered
+from codingagent.records.hunks import Hunk
+from codingagent.records.store import SessionStore
 from codingagent.review.proposal import Proposal, ProposedFile
 from codingagent.state import CommandResult, SessionState, damaged, utc_now
-from codingagent.transaction.history import TurnRecord, keep_reply, kept_rendered
-from codingagent.transaction.store import SessionStore
 
 SHOWN_LINES = 200  # lines of a deleted file a review shows (nothing of it is needed to decide)
 

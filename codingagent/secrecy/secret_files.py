@@ -3,7 +3,7 @@
 
 A file is a secret file by its name (:data:`NAME_PATTERNS`: ``.env*``, ``*.pem``, ``id_rsa*``,
 ...) or, unless it is source code, by what is in it (a secret the rules find). Every secret
-found is learned, in source code too (:mod:`.scan`: the formats that are secrets wherever
+found is learned, in source code too (:mod:`.file_scan`: the formats that are secrets wherever
 they stand), so the session masks it in every later prompt, also in disguise. Source code is
 kept visible (tests and imports read it). The user allows a file by name (setting
 ``secret_files_allow``: a path or a pattern, matched against the path in the workspace and

@@ -1,6 +1,7 @@
 """Admission: which text is a reply to which prompt, for every source (docs/admission.md).
 
-A reply arrives with what its source knows about the prompt it answers (``answers``): the
+A reply arrives decoded once (:class:`~codingagent.protocol.replies.DecodedReply`: its echo and
+digest are read there), with what its source knows about the prompt it answers (``answers``): the
 endpoint knows (it sent the request), the page knows (it posts the turn it displayed); the
 inbox, ``step`` and the clipboard do not, and there the reply's ``Session: <id> Sequence: <n>``
 echo is the evidence. :func:`rule` is the one table of those cases:
@@ -24,32 +25,20 @@ next request.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codingagent.protocol.scan import reply_echo
+from codingagent.protocol.replies import reply_digest
+from codingagent.records.history import TurnRecord, keep_reply, turn_record
+from codingagent.records.store import SessionStore
+from codingagent.session.seams import Received, Refusal
 from codingagent.state import SessionState
-from codingagent.transaction.history import TurnRecord, keep_reply, turn_record
-from codingagent.transaction.store import SessionStore
 
 if TYPE_CHECKING:
-    from codingagent.review.record import HeldReview
+    pass
 
 REFUSED = "refused"  # the session's folder of replies not applied
-ECHO_BYTES = 65536  # bytes of a reply decoded to find its Session/Sequence echo
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A reply not applied: the note saying why (for the user), the folder that keeps it, and
-    why in words for the model that wrote it."""
-
-    note: str
-    folder: Path
-    to_model: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,36 +96,37 @@ def rule(
 
 
 def check(
-    store: SessionStore,
-    state: SessionState,
-    data: bytes,
-    source: str,
-    max_reply_bytes: int,
-    force: bool,
-    answers: int | None = None,
-    echo_needed: bool = True,
-    rendered: bool = False,
+    store: SessionStore, state: SessionState, received: Received, force: bool = False
 ) -> Admission:
-    """Whether the reply ``data`` is applied to the session; ``answers``: the prompt its
-    source knows it answers (None: the source does not know); ``echo_needed`` False: the tool
-    bound it itself (:attr:`Reply.tool_bound`), a missing echo is no note; ``rendered``: read
-    from a rendered page, and kept so if refused (``history.keep_reply``)."""
+    """Whether the ``received`` reply is applied to the session: by its echo and digest (read
+    from its decoding) and what its source knows (:class:`~.seams.Reply`: ``answers``, the
+    prompt it knows the reply answers, None when it does not; ``tool_bound``, the tool bound
+    it itself, so a missing echo is no note). A reply read from a rendered page is kept so if
+    refused (``history.keep_reply``)."""
+    reply, decoded = received.reply, received.decoded
+    data, source, rendered = reply.data, reply.source, reply.rendered
     if state.question is not None:
-        return Admission(_while_asking(store, state, data, source, rendered))
+        why = f"the session waits for your answer to the LLM's question ({state.question})"
+        how = f"Answer it with 'codingagent answer {state.session_id} \"...\"'"
+        said = "the user must first answer your question"  # (the prompt it answers is not yet)
+        return Admission(_waiting(store, state, received, why, how, said))
     if store.review_path(state.session_id).exists():  # (its wing loaded only then)
         from codingagent.review.record import current
 
         held = current(store, state)
         if held is not None:
-            return Admission(_while_reviewing(store, state, data, source, rendered, held))
+            why = f"the changes of the reply {held.source} ({held.summary()}) wait for your review"
+            how = f"Decide with 'codingagent review {state.session_id}' (or on the page)"
+            said = "the user is still reviewing your last reply's changes"  # (its turn first)
+            return Admission(_waiting(store, state, received, why, how, said))
     if force:
         return Admission()
-    digest = reply_digest(data)
+    digest = decoded.digest
     duplicate = _duplicate(store, state, digest)
-    if duplicate is not None or len(data) > max_reply_bytes:
+    if duplicate is not None or decoded.over_cap:
         return Admission(duplicate)
-    echo = reply_echo(data[:ECHO_BYTES].decode("utf-8", errors="replace"))
-    ruling = rule(echo, state.session_id, state.sequence_number, answers, echo_needed)
+    echo_needed, answers = not reply.tool_bound, reply.answers
+    ruling = rule(decoded.echo, state.session_id, state.sequence_number, answers, echo_needed)
     if ruling.refuse:
         kept = _keep_refused(store, state, data, digest, rendered)
         return Admission(_refuse(state, ruling.why, kept, source))
@@ -149,17 +139,6 @@ def check(
         kept = _keep_refused(store, state, data, digest, rendered)
         return Admission(_refuse(state, why, kept, source))
     return Admission(notes=(ruling.note,) if ruling.note else ())
-
-
-def reply_digest(data: bytes) -> str:
-    """sha256 of the reply without BOM, line-ending differences, trailing spaces and tabs at
-    line ends and final blank lines: a re-saved or re-pasted copy matches."""
-    normal = data.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    normal = _TRAILING_BLANKS.sub(b"\n", normal).rstrip(b" \t\n")
-    return hashlib.sha256(normal).hexdigest()
-
-
-_TRAILING_BLANKS = re.compile(rb"[ \t]+\n")
 
 
 def _duplicate(store: SessionStore, state: SessionState, digest: str) -> Refusal | None:
@@ -222,37 +201,16 @@ def _grown_from(store: SessionStore, state: SessionState, data: bytes) -> int | 
     )
 
 
-def _while_asking(
-    store: SessionStore, state: SessionState, data: bytes, source: str, rendered: bool
+def _waiting(
+    store: SessionStore, state: SessionState, received: Received, why: str, how: str, said: str
 ) -> Refusal:
-    """Why the reply is not applied: the LLM's question waits for the user's answer (even with
-    ``force``: the prompt it answers does not exist yet)."""
-    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
-    note = (
-        f"The reply {source} was not applied: the session waits for your answer to the LLM's "
-        f"question ({state.question}). Answer it with 'codingagent answer "
-        f'{state.session_id} "..."\'; the reply is kept as {kept}.'
-    )
-    return Refusal(note, kept.parent, "the user must first answer your question")
-
-
-def _while_reviewing(
-    store: SessionStore,
-    state: SessionState,
-    data: bytes,
-    source: str,
-    rendered: bool,
-    held: HeldReview,
-) -> Refusal:
-    """Why the reply is not applied: the last reply's file changes wait for the user's review
-    (docs/review.md; even with ``force``: its turn comes first)."""
-    kept = _keep_refused(store, state, data, reply_digest(data), rendered)
-    note = (
-        f"The reply {source} was not applied: the changes of the reply {held.source} "
-        f"({held.summary()}) wait for your review. Decide with 'codingagent review "
-        f"{state.session_id}' (or on the page); the reply is kept as {kept}."
-    )
-    return Refusal(note, kept.parent, "the user is still reviewing your last reply's changes")
+    """Why the reply is not applied while the session waits for the user (``why``: for what;
+    ``how``: what they do; ``said``: what the model is told), even with ``force``: the reply
+    is kept in ``refused/``."""
+    reply = received.reply
+    kept = _keep_refused(store, state, reply.data, received.decoded.digest, reply.rendered)
+    note = f"The reply {reply.source} was not applied: {why}. {how}; the reply is kept as {kept}."
+    return Refusal(note, kept.parent, said)
 
 
 def _keep_refused(

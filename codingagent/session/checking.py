@@ -23,15 +23,15 @@ from dataclasses import dataclass
 
 from codingagent.execute import TurnOutcome
 from codingagent.prompt.checkview import CAPTURED, CHECK, failing_first, last_line
+from codingagent.prompt.outbox import write_outbox
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.manual import seconds
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy.masking import for_session
 from codingagent.secrecy.secret_files import SKIP_DIRS, secret_files
 from codingagent.state import CheckRun, CommandResult, SessionState
 from codingagent.transaction.capture import Watch
-from codingagent.transaction.outbox import next_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 
 FAILURE_KEPT = 16_000  # characters of a failing check's output kept in ``check_failure``
@@ -196,7 +196,7 @@ def check_anew(
     if kept == (check.command if check is not None else None):
         return False
     first_check(state, check, open_workspace(store, state))
-    next_outbox(store, state, prompt)
+    write_outbox(store, state, prompt, keep_shown=True)
     store.save(state)
     if note is not None:
         note(f"Check: {state.check.result.headline}" if state.check else "Check: none any more")

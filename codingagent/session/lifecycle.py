@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.outbox import write_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.records.store import CACHE, SessionStore, open_workspace
 from codingagent.sandbox.backends import SandboxUnavailable, default_approval
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Limits, Shell, ShellResult
 from codingagent.secrecy import file_scan
 from codingagent.session.checking import Check, first_check, session_check
-from codingagent.session.seams import Listener
+from codingagent.session.seams import FrontEnd
 from codingagent.settings import Settings, SettingsError
 from codingagent.state import Answer, Environment, SessionError, SessionState, utc_now
 from codingagent.transaction.journal import refuse_if_interrupted
-from codingagent.transaction.outbox import CACHE, next_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace.choice import check_workspace
 
 
@@ -67,7 +68,9 @@ def start_session(
     try:
         if check is not None:
             first_check(state, check, open_workspace(store, state))
-        outbox = next_outbox(store, state, prompt).path  # the files it shows whole: kept
+        outbox = write_outbox(
+            store, state, prompt, keep_shown=True
+        ).path  # the files it shows whole: kept
         store.save(state)  # what the outbox showed
     except OSError as e:
         raise Fault(
@@ -138,7 +141,7 @@ def answer_question(
 def _new_prompt(store: SessionStore, state: SessionState, prompt: PromptOptions) -> Path:
     """The current prompt written again for what the user just added, and the state saved."""
     state.updated_at = utc_now()
-    outbox = next_outbox(store, state, prompt).path
+    outbox = write_outbox(store, state, prompt, keep_shown=True).path
     store.save(state)
     return outbox
 
@@ -192,7 +195,7 @@ def new_session(
 
 
 def set_up_shell(
-    shell: Shell, policy: str, listener: Listener, workspace: Path, store: SessionStore
+    shell: Shell, policy: str, listener: FrontEnd, workspace: Path, store: SessionStore
 ) -> Shell:
     """``shell`` set up for a loop: its commands approved as ``policy`` says (``ask``: by
     ``listener``), the sandbox and what it hides told to the listener, the secret scan's
@@ -226,22 +229,17 @@ def approval_policy(
 class ObservedShell:
     """The Shell, telling the listener while each command runs (a console spinner)."""
 
-    def __init__(self, shell: Shell, listener: Listener) -> None:
+    def __init__(self, shell: Shell, listener: FrontEnd) -> None:
         self._shell = shell
         self._listener = listener
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._shell, name)
 
-    def run(
-        self,
-        command: str,
-        cwd: Path,
-        secret_files: Iterable[str] = (),
-        layer: Path | None = None,
-    ) -> ShellResult:
+    def run(self, command: str, *args: Any, **kwargs: Any) -> ShellResult:
+        """:meth:`Shell.run`, the listener told while it runs."""
         with self._listener.running(command):
-            return self._shell.run(command, cwd, secret_files, layer)
+            return self._shell.run(command, *args, **kwargs)
 
 
 def hidden_line(hidden: list[str], workspace: Path) -> str:

@@ -11,11 +11,11 @@
         prompt = deliver(report)            the next prompt: listener, the front end's copy
 
 A :class:`ReplySource` is one small class; the loop does not know which one it has. A
-:class:`Listener` shows what happens (the console, or a page), answers RUN_COMMAND approval and
-asks the user the LLM's questions.
+:class:`~.seams.FrontEnd` (a :class:`~.seams.Listener`) shows what happens (the console, or a
+page), answers RUN_COMMAND approval and asks the user the LLM's questions.
 
 An ASK ends its turn without a next prompt: the prompt is written once the user answers
-(:func:`turn.answer_question`), at the listener if someone can answer there, else with
+(:func:`.lifecycle.answer_question`), at the listener if someone can answer there, else with
 ``codingagent answer`` while the loop is stopped (it stops, saying so). Until then no reply is
 applied (:func:`turn.apply_reply` keeps it in ``refused/``), ``show`` prints the question
 instead of a prompt, and ``resume`` asks it again (or refuses, if no one can answer there). A
@@ -38,11 +38,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, cast
 
 from codingagent.faults import Fault, describe, remedy
+from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import PromptOptions
+from codingagent.records.store import SessionStore
 from codingagent.sandbox.probe import probe
 from codingagent.sandbox.shell import Shell
 from codingagent.secrecy import file_scan
@@ -61,7 +62,7 @@ from codingagent.session.lifecycle import (
 from codingagent.session.recovery import recover
 from codingagent.session.reviewing import Remade
 from codingagent.session.seams import (
-    Listener,
+    FrontEnd,
     Prompt,
     Reply,
     ReplySource,
@@ -72,9 +73,7 @@ from codingagent.session.seams import (
 from codingagent.session.turn import TurnOptions, apply_reply
 from codingagent.settings import Settings
 from codingagent.state import Environment, SessionError, SessionState
-from codingagent.transaction.outbox import ensure_outbox
 from codingagent.transaction.rollback import TurnInterrupted, interrupted_turn
-from codingagent.transaction.store import SessionStore
 from codingagent.transaction.undo import UndoReport, undo
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class SessionLoop:
         store: SessionStore,
         settings: Settings,
         session_id: str,
-        listener: Listener,
+        listener: FrontEnd,
         *,
         interactive: bool = False,
         automatic: bool = False,
@@ -125,18 +124,13 @@ class SessionLoop:
         self._lock = self.store.hold(self.session_id)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         file_scan.keep_record()  # what the secret scan read, for the next process
         if self._lock is not None:
             self._lock.release()
 
     @property
-    def listener(self) -> Listener:
+    def listener(self) -> FrontEnd:
         return self._listener
 
     # --- the loop ------------------------------------------------------------------------
@@ -243,7 +237,7 @@ class SessionLoop:
         return report, self.deliver(report), self.should_stop(report)
 
     def recover(self) -> TurnReport | None:
-        """Finish a turn an earlier agent left half done (see :func:`turn.recover`)."""
+        """Finish a turn an earlier agent left half done (see :func:`.recovery.recover`)."""
         if not self.store.journal_path(self.session_id).exists():
             return None  # nothing to do: no shell needed either
         try:

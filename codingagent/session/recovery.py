@@ -9,15 +9,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from codingagent.fsio import atomic_write
+from codingagent.records.history import TurnRecord, kept_rendered, turn_record
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.session.reviewing import Remade, decided_again, settle
-from codingagent.session.seams import Reply, TurnReport
+from codingagent.session.seams import Received, Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.history import Restored, TurnRecord, kept_rendered, turn_record
 from codingagent.transaction.journal import Journal
-from codingagent.transaction.outbox import open_workspace
-from codingagent.transaction.store import SessionStore
+from codingagent.transaction.rollback import Restored, restore
 from codingagent.transaction.undo import finish_undo
 
 
@@ -60,7 +60,7 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
         reply, journal["rolledBack"] = copies[-1], True
     restored = Restored(journal.get("restored", []), journal.get("problems", []))
     if not journal.get("rolledBack"):
-        restored = record.restore(open_workspace(store, state))
+        restored = restore(record, open_workspace(store, state))
         store.outbox_path(session_id, sequence + 1).unlink(missing_ok=True)
         marked = {**journal, "rolledBack": True, **asdict(restored)}
         atomic_write(journal_path, json.dumps(marked))
@@ -72,8 +72,8 @@ def recover(store: SessionStore, session_id: str, options: TurnOptions) -> TurnR
     except Remade:  # its files are not as the review found them: it is offered again
         journal_path.unlink()
         return None
-    reply_again = Reply(data, source, rendered=rendered)
-    report = apply_admitted(store, state, reply_again, options, decided=decided)
+    again = Received.of(Reply(data, source, rendered=rendered), options.max_reply_bytes)
+    report = apply_admitted(store, state, again, options, decided=decided)
     settle(store, report.state)
     note = (
         f"Recovered turn {sequence}, interrupted when the agent stopped: put back "

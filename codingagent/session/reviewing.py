@@ -20,15 +20,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codingagent.execute import TurnOutcome
+from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import PromptOptions
 from codingagent.protocol.commands import Command
-from codingagent.session.replies import read_reply
-from codingagent.session.seams import Reply, TurnReport
+from codingagent.protocol.replies import DecodedReply
+from codingagent.records.store import SessionStore, open_workspace
+from codingagent.session.seams import Received, Reply, TurnReport
 from codingagent.session.turn import TurnOptions, apply_admitted
 from codingagent.state import SessionError, SessionState
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.outbox import ensure_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, Workspace
 
 # The review wing is loaded once a review is asked for or found (``store.review_path``): a
@@ -50,17 +50,18 @@ class Remade(SessionError):
 def hold(
     store: SessionStore,
     state: SessionState,
-    reply: Reply,
+    received: Received,
     options: TurnOptions,
     told: Sequence[str] = (),
 ) -> TurnReport | None:
-    """Hold ``reply`` (admitted for the session's current prompt) for review: its report,
-    with the review; None when it changes no file (it is applied now)."""
+    """Hold the ``received`` reply (admitted for the session's current prompt) for review: its
+    report, with the review; None when it changes no file (it is applied now)."""
     from codingagent.review import record
     from codingagent.review.proposal import propose
 
     settle(store, state)
-    commands, _ = read_reply(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
+    reply = received.reply
+    commands, _ = received.decoded.read()
     ws = open_workspace(store, state)
     proposal = propose(
         commands, ws, store.protected, options.shell, state.shown_files, state.session_id
@@ -127,17 +128,17 @@ def decide(
     if held is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     decision = Decision(accepted=accepted_hunks(held, choice.accepted), note=choice.note.strip())
-    reply = _reply(store, held)
+    received = Received.of(_reply(store, held), options.max_reply_bytes)
     ws = open_workspace(store, state)
     try:
-        decided = _decided(held, decision, ws, reply, options)
+        decided = _decided(held, decision, ws, received.decoded)
     except Stale as stale:
-        again = hold(store, state, reply, options, held.told)
+        again = hold(store, state, received, options, held.told)
         if again is None:
             record.set_aside(store, session_id, "stale")
         raise Remade(str(stale), again.review if again is not None else None) from None
     record.save(store, held.model_copy(update={"decision": decision}))
-    report = apply_admitted(store, state, reply, options, held.told, decided)
+    report = apply_admitted(store, state, received, options, held.told, decided)
     settle(store, report.state)
     return report
 
@@ -209,12 +210,10 @@ def _reply(store: SessionStore, held: HeldReview) -> Reply:
     )
 
 
-def _decided(
-    held: HeldReview, decision: Decision, ws: Workspace, reply: Reply, options: TurnOptions
-) -> Decided:
+def _decided(held: HeldReview, decision: Decision, ws: Workspace, decoded: DecodedReply) -> Decided:
     from codingagent.review.decision import Stale, decide
 
-    commands, _ = read_reply(reply.data, options.max_reply_bytes, reply.size, reply.rendered)
+    commands, _ = decoded.read()
     if fingerprints(commands) != held.commands:  # another version of the parser
         raise Stale([f.shown for f in held.files])
     return decide(held, decision, _befores(held, ws))

@@ -1,7 +1,11 @@
-"""The seams between the session loop and what surrounds it: a :class:`Reply` and where it
-came from, the :class:`ReplySource` protocol every source implements, the :class:`Listener`
-base class every front end extends, the :class:`Prompt` the session waits on, and why a loop
-stopped (:class:`Stop`). The loop, the turn and every source import these from here."""
+"""The seams between the session loop and what surrounds it, each declared one way: a
+:class:`typing.Protocol` (docs/architecture.md, "Seams"). :class:`ReplySource` is what every
+reply source implements; :class:`FrontEnd` what every front end fills in (its bodies the quiet
+defaults; :class:`Listener` is the quiet front end the others extend). Beside them the data
+that crosses the seams: a :class:`Reply` and where it came from, the :class:`Received` reply
+(decoded once), the :class:`Prompt` the session waits on, a turn's :class:`TurnReport` (with its
+:class:`Refusal`), and why a loop stopped (:class:`Stop`). The loop, the turn, every source and
+every front end import these from here."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from codingagent.prompt.render import estimate_tokens
-from codingagent.session.admission import Refusal
+from codingagent.protocol.replies import REPLY_SIZE_CAP, DecodedReply, decode
 from codingagent.state import SessionState
 
 if TYPE_CHECKING:
@@ -23,6 +27,16 @@ if TYPE_CHECKING:
     from codingagent.review.record import HeldReview
     from codingagent.state import CommandResult
     from codingagent.transaction.undo import UndoReport
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A reply not applied (docs/admission.md): the note saying why (for the user), the
+    folder that keeps it, and why in words for the model that wrote it."""
+
+    note: str
+    folder: Path
+    to_model: str = ""
 
 
 @dataclass
@@ -75,6 +89,21 @@ class Reply:
     rendered: bool = False
 
 
+@dataclass(frozen=True)
+class Received:
+    """A reply as admission, review and the turn work with it: as its source handed it
+    (``reply``), and decoded once (``decoded``: its text, a reasoning model's thinking split
+    off, its Session line and echo, its commands: :mod:`codingagent.protocol.replies`)."""
+
+    reply: Reply
+    decoded: DecodedReply
+
+    @classmethod
+    def of(cls, reply: Reply, max_bytes: int = REPLY_SIZE_CAP) -> Received:
+        """``reply`` decoded: its bytes past ``max_bytes`` are not read."""
+        return cls(reply, decode(reply.data, max_bytes, reply.size, reply.rendered))
+
+
 class SourceError(Exception):
     """A reply source cannot go on and the user must act (a model server down, a key refused);
     the message says what to do. No turn was applied."""
@@ -106,20 +135,24 @@ class ReplySource(Protocol):
     def done_with(self, reply: Reply, report: TurnReport) -> None: ...
 
 
-class Listener:
-    """What a front end is told, and the questions it puts to the user (RUN_COMMAND approval,
-    the LLM's ASK). Every method does nothing here, and the questions get the safe answer
-    (a command is not approved, a question is not answered): a front end overrides what it
-    shows."""
+class FrontEnd(Protocol):
+    """The front-end seam: what a front end is told, and the questions it puts to the user
+    (RUN_COMMAND approval, the LLM's ASK, a held review). Each method's body here is the quiet
+    default (nothing shown, and the safe answer: a command is not approved, a question is not
+    answered, a review is decided elsewhere); a front end extends :class:`Listener` and
+    overrides what it shows."""
 
     def note(self, text: str) -> None:
         """A line for the user: which sandbox holds, a warning, a recovered turn."""
+        return None
 
     def progress(self, text: str | None) -> None:
         """A live line while a source waits (tokens received, seconds); None clears it."""
+        return None
 
     def reply_received(self, reply: Reply) -> None:
         """A source handed over a reply; the turn is about to be applied."""
+        return None
 
     def running(self, command: str) -> AbstractContextManager[None]:
         """Held while a RUN_COMMAND runs (a spinner on the console)."""
@@ -141,22 +174,33 @@ class Listener:
 
     def result(self, result: CommandResult) -> None:
         """One command's result, as it comes."""
+        return None
 
     def turn_applied(self, report: TurnReport) -> None:
         """A turn was applied, skipped or recovered."""
+        return None
 
     def prompt_ready(self, prompt: Prompt, token_budget: int, copy_problem: str | None) -> None:
         """``copy_problem`` is None when the prompt was copied to the clipboard, else why not
         ("" when copying is off). A prompt over ``token_budget`` deserves a warning."""
+        return None
 
     def undone(self, report: UndoReport) -> None:
         """Turns were undone; their prompt is offered again."""
+        return None
 
     def watching(self, source: ReplySource) -> None:
         """The loop waits on ``source`` (its ``description`` says how to hand a reply over)."""
+        return None
 
     def stopped(self, stop: Stop) -> None:
         """The loop stopped, and why."""
+        return None
+
+
+class Listener(FrontEnd):
+    """The quiet front end (:class:`FrontEnd`'s defaults): every front end extends it and
+    overrides what it shows."""
 
 
 class StopReason(Enum):

@@ -53,8 +53,8 @@ from codingagent.prompt.render import is_prompt
 from codingagent.protocol.codeblocks import RENDERED_REFUSAL
 from codingagent.protocol.commands import ParseError, RunCommand
 from codingagent.protocol.reasoning import split_reasoning
+from codingagent.protocol.replies import reply_digest
 from codingagent.protocol.scan import commands_and_slips, has_command_line, reply_echo
-from codingagent.session.admission import reply_digest
 from codingagent.session.seams import Prompt, Reply, TurnReport
 from codingagent.settings import SettingsError
 from codingagent.sources import pasteboard as clipboard

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import KW_ONLY, dataclass
 
 from codingagent.prompt.fitting import Count, Fitted, NoFit, fit, prompt_budget, reply_reserve
 from codingagent.prompt.render import estimate_tokens
-from codingagent.session.seams import Listener, Prompt, Reply, TurnReport
+from codingagent.records.store import SessionStore
+from codingagent.session.seams import FrontEnd, Prompt, Reply, TurnReport
 from codingagent.sources import transcript
 from codingagent.sources.providers.client import ChatClient
 from codingagent.sources.providers.windows import Window, fix_line
@@ -42,37 +44,33 @@ from codingagent.sources.providers.wire import (
     Conversation,
     WindowTooSmall,
 )
-from codingagent.transaction.store import SessionStore
 
 
+@dataclass(eq=False)
 class EndpointSource:
-    """Replies from a model endpoint; a context manager (it holds the client)."""
+    """Replies from a model endpoint; a context manager (it holds the client). ``system`` is
+    the text every request starts with (the PROTOCOL); the last ``history_turns`` turns, within
+    ``history_chars``, go before each prompt (:mod:`.transcript`)."""
 
-    def __init__(
-        self,
-        client: ChatClient,
-        store: SessionStore,
-        listener: Listener,
-        system: str,
-        *,
-        history_turns: int = 0,
-        history_chars: int = 40_000,
-    ) -> None:
-        self._client = client
-        self._store = store
-        self._listener = listener
-        self._system = system
-        self._history_turns = history_turns
-        self._history_chars = history_chars
+    client: ChatClient
+    store: SessionStore
+    listener: FrontEnd
+    system: str
+    _: KW_ONLY
+    history_turns: int = 0
+    history_chars: int = 40_000
+
+    def __post_init__(self) -> None:
         self._refused: str | None = None  # why the last answer was not applied
-        self._fitted = Fitted(system, [], 0)  # the last request, as fitted to the window
+        self._fitted = Fitted(self.system, [], 0)  # the last request, as fitted to the window
+        client = self.client
         self.description = f"Asking {client.profile.model} at {client.url} for each reply"
 
     def __enter__(self) -> EndpointSource:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._client.__exit__(*exc_info)
+        self.client.__exit__(*exc_info)
 
     def conversation(
         self,
@@ -85,33 +83,33 @@ class EndpointSource:
         model's window (``budget`` tokens, counted by ``count``: by default the window less
         the reply's reserve, counted by the server's tokenizer or the documented bound;
         ``named``: the window a refusal named, when it differs from the one we knew)."""
-        store = self._store
-        earlier = transcript.history(store, prompt, self._history_turns, self._history_chars)
+        store = self.store
+        earlier = transcript.history(store, prompt, self.history_turns, self.history_chars)
         told = refused_preface(self._refused, prompt)
         asked = told + transcript.cut_note(store, prompt) + transcript.without_protocol(prompt.text)
-        client = self._client
+        client = self.client
         window = client.window()
         reserve = reply_reserve(named or window.tokens, client.profile.max_tokens)
         budget = window.tokens - reserve if budget is None else budget
         try:
-            self._fitted = fit(self._system, earlier, asked, budget, count or client.count)
+            self._fitted = fit(self.system, earlier, asked, budget, count or client.count)
         except NoFit as e:
             raise WindowTooSmall(self._too_small(window, e.needed + reserve, named)) from None
-        return Conversation(self._system, self._fitted.messages, self._fitted.tokens + reserve)
+        return Conversation(self.system, self._fitted.messages, self._fitted.tokens + reserve)
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
-        listener = self._listener
+        listener = self.listener
         conversation = self.conversation(prompt)
         self._note_cuts()
         try:
-            answer = self._client.complete(conversation, stop, listener.progress, listener.note)
+            answer = self.client.complete(conversation, stop, listener.progress, listener.note)
         except ContextOverflow as refused:  # once more, smaller; never the same request
             conversation = self._smaller(prompt, conversation, refused)
             self._note_cuts()
             try:
-                answer = self._client.complete(conversation, stop, listener.progress, listener.note)
+                answer = self.client.complete(conversation, stop, listener.progress, listener.note)
             except ContextOverflow as again:
-                window = self._client.window()
+                window = self.client.window()
                 needed = again.prompt_tokens or self._fitted.tokens
                 raise WindowTooSmall(self._too_small(window, needed, again.window)) from None
         if answer is None:
@@ -134,13 +132,13 @@ class EndpointSource:
             answers=prompt.sequence,
             meta={
                 "model": answer.model,
-                "endpoint": self._client.url,
+                "endpoint": self.client.url,
                 "tokensIn": usage.tokens_in,
                 "tokensOut": usage.tokens_out,
                 "tokensCached": usage.cache_read,
                 "modelSeconds": round(answer.seconds, 2),
                 "finishReason": answer.finish_reason,
-                "contextWindow": self._client.window().tokens,
+                "contextWindow": self.client.window().tokens,
                 "promptTokens": self._fitted.tokens,
                 "fitted": list(self._fitted.cuts),
                 **({"thinking": answer.thinking} if answer.thinking else {}),
@@ -152,7 +150,7 @@ class EndpointSource:
     ) -> Conversation:
         """The request again after the server said it was over its window: counted as the
         server counted it, within the window it named, and smaller than the one refused."""
-        client = self._client
+        client = self.client
         window = client.window()
         tokens = refused.window or window.tokens
         ratio = 1.25  # unknown: our count was that much too low, at least
@@ -166,7 +164,7 @@ class EndpointSource:
         def counted(text: str) -> int:
             return math.ceil(client.count(text) * ratio)
 
-        self._listener.note(
+        self.listener.note(
             f"note: {client.url} refused the request as over its window ({refused}); "
             "asking once more with a smaller prompt"
         )
@@ -180,15 +178,15 @@ class EndpointSource:
         """Say what was left out of the request to fit the window, if anything."""
         fitted = self._fitted
         if fitted.cuts:
-            window = self._client.window()
-            self._listener.note(
+            window = self.client.window()
+            self.listener.note(
                 f"note: the request was fitted to the model's window of {window.tokens:,} "
                 f"tokens ({window.source}): {'; '.join(fitted.cuts)}"
             )
 
     def _too_small(self, window: Window, needed: int, told: int | None = None) -> str:
         """The one line for a window too small for even the smallest prompt."""
-        client = self._client
+        client = self.client
         tokens = told or window.tokens
         source = "as the server said" if told else window.source
         return (

@@ -33,6 +33,17 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
+# Events that make a reply appear, complete or vanish, and writes that cancel a completion hint:
+# the ones the recorder reads, and the watcher asks for. Opens and plain reads are left out of
+# the inotify mask: they say nothing about completeness.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileClosedEvent,
+    FileMovedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+]
+
 Signature = tuple[int, int]
 """``(size, mtime_ns)`` of a regular file: what "unchanged" means here."""
 

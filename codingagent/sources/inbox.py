@@ -16,11 +16,11 @@ from pathlib import Path
 from codingagent.faults import Fault, describe
 from codingagent.fsio import atomic_write
 from codingagent.prompt.render import is_prompt
+from codingagent.records.history import TurnRecord, kept_rendered
 from codingagent.session.seams import Prompt, Reply, TurnReport
 from codingagent.sources.watching import InboxWatcher
 from codingagent.sources.writers import open_for_writing
 from codingagent.state import SessionError, utc_now
-from codingagent.transaction.history import TurnRecord, kept_rendered
 from codingagent.workspace import display_name
 
 # --- the reply source ------------------------------------------------------------------------

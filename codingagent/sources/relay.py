@@ -376,24 +376,20 @@ class Exchange:
 # --- the reply source ---------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class RelaySource:
     """Replies posted by the browser extension through the relay, or saved into ``inbox/``:
-    whichever comes first. A context manager: it serves the relay while entered."""
+    whichever comes first. A context manager: it serves the relay while entered (``serve``
+    starts the relay's server, in its threads; ``stop_serving`` stops it)."""
 
-    def __init__(
-        self,
-        exchange: Exchange,
-        inbox: InboxSource,
-        serve: Callable[[], object],
-        stop_serving: Callable[[], None],
-        address: str,
-    ) -> None:
-        """``serve`` starts the relay's server (in its threads); ``stop_serving`` stops it."""
-        self.exchange = exchange
-        self._inbox = inbox
-        self._serve = serve
-        self._stop_serving = stop_serving
-        self.address = address
+    exchange: Exchange
+    inbox: InboxSource
+    serve: Callable[[], object]
+    stop_serving: Callable[[], None]
+    address: str
+
+    def __post_init__(self) -> None:
+        inbox, address = self.inbox, self.address
         also = inbox.description[:1].lower() + inbox.description[1:]
         self.description = (
             f"Relay on {address}: the browser extension sends each prompt and, on your "
@@ -401,11 +397,11 @@ class RelaySource:
         )
 
     def __enter__(self) -> RelaySource:
-        self._inbox.__enter__()
+        self.inbox.__enter__()
         try:
-            self._serve()
+            self.serve()
         except BaseException:
-            self._inbox.__exit__(None, None, None)
+            self.inbox.__exit__(None, None, None)
             raise
         return self
 
@@ -418,9 +414,9 @@ class RelaySource:
         why = "stopped with Ctrl-C" if kind is KeyboardInterrupt else ""
         self.exchange.close(why)
         try:
-            self._stop_serving()
+            self.stop_serving()
         finally:
-            self._inbox.__exit__(kind, error, tb)
+            self.inbox.__exit__(kind, error, tb)
 
     def next_reply(self, prompt: Prompt, stop: threading.Event) -> Reply | None:
         self.exchange.offer(prompt)
@@ -432,7 +428,7 @@ class RelaySource:
         )
         waiter.start()
         try:
-            reply = self._inbox.next_reply(prompt, found)
+            reply = self.inbox.next_reply(prompt, found)
         finally:
             found.set()
             waiter.join()
@@ -465,5 +461,5 @@ class RelaySource:
 
     def done_with(self, reply: Reply, report: TurnReport) -> None:
         if isinstance(reply, FileReply):
-            self._inbox.done_with(reply, report)
+            self.inbox.done_with(reply, report)
         self.exchange.finished(reply, report)

@@ -18,10 +18,10 @@ import re
 from codingagent.protocol.commands import ParseError
 from codingagent.protocol.parser import parse
 from codingagent.protocol.reasoning import split_reasoning
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.session.seams import Prompt
 from codingagent.sources.providers.wire import CUT
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.store import SessionStore
 
 _SECTION = re.compile(r"^=== ([A-Z]+) ===\n", re.MULTILINE)
 TRIMMED = "(an older turn: only its status lines are kept here)"

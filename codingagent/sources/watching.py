@@ -83,20 +83,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import (
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from codingagent.faults import Fault
-from codingagent.sources.hints import Clock, HintRecorder, Signature, file_signature
+from codingagent.sources.hints import EVENTS, Clock, HintRecorder, Signature, file_signature
 from codingagent.sources.writers import open_for_writing
 
 # watchdog logs an error when its inotify thread is stopped while events are still queued,
@@ -107,16 +99,6 @@ logging.getLogger("watchdog.observers.inotify").addHandler(logging.NullHandler()
 # Editors and downloaders mark their temporary files with these leading characters:
 # vim ``.x.swp``, emacs ``.#x`` and ``#x#``, Office ``~$x``; hidden files are never replies either.
 _TEMP_PREFIXES = (".", "~", "#")
-
-# Events that make a reply appear, complete or vanish, and writes that cancel a completion hint.
-# Opens and plain reads are left out of the inotify mask: they say nothing about completeness.
-_EVENTS: list[type[FileSystemEvent]] = [
-    FileClosedEvent,
-    FileMovedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-]
 
 # Seconds a file written while watched, whose close-write never came (an overflowed event
 # queue), must stay unchanged before the settle rule takes it anyway.
@@ -214,7 +196,7 @@ class InboxWatcher:
         self._folder = _folder_identity(self.inbox)  # first: a swap meanwhile is noticed
         observer = self._new_observer()
         try:
-            observer.schedule(self._hints, str(self.inbox), recursive=False, event_filter=_EVENTS)
+            observer.schedule(self._hints, str(self.inbox), recursive=False, event_filter=EVENTS)
             observer.start()
         except BaseException:
             _stop_observer(observer)

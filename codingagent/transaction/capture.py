@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from codingagent.execute.context import CommandFailed
@@ -106,19 +107,8 @@ class Watch:
         changes = layer.changes
         if self.placed is not None:
             self.placed += [path for step, path in layer.steps if step == "move"]
-        with self.journal.turn.held():  # one append: the open mark covers the changes till then
-            for path in changes.changed + changes.deleted:
-                self._keep_current(path, changes)
-            for path in changes.created:
-                self._record(PreImage(path, None, None, by=self._label), changes)
-            if layer.dirs_created or layer.dirs_deleted:
-                dirs = {"created": layer.dirs_created, "deleted": layer.dirs_deleted}
-                self.journal.mark({"kind": "dirs", **dirs})
-            changes.untracked = [f"{path}/" for path in changes.untracked]
-            if changes.untracked:
-                self.journal.mark({"kind": "untracked", "paths": changes.untracked})
-            self.journal.mark({"kind": "command-done", "layer": LAYER})
-        crash_point("captured")
+        dirs = (layer.dirs_created, layer.dirs_deleted)
+        self._keep_all(changes, self._keep_current, dirs, changes.untracked, {"layer": LAYER})
         self.ws.commit_layer(upper, layer, lambda: crash_point("committed"))
         discard(self.layer)
         return changes
@@ -165,22 +155,36 @@ class Watch:
         after = self.shadow.refresh(self.ws, before, now, found.created + found.maybe_changed)
         changes = CommandChanges(created=sorted(found.created), deleted=sorted(found.deleted))
         changes.changed = sorted(p for p in found.maybe_changed if _differs(before, after, p))
-        with self.journal.turn.held():  # one append: the open mark covers the changes till then
-            for path in changes.changed + changes.deleted:
-                self._keep(path, changes)
-            for path in changes.created:
-                self._record(PreImage(path, None, None, by=self._label), changes)
-            if found.dirs_created or found.dirs_deleted:
-                dirs = {"created": found.dirs_created, "deleted": found.dirs_deleted}
-                self.journal.mark({"kind": "dirs", **dirs})
-            changes.untracked = [f"{path}/" for path in found.untracked]
-            if changes.untracked:
-                self.journal.mark({"kind": "untracked", "paths": changes.untracked})
-            self.journal.mark({"kind": "command-done", "index": self._digest})
-        crash_point("captured")
+        dirs = (found.dirs_created, found.dirs_deleted)
+        self._keep_all(changes, self._keep, dirs, found.untracked, {"index": self._digest})
         self.shadow.save(after)
         self.shadow.collect(before, after)
         return changes
+
+    def _keep_all(
+        self,
+        changes: CommandChanges,
+        keep: Callable[[str, CommandChanges], None],
+        dirs: tuple[list[str], list[str]],
+        untracked: list[str],
+        done: dict[str, str],
+    ) -> None:
+        """Record what the command changed in one append (the open mark covers the changes
+        till then): each changed or deleted file's pre-image by ``keep``, each created file as
+        absent, the folders it made and removed, the ignored folders it touched, and the
+        ``command-done`` mark naming its layer or index (``done``)."""
+        with self.journal.turn.held():
+            for path in changes.changed + changes.deleted:
+                keep(path, changes)
+            for path in changes.created:
+                self._record(PreImage(path, None, None, by=self._label), changes)
+            if dirs[0] or dirs[1]:
+                self.journal.mark({"kind": "dirs", "created": dirs[0], "deleted": dirs[1]})
+            changes.untracked = [f"{path}/" for path in untracked]
+            if changes.untracked:
+                self.journal.mark({"kind": "untracked", "paths": changes.untracked})
+            self.journal.mark({"kind": "command-done", **done})
+        crash_point("captured")
 
     def _keep(self, path: str, changes: CommandChanges) -> None:
         """Record the pre-image of ``path`` from the shadow's copy, or why it is not kept."""

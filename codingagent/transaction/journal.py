@@ -1,19 +1,16 @@
-"""A turn's history folder, the write-ahead journal of a turn in flight, and undo.
+"""The write-ahead journal of a turn in flight.
 
-Every committed turn keeps ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`, the one place
-that knows its file names).  The journal (``sessions/{id}/journal.json``) exists exactly while a
-turn (or an undo) is in flight; before any workspace file is written or deleted, its pre-image
-(bytes and mode, or "did not exist") is appended to the turn's ``preimages.jsonl`` and fsynced,
-so a turn can always be put back: by recovery after a crash, or later by :func:`undo`.  A
+The journal (``sessions/{id}/journal.json``) exists exactly while a turn (or an undo,
+:mod:`codingagent.transaction.undo`) is in flight. Before any workspace file is written or
+deleted, its pre-image (bytes and mode, or "did not exist") is appended to the turn's record
+(``preimages.jsonl`` in ``sessions/{id}/turns/{NNNN}/``, framed and checksummed there:
+:class:`~codingagent.records.history.TurnRecord`) and fsynced, so a turn can always be put
+back: by recovery after a crash (:mod:`codingagent.session.recovery`), or later by undo. A
 RUN_COMMAND, which may change any file, is covered by a ``command`` record written before it
 runs and naming its overlay layer or the session's shadow copy of the workspace; its changes'
-pre-images follow it (:mod:`codingagent.transaction.capture`, docs/undo.md).
-
-``preimages.jsonl`` holds one framed record a line (CRC-32, then JSON: :func:`frame`).  An append
-that fails half-way (a full disk) is cut back before the next one, so a torn record can never
-swallow a later one, and a damaged record is always reported by name, never skipped silently.
-Undo is a transaction too: its journal names the turns it undoes, and every step of
-:func:`finish_undo` can be run again after a kill."""
+pre-images follow it (:mod:`codingagent.transaction.capture`, docs/undo.md). The turn lends
+the journal to the executor as the workspace's :class:`~codingagent.workspace.preimage.Keeper`.
+"""
 
 from __future__ import annotations
 
@@ -24,10 +21,10 @@ from typing import Any
 
 from codingagent.execute.context import CommandFailed
 from codingagent.fsio import atomic_write
+from codingagent.records.history import TurnRecord
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionError, damaged
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PreImage
 
 PREIMAGE_CAP = 50 * 1024 * 1024  # bytes of pre-images one turn may keep (max_preimage_bytes)
@@ -45,10 +42,11 @@ def refuse_if_interrupted(store: SessionStore, session_id: str) -> None:
 class Journal:
     """The write-ahead record of one turn in flight.
 
-    ``journal.json`` marks the turn as open; :meth:`record` is the workspace's
-    ``before_change`` hook: it saves each file's first pre-image before the file is changed,
-    refusing the change when the turn's pre-images would pass ``preimage_cap`` bytes (sparse
-    files count by the bytes they really hold, and their holes are kept).
+    ``journal.json`` marks the turn as open. It is the turn's
+    :class:`~codingagent.workspace.preimage.Keeper`: :meth:`record` saves each file's first
+    pre-image before the file is changed, refusing the change when the turn's pre-images would
+    pass ``preimage_cap`` bytes (sparse files count by the bytes they really hold, and their
+    holes are kept).
     """
 
     def __init__(
@@ -95,11 +93,11 @@ class Journal:
         crash_point("preimage")
 
     def record_all(self, pres: list[PreImage]) -> None:
-        """The workspace's ``before_changes`` hook: the pre-images of the files a reply's file
-        commands will write, recorded before the first command runs, in one append and one
-        fsync (a turn of many writes pays one, not one a file). Those already recorded are
-        left out; at the first that would pass the cap, the rest are left to the command
-        that changes each (it is then refused, by name)."""
+        """The pre-images of the files a reply's file commands will write, recorded before
+        the first command runs, in one append and one fsync (a turn of many writes pays one,
+        not one a file). Those already recorded are left out; at the first that would pass the
+        cap, the rest are left to the command that changes each (it is then refused, by
+        name)."""
         kept: list[PreImage] = []
         saved = self.saved
         for pre in pres:

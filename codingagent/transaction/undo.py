@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from codingagent.fsio import atomic_write
+from codingagent.prompt.outbox import ensure_outbox
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
+from codingagent.records.history import TurnRecord, digest_of
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.state import SessionError, SessionState, utc_now
 from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.history import Restored, TurnRecord, digest_of
 from codingagent.transaction.journal import Journal, refuse_if_interrupted
-from codingagent.transaction.outbox import ensure_outbox, open_workspace
-from codingagent.transaction.store import SessionStore
+from codingagent.transaction.rollback import Restored, restore, unrestorable
 
 
 @dataclass
@@ -67,7 +68,7 @@ def undo(
             f"Nothing undone: {', '.join(changed)} changed since the agent wrote "
             f"{'it' if len(changed) == 1 else 'them'}; use --force to overwrite those changes"
         )
-    lost = [problem for record in undoing for problem in record.unrestorable()]
+    lost = [problem for record in undoing for problem in unrestorable(record)]
     if lost and not force:
         raise SessionError(
             f"Nothing undone: cannot restore {'; '.join(lost)}; use --force to restore the rest"
@@ -103,7 +104,7 @@ def finish_undo(
     if state.sequence_number == journal["from"]:  # not rewound yet
         ws = open_workspace(store, state)
         for record in reversed(present):
-            restored = record.restore(ws)
+            restored = restore(record, ws)
             done.paths += restored.paths
             done.problems += restored.problems
         rewound = undoing[0].state_before()

@@ -10,24 +10,26 @@
 :mod:`.autorun` finds files a turn left that would run code for the user; :mod:`.choice`
 refuses a workspace too broad; :mod:`.declared` reads the test command a project declares;
 :mod:`.text` shows a file's bytes as text, saying when they are not UTF-8.
-:class:`Workspace` ties them to one root and holds the journal's ``before_change`` hook.
+:class:`Workspace` ties them to one root; :meth:`Workspace.kept` lends its writes, for one
+block, to what keeps a turn whole (a :class:`~.preimage.Keeper`: the turn's journal).
 
 May import: the base (``fsio``, ``folders``, ``state``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 from codingagent.workspace import files, layer, preimage, snapshot
 from codingagent.workspace.listing import Listing, display_name, list_files
 from codingagent.workspace.pathguard import Guard, PathRejected
-from codingagent.workspace.preimage import PreImage
+from codingagent.workspace.preimage import Keeper, PreImage
 from codingagent.workspace.tree import Tree
 
-__all__ = ["Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
+__all__ = ["Keeper", "Listing", "PathRejected", "PreImage", "Workspace", "display_name"]
 
 
 class Workspace:
@@ -36,17 +38,28 @@ class Workspace:
     def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
         self._guard = Guard(root, protected)
         self.root = self._guard.root
-        # Called with the pre-image of every file just before it is written or deleted; the
-        # turn journal sets it so that a turn can be rolled back or undone.
+        # Called with the pre-image of every file just before it is written or deleted, and
+        # with those a reply's file commands will write, before the first runs (one durable
+        # record for all): set by :meth:`kept` for a turn's commands, so that a turn can be
+        # rolled back or undone.
         self.before_change: Callable[[PreImage], None] | None = None
-        # Called with the pre-images of the files a reply's file commands will write, before
-        # the first runs (one durable record for all: the turn journal sets it).
         self.before_changes: Callable[[list[PreImage]], None] | None = None
-        # Runs around each RUN_COMMAND: the turn sets it so that a command's changes are kept.
-        self.watch: snapshot.CommandWatch | None = None
         # The one walk of the tree (:mod:`.tree`), made when first read, kept current by the
         # writes below: a Workspace lives for one turn (or one prompt) at most.
         self.tree = Tree(self._guard)
+
+    @contextmanager
+    def kept(self, keeper: Keeper | None) -> Iterator[None]:
+        """For the block, every write and delete hands ``keeper`` its file's pre-image first
+        (:meth:`will_write`: those of several files at once); None: nothing is kept."""
+        if keeper is None:
+            yield
+            return
+        self.before_change, self.before_changes = keeper.record, keeper.record_all
+        try:
+            yield
+        finally:
+            self.before_change = self.before_changes = None
 
     def _touched(self, rel: str) -> None:
         if not self.tree.fresh:

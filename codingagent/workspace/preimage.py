@@ -1,6 +1,7 @@
 """Pre-images: a file as it was before a change, taken just before it, and put back on undo.
 
-The turn journal receives the pre-image of every file a write or delete is about to change
+What keeps a turn whole (a :class:`Keeper`: the turn's journal, lent to the executor for the
+turn's commands) receives the pre-image of every file a write or delete is about to change
 (:func:`will_change`), so that a turn can be rolled back or undone (:func:`restore`).
 """
 
@@ -13,7 +14,7 @@ import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from codingagent.fsio import O_CLOEXEC, O_NOFOLLOW, Folder, at, atomic_write_at, temp_names_of
 from codingagent.workspace.pathguard import (
@@ -49,6 +50,18 @@ class PreImage:
     @property
     def existed(self) -> bool:
         return self.data is not None or self.stream is not None
+
+
+class Keeper(Protocol):
+    """What keeps a turn whole, as the workspace's writes see it (the turn's journal,
+    ``codingagent.transaction.journal``): handed each file's pre-image before it changes.
+    :meth:`codingagent.workspace.Workspace.kept` lends it to the writes of one block."""
+
+    def record(self, pre: PreImage) -> None:
+        """Keep ``pre`` durably: its file is about to be written or deleted."""
+
+    def record_all(self, pres: list[PreImage]) -> None:
+        """Keep ``pres`` durably, in one go, before the first of their files changes."""
 
 
 def will_change(spot: Spot, before_change: Callable[[PreImage], None] | None) -> None:

@@ -166,7 +166,8 @@ class CommandChanges:
 
 
 class CommandWatch(Protocol):
-    """Set on the workspace by a turn: what runs around each RUN_COMMAND."""
+    """What runs around each RUN_COMMAND: lent by a turn to the executor, as an argument of
+    ``codingagent.execute.execute`` (the turn's capture, ``codingagent.transaction.capture``)."""
 
     def before(self, label: str) -> Path | None:
         """Get ready, durably, for the command ``label``: the layer folder its writes go to

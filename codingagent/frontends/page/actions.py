@@ -1,8 +1,9 @@
 """What the page's buttons do: start a session, apply a reply, decide a held review, answer the
 LLM's question, undo the last turn.
 
-Each action runs in a worker thread through the session loop (:class:`codingagent.session.
-SessionLoop`) with a :class:`~.events.PageListener`, so the page sees every result as it happens.
+Each action runs in a worker thread through the session loop
+(:class:`~codingagent.session.loop.SessionLoop`) with a :class:`~.events.PageListener`, so the
+page sees every result as it happens.
 
 The session lock decides who applies a reply. The server takes a session's lock only while an
 action runs. If another process holds it (a terminal watcher, ``codingagent start`` or
@@ -15,12 +16,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codingagent.frontends.page.events import Approvals, EventHub, PageListener, Reviews
 from codingagent.prompt.named import named_paths
 from codingagent.prompt.render import is_prompt
+from codingagent.records.store import SessionStore
 from codingagent.review.decision import Choice
 from codingagent.session.lifecycle import new_session
 from codingagent.session.loop import SessionLoop
@@ -30,32 +33,26 @@ from codingagent.sources import pasteboard
 from codingagent.sources.inbox import save_reply
 from codingagent.sources.pagetext import Copy, exact_text
 from codingagent.state import SessionError
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import Workspace
 from codingagent.workspace.choice import broad_reason, resolve_workspace
 
 PAGE_SOURCE = "web page"  # the reply's name in the console, the log and the turn's history
 
 
+@dataclass(eq=False)
 class SessionActions:
     """The page's actions on the sessions of one run directory; blocking (call them from a
-    worker thread). Errors the user must fix are :class:`SessionError` messages."""
+    worker thread). Errors the user must fix are :class:`SessionError` messages. ``reviews``:
+    where a loop of this process (the relay's, ``ui --relay``) waits for the page's decision
+    on a held review."""
 
-    def __init__(
-        self,
-        store: SessionStore,
-        settings: Settings,
-        hub: EventHub,
-        approvals: Approvals,
-        reviews: Reviews | None = None,
-    ) -> None:
-        """``reviews``: where a loop of this process (the relay's, ``ui --relay``) waits for
-        the page's decision on a held review."""
-        self.store = store
-        self.settings = settings
-        self.hub = hub
-        self.approvals = approvals
-        self.reviews = reviews
+    store: SessionStore
+    settings: Settings
+    hub: EventHub
+    approvals: Approvals
+    reviews: Reviews | None = None
+
+    def __post_init__(self) -> None:
         self._guard = threading.Lock()
         self._busy: set[str] = set()
 

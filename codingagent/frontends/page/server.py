@@ -61,14 +61,14 @@ from codingagent.frontends.page.intake import BodyLimit, body_cap
 from codingagent.frontends.page.views import full_prompt, queue_view, session_view, sessions_list
 from codingagent.frontends.relaying import relay_beside_page
 from codingagent.prompt.render import PromptOptions
-from codingagent.queue.tasks import QueueStore
+from codingagent.records.queues import QueueStore
+from codingagent.records.store import SessionStore
+from codingagent.session import reading
 from codingagent.settings import Settings, SettingsError, load_settings
 from codingagent.sources import loopback
 from codingagent.sources.loopback import HOST
 from codingagent.sources.pagetext import read_copy
 from codingagent.state import SessionError
-from codingagent.transaction.changeset import changes, unified
-from codingagent.transaction.store import SessionStore
 
 STATIC = Path(__file__).parent / "static"
 SECURITY_HEADERS = {
@@ -169,8 +169,8 @@ def create_app(
         turn = request.query_params.get("turn")
         if turn is not None and not turn.isdigit():
             raise SessionError("'turn' must be a turn's number")
-        found = await run_in_threadpool(changes, store, session_id, int(turn) if turn else None)
-        text, _ = unified(found)
+        number = int(turn) if turn else None
+        text, _ = await run_in_threadpool(reading.patch, store, session_id, number)
         name = f"{session_id}{f'-turn{turn}' if turn else ''}.patch"
         disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
         return PlainTextResponse(text, media_type="text/x-diff", headers=disposition)

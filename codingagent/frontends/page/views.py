@@ -6,18 +6,15 @@ turn applied by a terminal watcher shows the same as one applied on the page.
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
-from codingagent.frontends.page.diffs import session_diffs
 from codingagent.prompt.render import PromptOptions, estimate_tokens
-from codingagent.queue.tasks import QueueStore, summary_rows
-from codingagent.review.record import current as current_review
+from codingagent.queue.tasks import summary_rows
+from codingagent.records.queues import QueueStore
+from codingagent.records.store import SessionStore
+from codingagent.session import reading
 from codingagent.state import CommandResult, SessionError, SessionState
-from codingagent.transaction.history import TurnRecord
-from codingagent.transaction.outbox import ensure_outbox, open_workspace, prompt_text
-from codingagent.transaction.store import SessionStore
 
 
 def result_json(result: CommandResult) -> dict[str, Any]:
@@ -40,7 +37,7 @@ def session_row(state: SessionState) -> dict[str, Any]:
 
 def sessions_list(store: SessionStore) -> list[dict[str, Any]]:
     """Every session, most recently updated first."""
-    return [session_row(store.load(session_id)) for session_id in store.ids()]
+    return [session_row(state) for state in reading.states(store)]
 
 
 def session_view(
@@ -50,14 +47,10 @@ def session_view(
     newest first, each with its results, MESSAGE texts and diffs, and the review it holds
     (docs/review.md), if any. ``window``: the chat's
     window (setting ``context_tokens``), shown as "~N of M tokens"."""
-    # A rewritten prompt's digests are saved only under the lock (a watcher may hold it).
-    with store.held_if_free(session_id) as held:
-        state = store.load(session_id)
-        waiting = state.is_complete or state.question is not None
-        outbox = None if waiting else ensure_outbox(store, state, keep_digests=held)
+    now = reading.standing(store, session_id)
+    state, text = now.state, now.prompt
     prompt = None
-    if outbox is not None:
-        text = outbox.read_text(encoding="utf-8")
+    if text is not None:
         tokens = estimate_tokens(text)
         prompt = {
             "sequence": state.sequence_number,
@@ -68,43 +61,40 @@ def session_view(
             "tokenBudget": token_budget,
             "window": window,
         }
-    folders = store.turns(session_id, state.sequence_number)
-    turns = [_turn(folder) for folder in folders]
+    read = reading.turns(store, state)
+    turns = [_turn(turn) for turn in read]
     try:
-        diffs = session_diffs(open_workspace(store, state), folders)
+        diffs = reading.diffs(store, state, read)
     except SessionError as e:  # the workspace folder is gone: the turns show without diffs
         for turn in turns:
             turn["diffsProblem"] = str(e)
     else:
         for turn, changes in zip(turns, diffs, strict=True):
             turn["diffs"] = [asdict(d) for d in changes]
-    review = current_review(store, state)
     return {
         "session": session_row(state),
         "prompt": prompt,
-        "interrupted": store.journal_path(session_id).exists(),
+        "interrupted": now.interrupted,
         "turns": turns[::-1],
-        "review": review.as_json() if review is not None else None,
+        "review": now.review.as_json() if now.review is not None else None,
     }
 
 
 def full_prompt(store: SessionStore, session_id: str, prompt: PromptOptions) -> dict[str, Any]:
     """The current prompt with the full PROTOCOL, Environment and listing, for a new chat
     (the page's "Copy for a new chat", as ``show --full``); the prompt file is left as it is."""
-    state = store.load(session_id)
-    text = prompt_text(store, state, replace(prompt, full_protocol=True))[0]
+    text = reading.full_prompt(store, store.load(session_id), prompt)
     return {"text": text, "chars": len(text)}
 
 
-def _turn(folder: Path) -> dict[str, Any]:
-    record = TurnRecord(folder)
-    meta, results, commands = record.meta(), record.results(), record.commands()
+def _turn(turn: reading.Turn) -> dict[str, Any]:
+    meta = turn.meta
     return {
         "sequence": meta["sequence"],
         "reply": meta["replyFile"],
         "appliedAt": meta.get("appliedAt"),
-        "results": [result_json(CommandResult.model_validate(r)) for r in results],
-        "messages": [c["text"] for c in commands if c.get("kind") == "MESSAGE"],
+        "results": [result_json(CommandResult.model_validate(r)) for r in turn.results],
+        "messages": turn.messages,
     }
 
 

@@ -4,26 +4,28 @@ Ollama, llama.cpp, vLLM, SGLang, Z.AI, OpenRouter, ...), ``anthropic`` (the Mess
 ``ollama`` (Ollama's native chat API: also chosen by itself when an ``openai`` profile's
 server turns out to be Ollama, see :mod:`.windows`).
 
-:mod:`.wire` holds what they share, :mod:`.base` the seam an adapter fills in, :mod:`.client`
-the one client that drives any of them. Imports the base, ``session.seams`` (for
+:mod:`.wire` holds what they share, :mod:`.base` the seam an adapter fills in (registered by
+its API's name in the entry points, :func:`adapters`), :mod:`.client` the one client that
+drives any of them. Imports the base, ``session.seams`` (for
 ``SourceError``) and ``httpx``; nothing above ``sources/``."""
 
 from __future__ import annotations
 
-from codingagent.settings import ModelProfile
-from codingagent.sources.providers.anthropic import AnthropicAdapter
-from codingagent.sources.providers.azure import AzureAdapter
-from codingagent.sources.providers.base import Adapter
-from codingagent.sources.providers.copilot import CopilotAdapter
-from codingagent.sources.providers.ollama import OllamaAdapter
-from codingagent.sources.providers.openai import OpenAIAdapter
+import functools
+from importlib.metadata import entry_points
 
-ADAPTERS: dict[str, type[Adapter]] = {
-    adapter.api: adapter
-    for adapter in (OpenAIAdapter, AnthropicAdapter, AzureAdapter, CopilotAdapter, OllamaAdapter)
-}
+from codingagent.settings import PROVIDERS, ModelProfile
+from codingagent.sources.providers.base import Adapter
+
+
+@functools.cache
+def adapters() -> dict[str, type[Adapter]]:
+    """The registry: each adapter registered in the package's entry points (group
+    ``codingagent.providers`` in pyproject.toml), by the name a profile's ``api`` gives. Read
+    once a process: the installed packages' entry points are read from disk."""
+    return {entry.name: entry.load() for entry in entry_points(group=PROVIDERS)}
 
 
 def adapter_for(profile: ModelProfile) -> Adapter:
     """The adapter of the API ``profile`` names (its key taken from the environment)."""
-    return ADAPTERS[profile.api](profile)
+    return adapters()[profile.api](profile)

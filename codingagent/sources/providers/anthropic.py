@@ -12,22 +12,12 @@ from typing import Any, ClassVar
 
 import httpx
 
+from codingagent.sources.providers import wire
 from codingagent.sources.providers.base import Adapter
-from codingagent.sources.providers.wire import (
-    CUT,
-    Answer,
-    ChatError,
-    Conversation,
-    Streamed,
-    Transient,
-    Usage,
-    error_message,
-    json_object,
-)
 
 VERSION = "2023-06-01"  # the anthropic-version header: the one stable version of the API
 DEFAULT_MAX_TOKENS = 8192  # the API requires max_tokens; this when the profile gives none
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": CUT}
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": wire.CUT}
 
 
 class AnthropicAdapter(Adapter):
@@ -41,7 +31,7 @@ class AnthropicAdapter(Adapter):
         headers = {"anthropic-version": VERSION}
         return headers | ({"x-api-key": self.key} if self.key else {})
 
-    def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
+    def body(self, conversation: wire.Conversation, stream: bool) -> dict[str, Any]:
         profile = self.profile
         system = {
             "type": "text",
@@ -60,26 +50,28 @@ class AnthropicAdapter(Adapter):
             body["stream"] = True
         return body
 
-    def read_answer(self, body: dict[str, Any], started: float) -> Answer:
+    def read_answer(self, body: dict[str, Any], started: float) -> wire.Answer:
         blocks = body.get("content")
         if body.get("type") != "message" or not isinstance(blocks, list):
-            raise ChatError(
+            raise wire.ChatError(
                 f"{self.url} sent an answer that is not a Messages API message: {str(body)[:200]}"
             )
         text = "".join(str(block.get("text", "")) for block in blocks if isinstance(block, dict))
-        return Answer(
+        return wire.Answer(
             text,
             str(body.get("model") or self.profile.model),
-            Usage(**_usage(body.get("usage"))),
+            wire.Usage(**_usage(body.get("usage"))),
             time.monotonic() - started,
             _finish(body.get("stop_reason")),
         )
 
-    def read_event(self, data: str, into: Streamed) -> None:
-        event = json_object(data, self.url, self.shape)
+    def read_event(self, data: str, into: wire.Streamed) -> None:
+        event = wire.json_object(data, self.url, self.shape)
         kind = event.get("type")
         if kind == "error":
-            raise Transient(f"{self.url} sent an error mid-answer: {error_message(event)}")
+            raise wire.Transient(
+                f"{self.url} sent an error mid-answer: {wire.error_message(event)}"
+            )
         if kind == "message_start":
             message = event.get("message") or {}
             into.model = message.get("model") or into.model

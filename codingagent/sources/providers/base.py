@@ -1,13 +1,16 @@
-"""The seam every API adapter fills in: :class:`Adapter`. An adapter knows one API's request
-shape, its auth headers, how its answers, streams, usage, finish reasons and error bodies read;
-:class:`codingagent.sources.providers.client.ChatClient` does the rest (retries, timeouts,
-progress, the errors the user must fix) the same way for all. docs/models.md, "Adding a
-provider", says what a new adapter must pass."""
+"""The seam every API adapter fills in: :class:`Adapter`, a :class:`typing.Protocol` like every
+seam (docs/architecture.md, "Seams"). An adapter knows one API's request shape, its auth
+headers, how its answers, streams, usage, finish reasons and error bodies read; the methods
+with a body here are what most APIs share, and an adapter extends :class:`Adapter` to take
+them. :class:`codingagent.sources.providers.client.ChatClient` does the rest (retries,
+timeouts, progress, the errors the user must fix) the same way for all. Adapters are registered
+by the API's name in the package's entry points (group ``codingagent.providers``), as sandbox
+backends are; docs/models.md, "Adding a provider", says what a new adapter must pass."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import httpx
 
@@ -15,13 +18,16 @@ from codingagent.settings import ModelProfile
 from codingagent.sources.providers.wire import Answer, ChatError, Conversation, Streamed
 
 
-class Adapter:
-    """One API. Subclasses set ``api`` and ``shape`` and override what their API does
-    differently."""
+class Adapter(Protocol):
+    """One API. An adapter sets ``api`` and ``shape``, says what has no body here, and
+    overrides what its API does differently."""
 
-    api: ClassVar[str]
+    api: ClassVar[str]  # its name in the registry, and the profile's ``api`` value
     shape: ClassVar[str]  # "OpenAI chat-completions": what a wrong server is told it is not
     stream_type: ClassVar[str] = "text/event-stream"  # or newline-delimited JSON (Ollama)
+    profile: ModelProfile
+    url: str
+    key: str | None
 
     def __init__(self, profile: ModelProfile) -> None:
         self.profile = profile
@@ -36,23 +42,22 @@ class Adapter:
         return adapter
 
     def post_url(self) -> str:
-        raise NotImplementedError
+        """Where a request is posted."""
 
     def headers(self, http: httpx.Client) -> dict[str, str]:
-        """The headers of a request: the key goes here and nowhere else."""
-        raise NotImplementedError
+        """The headers of a request: the key goes here and nowhere else (here, as a bearer
+        token: OpenAI's way, and Ollama's)."""
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
 
     def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
-        raise NotImplementedError
+        """The request's JSON body."""
 
     def read_answer(self, body: dict[str, Any], started: float) -> Answer:
         """A whole (not streamed) answer."""
-        raise NotImplementedError
 
     def read_event(self, data: str, into: Streamed) -> None:
         """One server-sent event's data, added to ``into`` (``into.ended`` at the API's end
         event). An error event raises :class:`~codingagent.sources.providers.wire.Transient`."""
-        raise NotImplementedError
 
     def models_url(self) -> str | None:
         """Where the API lists its models (None: it lists none we can check against)."""

@@ -17,21 +17,10 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-import httpx
-
 from codingagent.settings import ModelProfile
+from codingagent.sources.providers import wire
 from codingagent.sources.providers.base import Adapter
 from codingagent.sources.providers.windows import server_root
-from codingagent.sources.providers.wire import (
-    CUT,
-    Answer,
-    ChatError,
-    Conversation,
-    Streamed,
-    Transient,
-    Usage,
-    json_object,
-)
 
 SMALLEST_WINDOW = 2048  # num_ctx is never asked smaller than this
 
@@ -51,12 +40,8 @@ class OllamaAdapter(Adapter):
     def post_url(self) -> str:
         return f"{self.url}/api/chat"
 
-    def headers(self, http: httpx.Client) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
-
-    def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
+    def body(self, conversation: wire.Conversation, stream: bool) -> dict[str, Any]:
         profile = self.profile
-        system = {"role": "system", "content": conversation.system}
         options: dict[str, Any] = {}
         if conversation.context is not None:  # never smaller than before: no reload
             self.asked = max(self.asked, num_ctx(conversation.context, self.trained))
@@ -67,7 +52,7 @@ class OllamaAdapter(Adapter):
             options["temperature"] = profile.temperature
         body: dict[str, Any] = {
             "model": profile.model,
-            "messages": [system, *conversation.messages],
+            "messages": conversation.chat(),
             "stream": stream,
             "options": options,
         }
@@ -75,11 +60,11 @@ class OllamaAdapter(Adapter):
             body["keep_alive"] = _keep_alive(profile.keep_alive)
         return body
 
-    def read_answer(self, body: dict[str, Any], started: float) -> Answer:
+    def read_answer(self, body: dict[str, Any], started: float) -> wire.Answer:
         message = body.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("content"), str):
-            raise ChatError(f"The answer has no message.content: {str(body)[:200]}")
-        return Answer(
+            raise wire.ChatError(f"The answer has no message.content: {str(body)[:200]}")
+        return wire.Answer(
             message["content"],
             str(body.get("model") or self.profile.model),
             _usage(body),
@@ -88,10 +73,10 @@ class OllamaAdapter(Adapter):
             str(message.get("thinking") or ""),
         )
 
-    def read_event(self, data: str, into: Streamed) -> None:
-        chunk = json_object(data, self.url, self.shape)
+    def read_event(self, data: str, into: wire.Streamed) -> None:
+        chunk = wire.json_object(data, self.url, self.shape)
         if "error" in chunk:
-            raise Transient(f"{self.url} sent an error mid-answer: {chunk['error']}")
+            raise wire.Transient(f"{self.url} sent an error mid-answer: {chunk['error']}")
         into.model = chunk.get("model") or into.model
         message = chunk.get("message") or {}
         if isinstance(message, dict):
@@ -133,12 +118,12 @@ def _keep_alive(value: str) -> str | int:
 
 
 def _finish(reason: object) -> str | None:
-    return CUT if reason == "length" else (str(reason) if reason else None)
+    return wire.CUT if reason == "length" else (str(reason) if reason else None)
 
 
-def _usage(body: dict[str, Any]) -> Usage:
+def _usage(body: dict[str, Any]) -> wire.Usage:
     tokens_in, tokens_out = body.get("prompt_eval_count"), body.get("eval_count")
-    return Usage(
+    return wire.Usage(
         tokens_in if isinstance(tokens_in, int) else None,
         tokens_out if isinstance(tokens_out, int) else None,
     )

@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-import httpx
-
 from codingagent.sources.providers.base import Adapter
 from codingagent.sources.providers.wire import (
     Answer,
@@ -30,15 +28,11 @@ class OpenAIAdapter(Adapter):
     def post_url(self) -> str:
         return f"{self.url}/chat/completions"
 
-    def headers(self, http: httpx.Client) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
-
     def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
         profile = self.profile
-        system = {"role": "system", "content": conversation.system}
         body: dict[str, Any] = {
             "model": profile.model,
-            "messages": [system, *conversation.messages],
+            "messages": conversation.chat(),
         }
         if profile.max_tokens is not None:
             body["max_tokens"] = profile.max_tokens

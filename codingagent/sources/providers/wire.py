@@ -63,6 +63,10 @@ class Conversation:
     # window per request (Ollama's num_ctx) is asked for it. None: the server's own.
     context: int | None = None
 
+    def chat(self) -> list[dict[str, str]]:
+        """Its messages as a chat API takes them: the system text first, as a message."""
+        return [{"role": "system", "content": self.system}, *self.messages]
+
 
 @dataclass(frozen=True)
 class Usage:

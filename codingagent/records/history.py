@@ -13,7 +13,6 @@ import io
 import json
 import os
 import shutil
-import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,12 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from codingagent.fsio import O_CLOEXEC, atomic_write, folder_syncs_grouped, fsync_folder, naming
+from codingagent.records.store import SessionStore
 from codingagent.state import SessionState, damaged
-from codingagent.transaction.crashpoints import crash_point
-from codingagent.transaction.shadow import SHADOW, Shadow, put_back
-from codingagent.transaction.store import SessionStore
 from codingagent.workspace import PathRejected, PreImage, Workspace
-from codingagent.workspace.layer import discard
 
 INLINE_PREIMAGE = 64 * 1024  # pre-images up to this size live in the journal line itself
 
@@ -186,67 +182,6 @@ class TurnRecord:
             return Records([], [])
         return read_frames(data)
 
-    def unrestorable(self) -> list[str]:
-        """What :meth:`restore` could not put back for sure, read before changing anything:
-        damaged records and saved contents that are missing."""
-        records = self.preimages()
-        problems = [self._damaged(line) for line in records.damaged] + records.unkept()
-        for entry in records.entries:
-            if entry["blob"] and not (self.folder / entry["blob"]).is_file():
-                problems.append(f"'{entry['path']}' (its saved content {entry['blob']} is gone)")
-        return problems
-
-    def restore(self, ws: Workspace) -> Restored:
-        """Put back every file the turn changed, last change first.
-
-        What cannot be put back (a damaged record, a path that now leads outside the
-        workspace, a saved content that is gone) is skipped and named in ``problems``; the
-        rest is restored.  Files that did not exist are removed before any is written back:
-        that frees space first, for a rollback on a full disk.  Saved contents are streamed
-        back, never read whole into memory.
-        """
-        records = self.preimages()
-        done = Restored([], [self._damaged(line) for line in records.damaged])
-        stopped = records.open_command()
-        if stopped is not None and "index" in stopped:  # stopped before its changes were kept
-            shadow = Shadow(self.folder.parent.parent / SHADOW, 0)
-            paths, problems = put_back(ws, shadow, stopped["index"])
-            done.paths += paths
-            done.problems += problems
-        for layer in records.layers():  # what a layer still holds was never the workspace's
-            discard(self.folder.parent.parent / layer)
-        # Created files go first (that frees space), then the folders commands made and
-        # removed (a folder made where a file was is gone before the file comes back).
-        entries = list(reversed(records.entries))
-        for entry in entries:
-            if "inline" not in entry and not entry["blob"]:
-                self._restore_entry(ws, entry, done)
-        for mark in reversed(records.marks):
-            if mark["kind"] == "dirs":
-                done.problems += ws.restore_dirs(mark["created"], mark["deleted"])
-        for entry in entries:
-            if "inline" in entry or entry["blob"]:
-                self._restore_entry(ws, entry, done)
-        done.problems += records.unkept()
-        return done
-
-    def _restore_entry(self, ws: Workspace, entry: dict[str, Any], done: Restored) -> None:
-        dirs = tuple(entry["createdDirs"])
-        if "inline" in entry and not dirs and _holds(ws, entry):
-            return  # as it was (a file the reply named but did not change): nothing to put back
-        try:
-            with self.saved_content(entry) as stream:
-                ws.restore(PreImage(entry["path"], None, entry["mode"], dirs, stream=stream))
-        except (OSError, PathRejected) as e:
-            reason = getattr(e, "strerror", None) or str(e)
-            done.problems.append(f"'{entry['path']}' ({reason})")
-            return
-        done.paths.append(entry["path"])
-        crash_point("restored")
-
-    def _damaged(self, line: int) -> str:
-        return f"the file saved in record {line} of {self.folder.name}/{self.PREIMAGES} (damaged)"
-
     def saved_content(self, entry: dict[str, Any]) -> contextlib.AbstractContextManager:
         """The saved content of a pre-image entry as an open binary stream (None: no file)."""
         if "inline" in entry:
@@ -254,18 +189,6 @@ class TurnRecord:
         if entry["blob"]:
             return open(self.folder / entry["blob"], "rb")
         return contextlib.nullcontext()
-
-
-def _holds(ws: Workspace, entry: dict[str, Any]) -> bool:
-    """Whether the workspace file of a pre-image entry saved inline holds that content and
-    mode now."""
-    try:
-        with ws.open_bytes(entry["path"]) as f:
-            mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
-            data = f.read(INLINE_PREIMAGE + 1)
-    except (OSError, PathRejected):
-        return False
-    return mode == entry["mode"] and data == base64.b64decode(entry["inline"])
 
 
 def _json(value: Any) -> bytes:
@@ -317,12 +240,6 @@ class Records:
     def untracked(self) -> list[str]:
         """The ignored folders commands touched (not kept by rule)."""
         return [p for mark in self.marks if mark["kind"] == "untracked" for p in mark["paths"]]
-
-
-@dataclass
-class Restored:
-    paths: list[str]  # put back, in the order restored
-    problems: list[str]  # what could not be put back, and why
 
 
 def frame(entry: dict[str, Any]) -> bytes:

@@ -1,30 +1,28 @@
-"""Session state and where it lives on disk.
+"""Where a run's sessions live on disk.
 
-``SessionState`` is the JSON of ``sessions/{id}.json`` with the protocol document's camelCase
-field names. ``SessionStore`` knows the run-directory layout (workspace/, outbox/, inbox/,
-sessions/), writes state atomically, names each turn's history folder, resolves session-id
-prefixes, and hands out the one-watcher-per-session lock."""
+``SessionStore`` knows the run-directory layout (workspace/, outbox/, inbox/, sessions/), keeps
+each session's ``SessionState`` as ``sessions/{id}.json`` (the protocol document's camelCase
+field names) on the records' one base (:mod:`.shelf`: atomic writes, id prefixes, the
+one-watcher-per-session lock), and names each turn's history folder, the journal's and the
+held review's files. :func:`open_workspace` opens a session's workspace."""
 
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codingagent.fsio import atomic_write
-from codingagent.state import SessionError, SessionState, read_json_model, utc_now
-from codingagent.transaction.summaries import state_files
+from codingagent.records.shelf import Shelf
+from codingagent.state import SessionError, SessionState, utc_now
+from codingagent.workspace import Workspace
 
-if TYPE_CHECKING:
-    from filelock import FileLock
+CACHE = ".cache"  # in sessions/: what the agent keeps to be faster next time, never history
 
 
-class SessionStore:
-    """The run directory: ``workspace/ outbox/ inbox/ sessions/`` under one root.
+class SessionStore(Shelf[SessionState]):
+    """The run directory: ``workspace/ outbox/ inbox/ sessions/`` under one root; its sessions'
+    states are ``sessions/{id}.json`` (:class:`.shelf.Shelf`).
 
     A project's run folder (:mod:`.runfolder`) has ``workspace`` as a link to the project:
     ``workspace`` and ``project`` are then the project's folder, never made or changed here."""
@@ -37,6 +35,8 @@ class SessionStore:
         self.outbox = self.root / "outbox"
         self.inbox = self.root / "inbox"
         self.sessions = self.root / "sessions"
+        first = "'codingagent start TASK'"
+        super().__init__(self.sessions, SessionState, "session", first, "watched or stepped")
 
     @property
     def agent_dirs(self) -> tuple[Path, ...]:
@@ -58,40 +58,13 @@ class SessionStore:
     # --- state -------------------------------------------------------------------------
 
     def state_path(self, session_id: str) -> Path:
-        return self.sessions / f"{session_id}.json"
-
-    def new_id(self) -> str:
-        while True:
-            session_id = secrets.token_hex(4)
-            if not self.state_path(session_id).exists():
-                return session_id
+        return self.path(session_id)
 
     def save(self, state: SessionState) -> None:
-        self.sessions.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.state_path(state.session_id), state.to_json())
+        self._write(state.session_id, state.to_json())
 
     def load(self, session_id: str) -> SessionState:
-        path = self.state_path(session_id)
-        missing = f"No session '{session_id}' in {self.sessions}"
-        return read_json_model(path, SessionState, missing, "a valid session file")
-
-    def ids(self) -> list[str]:
-        """Every session id, most recently updated first."""
-        return [p.stem for p in state_files(self.sessions)]
-
-    def resolve(self, ref: str | None) -> str:
-        """Turn ``latest``, ``None`` or a unique id prefix into a session id."""
-        ids = self.ids()
-        if not ids:
-            raise SessionError(f"No sessions yet in {self.sessions}; run 'codingagent start TASK'")
-        if ref in (None, "", "latest"):
-            return ids[0]
-        matches = [i for i in ids if i.startswith(ref.lower())]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:
-            raise SessionError(f"No session matches '{ref}'")
-        raise SessionError(f"'{ref}' matches several sessions: {', '.join(sorted(matches))}")
+        return self._read(session_id)
 
     # --- outbox ------------------------------------------------------------------------
 
@@ -151,36 +124,11 @@ class SessionStore:
         beside it); see docs/review.md and :mod:`codingagent.review.record`."""
         return self.sessions / session_id / "review" / "review.json"
 
-    # --- lock --------------------------------------------------------------------------
 
-    def lock(self, session_id: str) -> FileLock:
-        """The session's lock; acquire it with :func:`hold` for one watcher or step at a time."""
-        from filelock import FileLock  # imported here: `sessions` and `--help` never lock
-
-        return FileLock(self.sessions / f".{session_id}.lock")
-
-    def hold(self, session_id: str) -> FileLock:
-        import filelock
-
-        lock = self.lock(session_id)
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
-            raise SessionError(
-                f"Session {session_id} is already being watched or stepped by another "
-                f"codingagent process (lock file {lock.lock_file}); stop that one first"
-            ) from None
-        return lock
-
-    @contextmanager
-    def held_if_free(self, session_id: str) -> Iterator[bool]:
-        """Hold the session's lock for the block if no one else does; says whether it does."""
-        try:
-            lock = self.hold(session_id)
-        except SessionError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            lock.release()
+def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
+    """The session's workspace, its agent's folders fenced off; a SessionError when the folder
+    is gone."""
+    folder = Path(state.workspace)
+    if not folder.is_dir():
+        raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
+    return Workspace(folder, protected=store.protected)

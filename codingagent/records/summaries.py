@@ -38,11 +38,12 @@ class Summary:
         return "done" if self.complete else "asks" if self.question else "open"
 
 
-def state_files(sessions: Path) -> list[Path]:
-    """The state file of every session in ``sessions/``, most recently updated first."""
-    if not sessions.is_dir():
+def id_files(folder: Path) -> list[Path]:
+    """The files named by an id in ``folder`` (``{id}.json``: a session's state, a queue),
+    most recently written first."""
+    if not folder.is_dir():
         return []
-    found = [(p.stat().st_mtime_ns, p) for p in sessions.glob("*.json") if _ID.match(p.stem)]
+    found = [(p.stat().st_mtime_ns, p) for p in folder.glob("*.json") if _ID.match(p.stem)]
     found.sort(reverse=True)
     return [p for _, p in found]
 
@@ -65,7 +66,7 @@ def read_summary(path: Path) -> Summary:
 
 def summaries(sessions: Path) -> list[Summary]:
     """Every session's summary, most recently updated first."""
-    return [read_summary(path) for path in state_files(sessions)]
+    return [read_summary(path) for path in id_files(sessions)]
 
 
 def _moment(text: object) -> datetime | None:

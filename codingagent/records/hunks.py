@@ -1,13 +1,15 @@
-"""Hunks: the change from one text to another as unified-diff hunks, and the old text with
-only some of them applied. Pure.
+"""The one diff engine: the change from one text to another as unified-diff hunks, the old
+text with only some of them applied, and the hunks as unified-diff text. Pure.
 
-difflib's matcher (the one ``diff -u``-style output of the page and ``codingagent diff`` comes
-from) runs on the lines between the common head and tail only, so its cost follows the change,
-not the file; its groups are ``diff -u``'s: three lines of context, and changes closer than six
-lines share a hunk, so no two hunks share an old line. Lines keep their endings (``\\r\\n``
-too), so applying every hunk to the old text gives the new one byte for byte, and applying none
-gives the old one (tests/test_review.py checks both, and that each hunk alone changes its own
-lines only, with hypothesis).
+Every diff the agent shows or writes comes from here: a review's hunks (``review/``), the
+page's diff of each turn and ``codingagent diff``'s patch (:mod:`.changeset`). difflib's
+matcher runs on the lines between the common head and tail only, so its cost follows the
+change, not the file; its groups are ``diff -u``'s: three lines of context, and changes closer
+than six lines share a hunk, so no two hunks share an old line. Only ``\\n`` ends a line, as in
+a patch; lines keep their endings (``\\r\\n`` too), so applying every hunk to the old text gives
+the new one byte for byte, applying none gives the old one (tests/test_review.py checks both,
+and that each hunk alone changes its own lines only, with hypothesis), and :func:`unified`
+writes a patch that ``patch -R`` takes back (tests/test_session_diff.py).
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-
-from codingagent.execute.lines import split_lines, strip_eol
 
 CONTEXT = 3
 NO_NEWLINE = "\\ No newline at end of file"
@@ -69,7 +69,7 @@ def hunks(before: str, after: str) -> list[Hunk]:
     """The hunks that make ``after`` of ``before``, in file order (none when they are equal)."""
     if before == after:
         return []
-    old, new = split_lines(before), split_lines(after)
+    old, new = _lines(before), _lines(after)
     head = 0
     while head < min(len(old), len(new)) and old[head] == new[head]:
         head += 1
@@ -98,7 +98,7 @@ def hunks(before: str, after: str) -> list[Hunk]:
 def apply(before: str, found: Sequence[Hunk], accepted: Collection[int]) -> str:
     """``before`` with the hunks whose indexes (0-based, into ``found``) are ``accepted``
     applied and the others not: a ValueError if ``before`` is not the text they were made of."""
-    old = split_lines(before)
+    old = _lines(before)
     out: list[str] = []
     at = 0
     for index, hunk in enumerate(found):
@@ -116,7 +116,7 @@ def _marked(mark: str, lines: Sequence[str]) -> list[str]:
     (the text's last) is followed by ``\\ No newline at end of file``."""
     shown = []
     for line in lines:
-        shown.append(mark + strip_eol(line))
+        shown.append(mark + (line[:-2] if line.endswith("\r\n") else line.removesuffix("\n")))
         if not line.endswith("\n"):
             shown.append(NO_NEWLINE)
     return shown
@@ -125,3 +125,32 @@ def _marked(mark: str, lines: Sequence[str]) -> list[str]:
 def _span(start: int, length: int) -> str:
     first = start + 1 if length else start
     return str(first) if length == 1 else f"{first},{length}"
+
+
+def unified(fromfile: str, tofile: str, found: Sequence[Hunk]) -> str:
+    """``found`` as a unified diff from ``fromfile`` to ``tofile`` (``a/path``, ``/dev/null``):
+    each line with its own ending, a line without one followed by ``\\ No newline at end of
+    file``; "" when there is no hunk."""
+    if not found:
+        return ""
+    out = [f"--- {fromfile}\n", f"+++ {tofile}\n"]
+    for hunk in found:
+        out.append(f"{hunk.header}\n")
+        old, new = iter(hunk.old), iter(hunk.new)
+        for shown in hunk.body:
+            if shown == NO_NEWLINE or shown[:1] not in (" ", "-", "+"):
+                continue
+            line = next(new) if shown[0] == "+" else next(old)
+            if shown[0] == " ":
+                next(new)
+            out.append(
+                shown[0] + line if line.endswith("\n") else f"{shown[0]}{line}\n{NO_NEWLINE}\n"
+            )
+    return "".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of ``text``, each with its ending; only ``\\n`` ends a line, and the last one
+    has none when the text does not end with a newline."""
+    pieces = text.split("\n")
+    return [piece + "\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])

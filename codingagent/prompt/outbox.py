@@ -19,11 +19,9 @@ from typing import NamedTuple
 
 from codingagent.prompt.compose import compose
 from codingagent.prompt.render import DEFAULT_PROMPT, PromptOptions
-from codingagent.state import SessionError, SessionState
-from codingagent.transaction.store import SessionStore
+from codingagent.records.store import CACHE, SessionStore, open_workspace
+from codingagent.state import SessionState
 from codingagent.workspace import Workspace
-
-CACHE = ".cache"  # in sessions/: what the agent keeps to be faster next time, never history
 
 
 class WrittenOutbox(NamedTuple):
@@ -35,26 +33,24 @@ class WrittenOutbox(NamedTuple):
     )  # of them, how many of each kind (never the values)
 
 
-def open_workspace(store: SessionStore, state: SessionState) -> Workspace:
-    folder = Path(state.workspace)
-    if not folder.is_dir():
-        raise SessionError(f"The workspace of session {state.session_id} is gone: {folder}")
-    return Workspace(folder, protected=store.protected)
-
-
 def write_outbox(
     store: SessionStore,
     state: SessionState,
     prompt: PromptOptions = DEFAULT_PROMPT,
     ws: Workspace | None = None,
+    *,
+    keep_shown: bool = False,
 ) -> WrittenOutbox:
     """Render the session's current outbox from the workspace as it is now, and write it
     (``ws``: the turn's, whose walk of the tree it shares).
 
-    The digest of the Environment section it shows goes into ``state`` (the caller saves it).
+    The digest of the Environment section it shows goes into ``state``, and with
+    ``keep_shown`` the digests of the files it shows whole too (the caller saves it).
     """
     text, shown, kinds = prompt_text(store, state, prompt, ws)
     path = store.write_outbox(state.session_id, state.sequence_number, text)
+    if keep_shown:
+        state.shown_files |= shown
     return WrittenOutbox(path, shown, sum(kinds.values()), dict(sorted(kinds.items())))
 
 
@@ -66,18 +62,6 @@ def prompt_text(
     if prompt.cache_dir is None:  # the code map's tags, kept for the next prompt and session
         prompt = replace(prompt, cache_dir=store.sessions / CACHE)
     return compose(ws or open_workspace(store, state), state, prompt)
-
-
-def next_outbox(
-    store: SessionStore,
-    state: SessionState,
-    prompt: PromptOptions = DEFAULT_PROMPT,
-    ws: Workspace | None = None,
-) -> WrittenOutbox:
-    """:func:`write_outbox`, the digests of the files it shows kept in ``state`` (not saved)."""
-    written = write_outbox(store, state, prompt, ws)
-    state.shown_files |= written.shown
-    return written
 
 
 def ensure_outbox(
@@ -94,8 +78,7 @@ def ensure_outbox(
     path = store.outbox_path(state.session_id, state.sequence_number)
     if path.exists():
         return path
-    if not keep_digests:
-        return write_outbox(store, state, prompt).path
-    path = next_outbox(store, state, prompt).path
-    store.save(state)
+    path = write_outbox(store, state, prompt, keep_shown=keep_digests).path
+    if keep_digests:
+        store.save(state)
     return path

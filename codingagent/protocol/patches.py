@@ -64,7 +64,7 @@ def read_patch(text: str, first_line: int) -> list[FilePatch]:
     if start < len(numbered) and numbered[start][1].strip() == "*** Begin Patch":
         files = _envelope(numbered[start + 1 :])
     else:
-        files = _unified(numbered)
+        files = _diff_sections(numbered)
     if not files:
         raise DiffError(
             "no file in the patch; write a unified diff ('--- a/path', '+++ b/path', '@@' "
@@ -73,7 +73,7 @@ def read_patch(text: str, first_line: int) -> list[FilePatch]:
     return files
 
 
-def _unified(lines: list[tuple[int, str]]) -> list[FilePatch]:
+def _diff_sections(lines: list[tuple[int, str]]) -> list[FilePatch]:
     files: list[FilePatch] = []
     i = 0
     while i < len(lines):
