@@ -171,3 +171,14 @@ def test_the_link_checker_reads_github_anchors():
 
 def _links_in(text: str) -> list[str]:
     return [target for line in _prose(text) for target in LINK.findall(line)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_no_page_holds_a_merge_conflict(page):
+    """A merge left half done shows as git's markers (a SEARCH/REPLACE block's are the
+    protocol's own, and stay)."""
+    marker = re.compile(r"^(<<<<<<< (?!SEARCH$)|>>>>>>> (?!REPLACE$)|=======$)", re.M)
+    found = [m.group() for m in marker.finditer(page.read_text(encoding="utf-8"))]
+    fences = [m for m in found if m == "======="]
+    assert not [m for m in found if m != "======="], (page.name, found)
+    assert len(fences) <= page.read_text(encoding="utf-8").count("<<<<<<< SEARCH"), page.name
