@@ -31,7 +31,7 @@ bound the window fitting uses (a token per three bytes). Deterministic: no timin
 
 ``--loo`` scores each task with the weights (of ``GRID``) that hold the most of the others,
 as the section alone of its first prompt shows it; and says how many tasks each setting
-holds. ``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first
+holds. ``--cost`` times the section alone (``prompt.pointing.pointed.pointed_section``, as a first
 prompt makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py``
 (1,000 and 10,000 files), already mapped once (the tags and graph cached, as for a new
 session on a tree seen before), a new task each run and the word caches cleared (as in a new
@@ -65,11 +65,11 @@ from codingagent.codemap import lexical
 from codingagent.execute.symbols import find_symbol
 from codingagent.frontends.cli import main
 from codingagent.prompt.compose import LISTING_FILES, LISTING_SIZES
-from codingagent.prompt.definitions import Tree
-from codingagent.prompt.evidence import WEIGHTS, Weights, gather, rank
 from codingagent.prompt.fitting import estimate
 from codingagent.prompt.mapview import map_section
-from codingagent.prompt.pointed import (
+from codingagent.prompt.pointing.definitions import Tree
+from codingagent.prompt.pointing.evidence import WEIGHTS, Weights, gather, rank
+from codingagent.prompt.pointing.pointed import (
     CHARS_PER_TOKEN,
     PASTED_TOKENS,
     pointed_section,

@@ -1,5 +1,5 @@
-"""One copy of duplicated code (codingagent/prompt/copies.py, docs/prompts.md): a package that
-ships its code twice (``es/lib/x.js`` beside ``lib/x.js``, ``x.js`` beside ``x.cjs``, a
+"""One copy of duplicated code (codingagent/prompt/pointing/copies.py, docs/prompts.md): a
+package that ships its code twice (``es/lib/x.js`` beside ``lib/x.js``, ``x.js`` beside ``x.cjs``, a
 ``dist/`` bundle beside its sources, ``x.py`` beside ``x/__init__.py``) has one copy of a
 definition shown: the one the evidence reaches, else the one the package's entry imports,
 else the source. Driven through the real command line on real files in a workspace; the
@@ -15,8 +15,8 @@ import pytest
 from test_pointed import section
 from test_project_context import make_run, start
 
-from codingagent.prompt.copies import Copies, imports, made, module_key
-from codingagent.prompt.definitions import Tree
+from codingagent.prompt.pointing.copies import Copies, imports, made, module_key
+from codingagent.prompt.pointing.definitions import Tree
 from codingagent.workspace import Workspace
 
 CHECK_HOST = (

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.copies import Copies, is_declaration
-from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, module_name
-from codingagent.prompt.frames import Frame, frames, raises
+from codingagent.prompt.pointing.copies import Copies, is_declaration
+from codingagent.prompt.pointing.definitions import DEFINERS_MOST, Definition, Tree, module_name
+from codingagent.prompt.pointing.frames import Frame, frames, raises
 from codingagent.protocol.commands import file_lines
 
 READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies

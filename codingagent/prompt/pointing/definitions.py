@@ -27,8 +27,14 @@ from codingagent.codemap.firstread import first_order
 from codingagent.codemap.graph import known_graph
 from codingagent.codemap.tagcache import cache_file, read_kept, stamped, tagged
 from codingagent.codemap.tags import definitions_of, file_tags
-from codingagent.prompt.copies import Copies, Definition, imports, is_declaration, source_first
 from codingagent.prompt.mapview import FIRST_MAP_PARSE_MS
+from codingagent.prompt.pointing.copies import (
+    Copies,
+    Definition,
+    imports,
+    is_declaration,
+    source_first,
+)
 from codingagent.secrecy.rules import redacted
 from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.text import decoded
