@@ -1,0 +1,81 @@
+"""What a definition calls (docs/prompts.md, "The code the task points at"): the names its
+body calls, and the definitions they stand for (:meth:`.definitions.Tree.definers`).
+
+- ``name(`` and ``obj.name(``; Babel's ``(0, _module.name)(`` (and ``(0, _module.default)(``:
+  the module's own, ``module``);
+- a bare call (``name(``, no ``obj.`` before it) in a language whose methods are called on
+  their object (Python, JavaScript, TypeScript, Go, Rust) never stands for a method of a
+  class: ``col(loc, s)`` in a method ``col`` calls the module's ``col`` it imports, not the
+  method beside it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from codingagent.codemap.grammars import language_of
+from codingagent.prompt.pointing.definitions import Definition, Tree, module_name
+from codingagent.protocol.commands import file_lines
+
+CALLS_MOST = 40  # definitions one definition calls, followed at most
+Key = tuple[str, int, int]  # a definition: its file, first line, last line
+# Languages whose methods are only called on an object (``self.x()``, ``this.x()``)
+OWNED_METHODS = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust"})
+
+# a call: ``name(``, and Babel's ``(0, _module.name)(`` (``(0, _module.default)(``: ``module``)
+_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|([\w$]+)\.([A-Za-z_$][\w$]*)\)\(")
+_OWNER = re.compile(r"(?:\.|\?\.|->|::)\s*$")  # what stands before a call on an object
+
+
+def calls(text: str) -> dict[str, bool]:
+    """The names ``text`` calls, in order, each once, and whether every call of it is bare
+    (``name(``, not ``obj.name(``; Babel's ``(0, _module.default)(`` calls the module's own:
+    ``module``)."""
+    found: dict[str, bool] = {}
+    for match in _CALL.finditer(text):
+        name, owner, field = match.groups()
+        if name is None:
+            name = field if field != "default" else re.sub(r"\d+$", "", owner.lstrip("_"))
+            bare = False
+        else:
+            bare = not _OWNER.search(text[max(0, match.start() - 4) : match.start()])
+        found[name] = found.get(name, True) and bare
+    return found
+
+
+def called(text: str) -> list[str]:
+    """The names ``text`` calls, in order, each once (:func:`calls`)."""
+    return list(calls(text))
+
+
+def callees(tree: Tree, key: Key, definition: Definition) -> list[tuple[Key, Definition]]:
+    """The definitions ``definition`` (at ``key``) calls, in order: of each name, those it
+    stands for (at most two; of a class built, its constructor: the class is too long to
+    follow, its methods called are); a class calls nothing (its methods do)."""
+    rel = key[0]
+    text = tree.text(rel)
+    if text is None or definition[2] == "class":
+        return []
+    body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
+    found: dict[Key, Definition] = {}
+    names = calls(body)
+    owned = language_of(rel) in OWNED_METHODS
+    for path in tree.imports(rel, text):  # the modules it imports by path that it calls
+        if module_name(path) in names:
+            tree.text(path, parse=True)
+    for name, bare in names.items():
+        if name == definition[0]:
+            continue  # its own first line, or a call of itself
+        if name not in tree.by_name:
+            tree.parse_module(name, text, rel)
+        for path, callee in tree.definers(name, rel, text, definition, bare and owned)[:2]:
+            if callee[2] == "class":
+                made = tree.constructor(path, callee)
+                if made is None:
+                    continue
+                callee = made
+            path, callee = tree.copies.preferred(path, callee)
+            found.setdefault((path, callee[3], callee[4]), callee)
+        if len(found) >= CALLS_MOST:
+            break
+    return list(found.items())
