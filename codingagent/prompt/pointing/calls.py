@@ -6,7 +6,10 @@ body calls, and the definitions they stand for (:meth:`.definitions.Tree.definer
 - a bare call (``name(``, no ``obj.`` before it) in a language whose methods are called on
   their object (Python, JavaScript, TypeScript, Go, Rust) never stands for a method of a
   class: ``col(loc, s)`` in a method ``col`` calls the module's ``col`` it imports, not the
-  method beside it.
+  method beside it;
+- a function handed on by name, alone as an argument, an element or a keyword's value
+  (``parse(s, [rfc2822, extractRFC2822])``, ``sorted(xs, key=_key)``), is called by what it
+  is handed to: a function or method of its own file or of one it imports.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ OWNED_METHODS = frozenset({"python", "javascript", "typescript", "tsx", "go", "r
 # a call: ``name(``, and Babel's ``(0, _module.name)(`` (``(0, _module.default)(``: ``module``)
 _CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|([\w$]+)\.([A-Za-z_$][\w$]*)\)\(")
 _OWNER = re.compile(r"(?:\.|\?\.|->|::)\s*$")  # what stands before a call on an object
+# a name handed on: alone as an argument, an element or a keyword's value (``key=_key``)
+_HANDED = re.compile(r"(?:[(\[,]|\w=)\s*([A-Za-z_$][\w$]*)\s*(?=[,)\]])")
+HANDED_KINDS = ("function", "method")  # what a name handed on may stand for
 
 
 def calls(text: str) -> dict[str, bool]:
@@ -59,6 +65,9 @@ def callees(tree: Tree, key: Key, definition: Definition) -> list[tuple[Key, Def
     body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
     found: dict[Key, Definition] = {}
     names = calls(body)
+    handed = {name for name in _HANDED.findall(body) if name not in names}
+    names.update(dict.fromkeys(handed, True))
+    near = {rel, *tree.imports(rel, text)}
     owned = language_of(rel) in OWNED_METHODS
     for path in tree.imports(rel, text):  # the modules it imports by path that it calls
         if module_name(path) in names:
@@ -69,6 +78,8 @@ def callees(tree: Tree, key: Key, definition: Definition) -> list[tuple[Key, Def
         if name not in tree.by_name:
             tree.parse_module(name, text, rel)
         for path, callee in tree.definers(name, rel, text, definition, bare and owned)[:2]:
+            if name in handed and (callee[2] not in HANDED_KINDS or path not in near):
+                continue  # a value handed on, not a function of its own or an imported file
             if callee[2] == "class":
                 made = tree.constructor(path, callee)
                 if made is None:

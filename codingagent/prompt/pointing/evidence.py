@@ -66,6 +66,7 @@ _NAMED = re.compile(
 )
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
 
 
@@ -117,13 +118,13 @@ def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
     found = Evidence(copies=tree.copies)
     trace = frames(task) + frames(failure)
     found.files = _paths(tree, task)
+    tree.copies.entry()  # what runs: its copies of definitions are known before any is chosen
     tree.copies.reach(_reached(tree, trace) | set(found.files))
     tests = _frames(tree, trace, found)
     _named(tree, task, found)
     _shared(tree, _tested(tree, tests, found), found)
     extra = " ".join(_at_frames(tree, trace))
-    resolved = {word for name in found.resolved for word in words(name)}
-    for score, rel, definition in _lexical(tree, task, failure, extra, found.files, resolved):
+    for score, rel, definition in _lexical(tree, task, failure, extra, found.files, found.resolved):
         found.add("words", rel, definition, score)
     _follow(tree, found)
     return found
@@ -369,9 +370,13 @@ def _lexical(
     failing tests' lines at their frames as code), best first, each as a share of the
     best."""
     wanted = query(task)
-    for word in named:  # the task's names found: evidence of their own, not words
-        if wanted.get(word) == CODE_WORD:
-            del wanted[word]
+    parts = {part for name in named for part in name.split(".")}
+    said = set(words(_IDENTIFIER.sub(lambda m: " " if m[0] in parts else m[0], task)))
+    for word in {word for name in named for word in words(name)}:
+        if wanted.get(word) == CODE_WORD:  # the task's names found: evidence of their own,
+            del wanted[word]  # not words ...
+            if word in said:  # ... but what it says besides them is
+                wanted[word] = 1
     for word in words(extra):
         wanted[word] = max(wanted.get(word, 0), CODE_WORD)
     if failure:
