@@ -31,6 +31,9 @@ _OWNER = re.compile(r"(?:\.|\?\.|->|::)\s*$")  # what stands before a call on an
 # a name handed on: alone as an argument, an element or a keyword's value (``key=_key``)
 _HANDED = re.compile(r"(?:[(\[,]|\w=)\s*([A-Za-z_$][\w$]*)\s*(?=[,)\]])")
 HANDED_KINDS = ("function", "method")  # what a name handed on may stand for
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+# an assignment's targets: ``a, b = ``, ``const { a } = ``, ``x += ``; not ``==``, ``=>``
+_ASSIGNED = re.compile(r"^\s*(?:(?:const|let|var)\s+)?([\w$.,\s\[\]{}*:]+?)\s*[-+*/%|&^]?=(?![=>])")
 
 
 def calls(text: str) -> dict[str, bool]:
@@ -62,7 +65,42 @@ def callees(tree: Tree, key: Key, definition: Definition) -> list[tuple[Key, Def
     text = tree.text(rel)
     if text is None or definition[2] == "class":
         return []
-    body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
+    return _resolved(tree, rel, text, definition, file_lines(text)[key[1] - 1 : key[2]])
+
+
+def feeders(
+    tree: Tree, key: Key, definition: Definition, line: int
+) -> list[tuple[Key, Definition]]:
+    """The definitions that made the values line ``line`` of ``definition`` (at ``key``)
+    reads: what that line calls, and what the lines before it call that assign a name it
+    reads (``results = _pred_succ(G)``, then ``pred, succ, w = results`` before ``w =
+    succ[path[-1]]``), and so on up to the definition's first line. A line that fails on
+    a value it was handed (a ``KeyError``, a ``None``) is downstream of the fault."""
+    text = tree.text(key[0])
+    if text is None or definition[2] == "class" or not key[1] <= line <= key[2]:
+        return []
+    lines = file_lines(text)[key[1] - 1 : line]
+    wanted = _names(lines[-1])
+    feeding = [lines[-1]]
+    for code in reversed(lines[:-1]):
+        assigned = _ASSIGNED.match(code)
+        if assigned and wanted & _names(assigned[1]):
+            feeding.append(code)
+            wanted |= _names(code[assigned.end() :])
+    return _resolved(tree, key[0], text, definition, feeding)
+
+
+def _names(code: str) -> set[str]:
+    """The names ``code`` reads (not its object's own: ``self``, ``this``)."""
+    return set(_IDENTIFIER.findall(code)) - {"self", "this", "cls"}
+
+
+def _resolved(
+    tree: Tree, rel: str, text: str, definition: Definition, lines: list[str]
+) -> list[tuple[Key, Definition]]:
+    """The definitions ``lines`` of ``definition`` (in ``rel``, whose text is ``text``) call
+    or hand on, in order (module doc)."""
+    body = "\n".join(lines)
     found: dict[Key, Definition] = {}
     names = calls(body)
     handed = {name for name in _HANDED.findall(body) if name not in names}

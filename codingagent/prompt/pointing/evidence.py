@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.pointing.calls import called, callees
+from codingagent.prompt.pointing.calls import called, callees, feeders
 from codingagent.prompt.pointing.copies import Copies, is_declaration
 from codingagent.prompt.pointing.definitions import DEFINERS_MOST, Definition, Tree
 from codingagent.prompt.pointing.frames import Frame, frames, raises
@@ -214,6 +214,11 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
             key = found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
             if kind == "test_frame":
                 tests.append(key)
+    if placed and placed[0][0].line is not None and placed[0][2] and not is_test(placed[0][1]):
+        frame, rel, (definition,) = placed[0]
+        key = (rel, definition[3], definition[4])
+        for fed, made in feeders(tree, key, definition, frame.line or 0):  # one frame below
+            found.add("frame", fed[0], made, 1.0 / (1.0 + DEPTH_DECAY))
     return list(dict.fromkeys(tests))
 
 
