@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from codingagent.codemap.lexical import Doc, query, scores
+from codingagent.prompt.pointing.calls import called
+from codingagent.prompt.pointing.comments import uncommented
 from codingagent.prompt.pointing.definitions import Tree
 from codingagent.prompt.pointing.evidence import Evidence, gather, rank
 from codingagent.workspace import Workspace
@@ -209,3 +211,22 @@ def test_a_name_s_part_that_runs_the_task_s_words_together_is_read_as_them() -> 
     assert got["_wrap_inlinelinenos"] > 0  # "inline" and "linenos"
     assert got["_wrap_tablelinenos"] == got["_wrap_div"] == 0  # "table" is not the task's
     assert got["inlinelineno_style"] == got["_wrap_inlinelinenos"]  # its "style" is a part
+
+
+def test_a_comment_is_left_out_and_a_string_is_not_a_comment() -> None:
+    """What a build keeps of a source: its comments gone (their lines kept, so lines keep
+    their numbers), a comment sign inside a string kept; a call a comment mentions is no
+    call."""
+    js = (
+        "const url = 'http://x.org/#top'; // the home page\n"
+        "/* a block\n   of two lines */ run(`a // b\n${c}`);\n"
+        "const re = /['\"]/; next(); // a stray quote spoils that line only\n"
+    )
+    assert uncommented(js, "javascript") == (
+        "const url = 'http://x.org/#top'; \n\n run(`a // b\n${c}`);\n"
+        "const re = /['\"]/; next(); // a stray quote spoils that line only\n"
+    )
+    py = 'x = "#1"  # a note: see _fix()\n"""a # doc"""\n'
+    assert uncommented(py, "python") == 'x = "#1"  \n"""a # doc"""\n'
+    assert uncommented(py, None) == py
+    assert called(uncommented(py, "python")) == []

@@ -8,7 +8,8 @@ lightly (``parsing``, ``parsed``, ``parser`` and ``parse`` are one word), Englis
 left out. A definition scores, for each word of the task it shares:
 
 - its name holding the word: ``NAME_WEIGHT`` times how rare the word is among the names of
-  the tree's definitions (``parse_header`` for "header");
+  the tree's definitions (``parse_header`` for "header"; a part that runs the task's words
+  together all through holds them: ``_wrap_inlinelinenos`` "inline" and "linenos");
 - its body holding it (when its file was read): BM25 (k1 1.2, b 0.75) over the bodies read,
   so a word every function uses (``return``, ``self``) counts for little, and a long body
   does not win by length;

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from codingagent.codemap.grammars import language_of
+from codingagent.prompt.pointing.comments import uncommented
 from codingagent.prompt.pointing.definitions import Definition, Tree, module_name
 from codingagent.protocol.commands import file_lines
 
@@ -100,7 +101,7 @@ def _resolved(
 ) -> list[tuple[Key, Definition]]:
     """The definitions ``lines`` of ``definition`` (in ``rel``, whose text is ``text``) call
     or hand on, in order (module doc)."""
-    body = "\n".join(lines)
+    body = uncommented("\n".join(lines), language_of(rel))  # a comment's ``f()`` is no call
     found: dict[Key, Definition] = {}
     names = calls(body)
     handed = {name for name in _HANDED.findall(body) if name not in names}

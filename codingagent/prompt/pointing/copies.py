@@ -8,7 +8,7 @@ lines (within a quarter, or 3), and either their files are one module built twic
 (:func:`module_key`: the same path once the build folders, the build words of a file's name
 and the flavour of its extension are left out: ``es/lib/x.js``, ``lib/x.js``, ``x.cjs``,
 ``dist/x.esm.js``), or their bodies are the same code (a bundle's copy of a source's: at
-least ``SAME_WORDS`` of their words shared).
+least ``SAME_WORDS`` of their words shared, comments left out: a bundler drops them).
 
 Of copies, the one shown (:meth:`Copies.order`) is
 
@@ -17,12 +17,18 @@ Of copies, the one shown (:meth:`Copies.order`) is
    sharing the most leading folders with it;
 2. else the one an import loads (Python's package ``x/__init__.py`` over ``x.py`` beside
    it);
-3. else a source over a build (under ``src/`` first; under a build folder, or with a build
-   word in its name, last): a build is made again from its source;
-4. else the nearest, as in 1, to the files the package's entry imports (``package.json``'s
+3. else, where the tree makes its builds again (:meth:`Copies.builds`: it holds a build's
+   configuration), a source over a build (under ``src/`` first; under a build folder, or
+   with a build word in its name, last): a build is made again from its source; then the
+   nearest, as in 1, to the files the package's entry imports (``package.json``'s
    ``exports`` for ``require``, ``node`` or ``default``, else its ``main``): what runs;
+4. where it does not (an installed package: its build runs, and nothing makes it again),
+   the entry's first, then the source;
 5. else the plain source's extension (``.js`` before ``.cjs`` and ``.mjs``), else the first
    path.
+
+The entry is parsed when it is read (:meth:`Copies.entry`), even when the map has not read
+it: its definitions are the copies that run.
 """
 
 from __future__ import annotations

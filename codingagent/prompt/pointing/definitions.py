@@ -9,7 +9,8 @@ and its digest kept (what the prompt shows of it is checked by EDIT_FILE against
 Which definitions a name stands for (:meth:`Tree.definers`), where it is said: the caller's
 own file's; else those of a file the caller imports (the module's name in an ``import``,
 ``from`` or ``require`` line; of several, the nearest); else those of at most three files;
-else those of the file named after it; else none (too common a name to guess). A file
+else those of the file named after it; else none (too common a name to guess); a name
+called bare (no ``obj.`` before it) never a method of a class (:mod:`.calls`). A file
 imports another by its path (``require("./x.cjs")``, ``from .x import y``: that file) or,
 failing that, by its module's name. Of copies of one definition (:mod:`.copies`: ``x.js``
 and ``x.cjs``, ``es/lib/x.js`` and ``lib/x.js``, a bundle's and its source's) one; never a

@@ -8,23 +8,25 @@ The evidence, each kind's strength at most 1:
   ``load()``, ``snake_case``, ``camelCase``), or names its file by path;
 - ``frame``: a frame of a traceback in the task, or of the check's failing output, stands in
   it (:mod:`.frames`); the deepest of a trace the most, error helpers (short definitions
-  whose line there raises) counting after the frame that called them;
+  whose line there raises) counting after the frame that called them; and what made the
+  values the deepest frame's line reads (:func:`.calls.feeders`), as a frame one below it;
 - ``test_frame``: the same, in a test file: the failing tests and their helpers;
 - ``words``: the task's words point at it (:mod:`codingagent.codemap.lexical`; the best 1),
   with the failing output's words and, as code, those of the failing tests' lines at their
-  frames; the words of names the task uses that were found count as ``named``, not here;
+  frames; the words of names the task uses that were found count as ``named``, not here,
+  save those it also says besides them ("RFC 2822" beside ``fromRFC2822``);
   in a file that holds a definition named, framed or tested (``NEAR_STRENGTH``), ``near``
   times as much (the function handling a report's own word beside the one it names);
 - ``tested``: the failing tests call it (a name called in a failing test's body, or around
-  its frame when the test is a callback, that the code under test defines; a method of a
-  class the test files build before one of another class), by how many failing tests do,
-  log-scaled, the most 1;
+  its frame when the test is a callback, that the code under test defines, and the
+  constructor of a class they build; a method of a class the test files build before one
+  of another class), by how many failing tests do, log-scaled, the most 1;
 - ``shared``: the most failing tests reach it, ``REACH_DEPTH`` calls below what they call,
   when two or more reach anything (one fault that fails them all is there); as strong as it
   leaves out much of all they reach;
-- and the call graph around all of these: a definition gets ``callee`` times the score of
-  each definition that calls it, over the square root of how many that calls, two calls
-  deep (a class is not followed: its methods are).
+- and the call graph around all of these (:mod:`.calls`): a definition gets ``callee``
+  times the score of each definition that calls it, over the square root of how many that
+  calls, two calls deep (a class is not followed: its methods are, and its constructor).
 
 A definition in a test file counts ``test_share`` of its score: tests are evidence of where
 the bug is, rarely where it is. Which definitions a name stands for is
