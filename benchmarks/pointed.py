@@ -1,7 +1,7 @@
 """Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
 libraries.
 
-    python benchmarks/pointed.py                # 27 bug tasks and 12 more, a pasted chat
+    python benchmarks/pointed.py                # 27 bug tasks and 24 more, a pasted chat
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
@@ -20,8 +20,9 @@ installed copy's, as a user's are; four are failing suites, whose check gives th
 The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too: written
 by an independent writer who had not read the ranking, held out until issue 52's ranking was
 measured on them, tuned on since (column ``written``: ``independent``). So are those of
-``pointed_heldout2.py``: a second independent writer's, written after that ranking change and
-held out from the tuning that followed it (column ``written``: ``held out``).
+``pointed_heldout2.py``: a second independent writer's, written after that ranking change,
+held out from the tuning that followed it, measured, and tuned on by the one after that
+(column ``written``: ``held out``, the name it was measured under; docs/prompts.md).
 
 Printed, one markdown row a task: when it was written, whether the first prompt holds the
 whole definition that must change (every line, numbered as READ_FILE numbers it), where (the

@@ -7,9 +7,14 @@ body calls, and the definitions they stand for (:meth:`.definitions.Tree.definer
   their object (Python, JavaScript, TypeScript, Go, Rust) never stands for a method of a
   class: ``col(loc, s)`` in a method ``col`` calls the module's ``col`` it imports, not the
   method beside it;
+- a class built (``Delta(1, 2)``) calls its constructor (``__init__``, ``constructor``);
 - a function handed on by name, alone as an argument, an element or a keyword's value
   (``parse(s, [rfc2822, extractRFC2822])``, ``sorted(xs, key=_key)``), is called by what it
-  is handed to: a function or method of its own file or of one it imports.
+  is handed to: a function or method of its own file or of one it imports;
+- a call a comment mentions (``# see _fix()``) is none.
+
+And what made the values a line reads (:func:`feeders`): what a failing line's values came
+from.
 """
 
 from __future__ import annotations
