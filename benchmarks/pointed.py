@@ -1,7 +1,7 @@
 """Whether a first prompt holds the code a bug report points at (issues 44 and 52), on real
 libraries.
 
-    python benchmarks/pointed.py                # 27 bug tasks and 12 more, a pasted chat
+    python benchmarks/pointed.py                # 27 bug tasks and 24 more, a pasted chat
     python benchmarks/pointed.py --window 8192  # the same with --context-tokens 8192
     python benchmarks/pointed.py --only ms,qs   # some of them
     python benchmarks/pointed.py --loo          # leave-one-out over the ranking's weights
@@ -20,9 +20,11 @@ installed copy's, as a user's are; four are failing suites, whose check gives th
 The tasks of ``pointed_heldout.py`` beside this file, when it is there, are run too: written
 by an independent writer who had not read the ranking, held out until issue 52's ranking was
 measured on them, tuned on since (column ``written``: ``independent``). So are those of
-``pointed_heldout2.py``: a second independent writer's, written after that ranking change and
-held out from the tuning that followed it (column ``written``: ``held out``); and those of
-``pointed_heldout3.py``, a third independent writer's (``held out 3``).
+``pointed_heldout2.py``: a second independent writer's, written after that ranking change,
+held out from the tuning that followed it, measured, and tuned on by the one after that
+(column ``written``: ``independent 2``); and those of ``pointed_heldout3.py``, a third
+independent writer's, written before the last tuning and never seen by it: the honest measure
+(column ``written``: ``held out``). docs/prompts.md says when each was written and measured.
 
 Printed, one markdown row a task: when it was written, whether the first prompt holds the
 whole definition that must change (every line, numbered as READ_FILE numbers it), where (the
@@ -32,7 +34,7 @@ bound the window fitting uses (a token per three bytes). Deterministic: no timin
 
 ``--loo`` scores each task with the weights (of ``GRID``) that hold the most of the others,
 as the section alone of its first prompt shows it; and says how many tasks each setting
-holds. ``--cost`` times the section alone (``prompt.pointed.pointed_section``, as a first
+holds. ``--cost`` times the section alone (``prompt.pointing.pointed.pointed_section``, as a first
 prompt makes it, a pasted chat's budget) on the generated trees of ``benchmarks/codemap.py``
 (1,000 and 10,000 files), already mapped once (the tags and graph cached, as for a new
 session on a tree seen before), a new task each run and the word caches cleared (as in a new
@@ -66,12 +68,12 @@ from codingagent.codemap import lexical
 from codingagent.execute.symbols import find_symbol
 from codingagent.frontends.cli import main
 from codingagent.prompt.compose import LISTING_FILES, LISTING_SIZES
-from codingagent.prompt.definitions import Tree
-from codingagent.prompt.evidence import WEIGHTS, Weights, gather, rank
 from codingagent.prompt.fitting import estimate
 from codingagent.prompt.mapview import map_section
 from codingagent.prompt.outbox import CACHE as KEPT
-from codingagent.prompt.pointed import (
+from codingagent.prompt.pointing.definitions import Tree
+from codingagent.prompt.pointing.evidence import WEIGHTS, Weights, gather, rank
+from codingagent.prompt.pointing.pointed import (
     CHARS_PER_TOKEN,
     PASTED_TOKENS,
     pointed_section,
@@ -786,8 +788,8 @@ def written(task: Task, heldout: list[Task]) -> str:
     """When and by whom a task was written (docs/prompts.md says more)."""
     if task in heldout:
         if task in _held_out("pointed_heldout3"):
-            return "held out 3"
-        return "held out" if task in _held_out("pointed_heldout2") else "independent"
+            return "held out"
+        return "independent 2" if task in _held_out("pointed_heldout2") else "independent"
     return "issue 44" if TASKS.index(task) < WRITTEN_BEFORE else "issue 52"
 
 

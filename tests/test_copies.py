@@ -1,5 +1,5 @@
-"""One copy of duplicated code (codingagent/prompt/copies.py, docs/prompts.md): a package that
-ships its code twice (``es/lib/x.js`` beside ``lib/x.js``, ``x.js`` beside ``x.cjs``, a
+"""One copy of duplicated code (codingagent/prompt/pointing/copies.py, docs/prompts.md): a
+package that ships its code twice (``es/lib/x.js`` beside ``lib/x.js``, ``x.js`` beside ``x.cjs``, a
 ``dist/`` bundle beside its sources, ``x.py`` beside ``x/__init__.py``) has one copy of a
 definition shown: the one the evidence reaches, else the one the package's entry imports,
 else the source. Driven through the real command line on real files in a workspace; the
@@ -12,11 +12,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_codemap_budget import FIRST_LOOK, many_files
 from test_pointed import section
 from test_project_context import make_run, start
 
-from codingagent.prompt.copies import Copies, imports, made, module_key
-from codingagent.prompt.definitions import Tree
+from codingagent.prompt.pointing.copies import Copies, imports, made, module_key
+from codingagent.prompt.pointing.definitions import Tree
 from codingagent.workspace import Workspace
 
 CHECK_HOST = (
@@ -252,3 +253,105 @@ def test_the_package_entry_is_what_require_loads(
     ws = Workspace(tmp_path)
     found = Copies(Tree(ws, ws.list_files(limit=100), None)).entry()
     assert found == (set() if entry is None else {entry, "dep.cjs"})
+
+
+TOKENIZE = (
+    "function tokenize(line) {\n"
+    "  const args = [];\n"
+    "  let quote = null;\n"
+    "  let i = 0;\n"
+    "  for (const c of line) {\n"
+    "    // split on spaces unless we are in quotes\n"
+    "    if (c === ' ' && !quote) {\n"
+    "      i++;\n"
+    "      continue;\n"
+    "    }\n"
+    "    // a closing quote ends what an opening one began, as the shell reads them\n"
+    "    if (c === quote) quote = null;\n"
+    "    else if (c === '\"' || c === \"'\") quote = c;\n"
+    "    args[i] = (args[i] || '') + c;\n"
+    "  }\n"
+    "  return args;\n"
+    "}\n"
+)
+
+
+def test_a_bundle_without_comments_is_a_copy_of_the_code_it_was_built_from(
+    tmp_path: Path,
+) -> None:
+    """A bundler drops comments: ``build/index.cjs``'s ``tokenize`` is the same code as
+    ``build/lib/tokenize.js``'s, whose comments make up a third of its words. One copy is
+    shown, the one the package's ``main`` loads."""
+    bundled = "\n".join(line for line in TOKENIZE.split("\n") if not line.lstrip().startswith("//"))
+    files = {
+        "package.json": json.dumps({"name": "args", "main": "build/index.cjs"}),
+        "build/index.cjs": bundled + "\nmodule.exports = { tokenize };\n",
+        "build/lib/tokenize.js": "export " + TOKENIZE,
+    }
+    run = make_run(tmp_path, files)
+    start(run, "tokenize('--name \"John Smith\"') splits the quoted value at its space")
+    shown = section(run.prompt())
+    assert "--- build/index.cjs ---" in shown
+    assert "--- build/lib/tokenize.js ---" not in shown  # never a second copy
+    assert shown.count("function tokenize(line) {") == 1
+
+
+OFFSET = (
+    "function offsetOf(zone) {\n"
+    "  const table = { EST: -300, EDT: -240, PST: -480, PDT: -420 };\n"
+    "  return zone in table ? table[zone] : 0;\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("config", [None, "rollup.config.js"])
+def test_the_copy_the_entry_loads_before_the_source_unless_the_tree_builds_it_again(
+    tmp_path: Path, config: str | None
+) -> None:
+    """``src/zones.js`` and the ``build/node/zones.js`` the package's ``main`` loads hold
+    the same ``offsetOf``. A tree that cannot make its build again (an installed package: no
+    bundler's configuration) runs the build's, and an edit there stays: the build's is
+    shown; one with ``rollup.config.js`` makes the build from the source: the source's."""
+    files = {
+        "package.json": json.dumps({"name": "zones", "main": "build/node/zones.js"}),
+        "src/zones.js": "export " + OFFSET,
+        "build/node/zones.js": '"use strict";\n' + OFFSET + "exports.offsetOf = offsetOf;\n",
+    }
+    if config is not None:
+        files[config] = "export default { input: 'src/zones.js' };\n"
+    run = make_run(tmp_path, files)
+    start(run, "offsetOf('EST') gives 0 instead of -300")
+    shown = section(run.prompt())
+    wanted, other = ("src/", "build/") if config else ("build/", "src/")
+    assert f"--- {wanted}" in shown and f"--- {other}" not in shown
+
+
+@pytest.mark.slow
+def test_the_entry_is_read_when_the_map_has_not_read_it(tmp_path: Path) -> None:
+    """A big tree's first map reads a part, a file over 64 KB last: the package's entry, a
+    bundle, is parsed all the same (what runs), so its copy of ``offsetOf`` is shown, not
+    the source's the map read."""
+    bundle = (
+        '"use strict";\n'
+        + OFFSET
+        + "".join(
+            f"function pad{n}(text) {{\n  return String(text).padStart({n % 9 + 1}, '0');\n}}\n"
+            for n in range(1200)
+        )
+    )
+    files = {
+        "package.json": json.dumps({"name": "zones", "main": "build/node/zones.js"}),
+        "src/zones.js": "export " + OFFSET,
+        "build/node/zones.js": bundle + "exports.offsetOf = offsetOf;\n",
+    }
+    assert len(files["build/node/zones.js"]) > 64 * 1024
+    run = make_run(tmp_path, files)
+    many_files(run.ws, 1500)
+    start(run, "offsetOf('EST') gives 0 instead of -300")
+    prompt = run.prompt()
+    assert (
+        FIRST_LOOK in prompt
+        and "build/node/zones.js" not in prompt.split("## Code Map")[1].split("##")[0]
+    )
+    shown = section(prompt)
+    assert "--- build/node/zones.js ---" in shown and "--- src/" not in shown

@@ -1,4 +1,4 @@
-"""The code the task points at, chosen by evidence (codingagent/prompt/evidence.py, docs/
+"""The code the task points at, chosen by evidence (codingagent/prompt/pointing/evidence.py, docs/
 prompts.md): what the failing tests call into the code under test, on the class the test
 builds; names resolved to the file a caller imports or the file named after them; a long
 definition shown as its outline and the part the evidence points at; lines of a test run
@@ -15,10 +15,10 @@ import pytest
 from test_pointed import benchmark, section, whole
 from test_project_context import make_run, start
 
-from codingagent.prompt.definitions import Tree
-from codingagent.prompt.evidence import WEIGHTS, Evidence, gather, rank
-from codingagent.prompt.frames import Frame, frames, raises
-from codingagent.prompt.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
+from codingagent.prompt.pointing.definitions import Tree
+from codingagent.prompt.pointing.evidence import WEIGHTS, Evidence, gather, rank
+from codingagent.prompt.pointing.frames import Frame, frames, raises
+from codingagent.prompt.pointing.pointed import CHECK_TOKENS, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
 from codingagent.workspace import Workspace
 

@@ -17,10 +17,10 @@ import pytest
 from test_codemap_budget import FIRST_LOOK, many_files
 from test_project_context import make_run, start
 
-from codingagent.prompt.definitions import Tree
 from codingagent.prompt.fitting import estimate, fit_prompt, prompt_budget
-from codingagent.prompt.frames import Frame, frames
-from codingagent.prompt.pointed import HEADING, PASTED_TOKENS, pointed_tokens
+from codingagent.prompt.pointing.definitions import Tree
+from codingagent.prompt.pointing.frames import Frame, frames
+from codingagent.prompt.pointing.pointed import HEADING, PASTED_TOKENS, pointed_tokens
 from codingagent.protocol.commands import numbered
 from codingagent.workspace import Workspace
 

@@ -8,7 +8,8 @@ lightly (``parsing``, ``parsed``, ``parser`` and ``parse`` are one word), Englis
 left out. A definition scores, for each word of the task it shares:
 
 - its name holding the word: ``NAME_WEIGHT`` times how rare the word is among the names of
-  the tree's definitions (``parse_header`` for "header");
+  the tree's definitions (``parse_header`` for "header"; a part that runs the task's words
+  together all through holds them: ``_wrap_inlinelinenos`` "inline" and "linenos");
 - its body holding it (when its file was read): BM25 (k1 1.2, b 0.75) over the bodies read,
   so a word every function uses (``return``, ``self``) counts for little, and a long body
   does not win by length;
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 NAME_WEIGHT = 2.0
 PATH_WEIGHT = 0.5
 TEST_SHARE = 0.3
+COMPOUND_PIECE = 3  # a task's word read inside a name's part has this many letters at least
 CODE_WORD = 2  # a task's word written as code (`x`, a_b, aB, x()) weighs this much more
 K1 = 1.2
 B = 0.75
@@ -127,12 +129,13 @@ def scores(
     are some of them)."""
     if not task or not docs:
         return [0.0] * len(docs)
-    names = [name_words(doc.name) for doc in docs]
+    joined = _Compounds(task)
+    names = [joined.words(doc.name) for doc in docs]
     universe = docs if among is None else among
     paths = {path: name_words(path) for path in {doc.path for doc in universe}}
     path_idf = _idf(paths.values(), task)
     paths.update((doc.path, name_words(doc.path)) for doc in docs if doc.path not in paths)
-    name_idf = _idf((name_words(doc.name) for doc in universe) if among else names, task)
+    name_idf = _idf((joined.words(doc.name) for doc in universe) if among else names, task)
     wanted = set(task)
     bodies = [doc.body for doc in docs if doc.body is not None]
     body_idf = _idf((set(body) for body in bodies), task)
@@ -157,6 +160,38 @@ def scores(
             score += weight * part
         found.append(score * (TEST_SHARE if is_test(doc.path) else 1.0))
     return found
+
+
+class _Compounds:
+    """A name's words, a part written as the task's words run together (``inlinelinenos``
+    for "inline" and "linenos") read as those words."""
+
+    def __init__(self, task: Counter[str]) -> None:
+        # each task word, and the word its stem cut a final "e" off (``inlin``: ``inline``)
+        self.pieces = {word: word for word in task} | {f"{word}e": word for word in task}
+        self.found: dict[str, frozenset[str]] = {}
+
+    def words(self, name: str) -> frozenset[str]:
+        own = name_words(name)
+        extra: set[str] = set()
+        for word in own:
+            if word not in self.pieces and len(word) >= 2 * COMPOUND_PIECE:
+                if word not in self.found:
+                    self.found[word] = frozenset(self._split(word, 0) or ())
+                extra |= self.found[word]
+        return own | extra if extra else own
+
+    def _split(self, word: str, start: int) -> list[str] | None:
+        """The task's words ``word[start:]`` runs together, when it is two or more of them."""
+        for piece, stem in self.pieces.items():
+            if len(piece) >= COMPOUND_PIECE and word.startswith(piece, start):
+                end = start + len(piece)
+                if end == len(word):
+                    return [stem] if start else None
+                rest = self._split(word, end)
+                if rest is not None:
+                    return [stem, *rest]
+        return None
 
 
 def _idf(sets: Iterable[Set[str]], task: Counter[str]) -> dict[str, float]:

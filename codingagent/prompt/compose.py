@@ -18,7 +18,7 @@ from codingagent.prompt.instructions import (
     working_paths,
 )
 from codingagent.prompt.mapview import folder_map, map_section, map_tokens
-from codingagent.prompt.pointed import (
+from codingagent.prompt.pointing.pointed import (
     CHARS_PER_TOKEN,
     PASTED_LEAST_TOKENS,
     PASTED_PROMPT_TOKENS,
@@ -293,7 +293,7 @@ def _code_map(
     context: OutboxContext,
 ) -> tuple[OutboxContext, PromptOptions]:
     """``context`` with the Code Map section of a first prompt (and of ``show --full``), and
-    after it the Code the Task Points At section (:mod:`codingagent.prompt.pointed`), whose
+    after it the Code the Task Points At section (:mod:`codingagent.prompt.pointing.pointed`), whose
     files' digests go into ``shown``; a pasted chat's first prompt within
     ``PASTED_PROMPT_TOKENS`` (:func:`_pasted_room`), with the options it is rendered with."""
     if state.sequence_number != 1 and not prompt.full_protocol:

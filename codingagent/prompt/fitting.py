@@ -221,7 +221,9 @@ class _Prompt:
         return "\n".join(out + self.after)
 
 
-_POINTED = "## Code the Task Points At"  # prompt.pointed.HEADING (this module imports none)
+_POINTED = (
+    "## Code the Task Points At"  # prompt.pointing.pointed.HEADING (this module imports none)
+)
 _POINTED_GONE = (
     "(the code the task points at is left out here to fit the model's window; READ_FILE "
     'path="FILE" symbol="NAME" shows a definition)'

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codingagent.codemap.lexical import is_test
-from codingagent.prompt.definitions import Definition, Tree
-from codingagent.prompt.evidence import WEIGHTS, Evidence, Key, Weights, gather, rank
+from codingagent.prompt.pointing.definitions import Definition, Tree
+from codingagent.prompt.pointing.evidence import WEIGHTS, Evidence, Key, Weights, gather, rank
 from codingagent.protocol.commands import file_lines, numbered
 from codingagent.state import SessionState
 from codingagent.workspace import Listing, Workspace

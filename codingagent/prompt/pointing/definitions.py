@@ -9,7 +9,8 @@ and its digest kept (what the prompt shows of it is checked by EDIT_FILE against
 Which definitions a name stands for (:meth:`Tree.definers`), where it is said: the caller's
 own file's; else those of a file the caller imports (the module's name in an ``import``,
 ``from`` or ``require`` line; of several, the nearest); else those of at most three files;
-else those of the file named after it; else none (too common a name to guess). A file
+else those of the file named after it; else none (too common a name to guess); a name
+called bare (no ``obj.`` before it) never a method of a class (:mod:`.calls`). A file
 imports another by its path (``require("./x.cjs")``, ``from .x import y``: that file) or,
 failing that, by its module's name. Of copies of one definition (:mod:`.copies`: ``x.js``
 and ``x.cjs``, ``es/lib/x.js`` and ``lib/x.js``, a bundle's and its source's) one; never a
@@ -27,14 +28,21 @@ from codingagent.codemap.firstread import first_order
 from codingagent.codemap.graph import known_graph
 from codingagent.codemap.tagcache import cache_file, read_kept, stamped, tagged
 from codingagent.codemap.tags import definitions_of, file_tags
-from codingagent.prompt.copies import Copies, Definition, imports, is_declaration, source_first
 from codingagent.prompt.mapview import FIRST_MAP_PARSE_MS
+from codingagent.prompt.pointing.copies import (
+    Copies,
+    Definition,
+    imports,
+    is_declaration,
+    source_first,
+)
 from codingagent.secrecy.rules import redacted
 from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.text import decoded
 
 FILE_BYTES = 1024 * 1024
 MINIFIED_LINE = 2000  # a file with a longer line is minified
+CONSTRUCTORS = ("__init__", "constructor")  # what building a class runs
 DEFINERS_MOST = 3  # files that may define a name, when the file saying it imports none of them
 _IMPORT = re.compile(r"^\s*(?:import|from)\b|\brequire\s*\(|^\s*export\b.*\bfrom\b")
 
@@ -85,6 +93,7 @@ class Tree:
         self.by_base = by_base
         self.file_set = set(self.files)
         self._imports: dict[str, set[str]] = {}
+        self._classes: dict[str, set[str]] = {}  # file -> its classes' qualified names
         self.copies = Copies(self)  # which copy of a definition to show
 
     def _index(self, defs: dict[str, list[Definition]]) -> None:
@@ -129,18 +138,20 @@ class Tree:
         rel: str | None = None,
         text: str | None = None,
         caller: Definition | None = None,
+        bare: bool = False,
     ) -> list[tuple[str, Definition]]:
         """The definitions ``name`` stands for, said in ``rel`` (whose text is ``text``; by
-        ``caller``, never itself): its own file's; else those of a file it imports; else
-        those of at most ``DEFINERS_MOST`` files (of copies of one definition, ``x.js`` and
-        ``x.mjs``, the one :mod:`.copies` shows); else those of the file named after it
-        (``format.js``); else none:
-        too common a name to guess. Never a declaration file's or a minified file's."""
+        ``caller``, never itself; ``bare``: called on no object, so never a method of a
+        class): its own file's; else those of a file it imports; else those of at most
+        ``DEFINERS_MOST`` files (of copies of one definition, ``x.js`` and ``x.mjs``, the one
+        :mod:`.copies` shows); else those of the file named after it (``format.js``); else
+        none: too common a name to guess. Never a declaration file's or a minified file's."""
         defined = [
             pair
             for pair in self.by_name.get(name, [])
             if not is_declaration(pair[0])
             and pair[1] is not caller
+            and not (bare and self.is_method(*pair))
             and self.text(pair[0]) is not None
         ]
         if not defined:
@@ -157,6 +168,22 @@ class Tree:
         if len({path for path, _ in defined}) <= DEFINERS_MOST:
             return defined
         return [pair for pair in defined if module_name(pair[0]) == name]
+
+    def is_method(self, rel: str, definition: Definition) -> bool:
+        """Whether ``definition`` (in ``rel``) is a method: a definition of a class."""
+        owner = definition[1].rpartition(".")[0]
+        if not owner:
+            return False
+        if rel not in self._classes:
+            self._classes[rel] = {d[1] for d in self.defs.get(rel, []) if d[2] == "class"}
+        return owner in self._classes[rel]
+
+    def constructor(self, rel: str, definition: Definition) -> Definition | None:
+        """The constructor of a class (in ``rel``): what building it runs (``__init__``,
+        ``constructor``); None when it has none of its own."""
+        wanted = {f"{definition[1]}.{name}" for name in CONSTRUCTORS}
+        made = [d for d in self.defs.get(rel, []) if d[1] in wanted]
+        return made[0] if made and definition[2] == "class" else None
 
     def parse_module(self, name: str, text: str | None = None, rel: str = "") -> None:
         """The files of the module ``name`` (``format.js`` for ``format``) parsed when the

@@ -8,7 +8,7 @@ lines (within a quarter, or 3), and either their files are one module built twic
 (:func:`module_key`: the same path once the build folders, the build words of a file's name
 and the flavour of its extension are left out: ``es/lib/x.js``, ``lib/x.js``, ``x.cjs``,
 ``dist/x.esm.js``), or their bodies are the same code (a bundle's copy of a source's: at
-least ``SAME_WORDS`` of their words shared).
+least ``SAME_WORDS`` of their words shared, comments left out: a bundler drops them).
 
 Of copies, the one shown (:meth:`Copies.order`) is
 
@@ -17,12 +17,18 @@ Of copies, the one shown (:meth:`Copies.order`) is
    sharing the most leading folders with it;
 2. else the one an import loads (Python's package ``x/__init__.py`` over ``x.py`` beside
    it);
-3. else a source over a build (under ``src/`` first; under a build folder, or with a build
-   word in its name, last): a build is made again from its source;
-4. else the nearest, as in 1, to the files the package's entry imports (``package.json``'s
+3. else, where the tree makes its builds again (:meth:`Copies.builds`: it holds a build's
+   configuration), a source over a build (under ``src/`` first; under a build folder, or
+   with a build word in its name, last): a build is made again from its source; then the
+   nearest, as in 1, to the files the package's entry imports (``package.json``'s
    ``exports`` for ``require``, ``node`` or ``default``, else its ``main``): what runs;
+4. where it does not (an installed package: its build runs, and nothing makes it again),
+   the entry's first, then the source;
 5. else the plain source's extension (``.js`` before ``.cjs`` and ``.mjs``), else the first
    path.
+
+The entry is parsed when it is read (:meth:`Copies.entry`), even when the map has not read
+it: its definitions are the copies that run.
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
+from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import words
+from codingagent.prompt.pointing.comments import uncommented
 from codingagent.protocol.commands import file_lines
 
 Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
@@ -55,6 +63,11 @@ BUILD_FOLDERS = frozenset(
     {"dist", "build", "es", "esm", "es5", "es6", "es2015", "es2017", "es2020", "cjs"}
     | {"commonjs", "umd", "amd", "bundle", "bundles"}
 )
+BUILD_CONFIGS = frozenset(  # a build's configuration: the tree makes its builds again
+    f"{tool}.config.{ext}"
+    for tool in ("rollup", "webpack", "vite", "tsup", "esbuild", "babel", "swc")
+    for ext in ("js", "cjs", "mjs", "ts", "json")
+) | {"tsconfig.json", ".babelrc", ".swcrc", "gulpfile.js", "Gruntfile.js"}
 KEY_FOLDERS = BUILD_FOLDERS | {"lib", "src"}  # left out of a module's key
 BUILD_WORDS = frozenset(
     ("min", "esm", "cjs", "mjs", "umd", "bundle", "browser", "node", "module", "prod")
@@ -141,6 +154,7 @@ class Copies:
         self.tree = tree
         self.reached: set[str] = set()
         self._entry: set[str] | None = None
+        self._builds: bool | None = None
         self._chosen: dict[tuple[str, int, bool], Pair] = {}
         self._words: dict[tuple[str, int], Counter[str]] = {}
 
@@ -198,23 +212,34 @@ class Copies:
     def order(self, rel: str) -> tuple[object, ...]:
         """How a copy in ``rel`` ranks among its copies, the first shown (module doc)."""
         shadowed = rel.endswith(".py") and f"{rel[:-3]}/__init__.py" in self.tree.file_set
+        built, entry = made(rel), _nearest(rel, self.entry())
         return (
             _nearest(rel, self.reached),
             shadowed,  # Python imports a package ``x/`` before a module ``x.py`` beside it
-            made(rel),
-            _nearest(rel, self.entry()),
+            *((built, entry) if self.builds() else (entry, built)),
             source_first(rel),
             rel,
         )
 
+    def builds(self) -> bool:
+        """Whether the tree makes its builds again: it holds a build's configuration (a
+        bundler's, a compiler's: ``BUILD_CONFIGS``), or no ``package.json`` names an entry."""
+        if self._builds is None:
+            files = self.tree.file_set
+            self._builds = not self.entry() or any(
+                path.rpartition("/")[2] in BUILD_CONFIGS for path in files
+            )
+        return self._builds
+
     def entry(self) -> set[str]:
-        """The package's entry (``package.json``) and the files it imports."""
+        """The package's entry (``package.json``) and the files it imports (the entry
+        parsed: what runs, its definitions copies of the sources')."""
         if self._entry is None:
             self._entry = set()
             main = _entry_path(self.tree.text("package.json"))
             files = self.tree.file_set
             for path in (main, f"{main}.js", f"{main}/index.js") if main else ():
-                text = self.tree.text(path) if path in files else None
+                text = self.tree.text(path, parse=True) if path in files else None
                 if text is not None:
                     self._entry = {path, *imports(path, text, files)}
                     break
@@ -225,7 +250,8 @@ class Copies:
         if key not in self._words:
             text = self.tree.texts.get(rel)
             lines = file_lines(text)[definition[3] - 1 : definition[4]] if text else []
-            self._words[key] = Counter(words("\n".join(lines)))
+            code = uncommented("\n".join(lines), language_of(rel))  # a build drops comments
+            self._words[key] = Counter(words(code))
         return self._words[key]
 
 

@@ -8,23 +8,25 @@ The evidence, each kind's strength at most 1:
   ``load()``, ``snake_case``, ``camelCase``), or names its file by path;
 - ``frame``: a frame of a traceback in the task, or of the check's failing output, stands in
   it (:mod:`.frames`); the deepest of a trace the most, error helpers (short definitions
-  whose line there raises) counting after the frame that called them;
+  whose line there raises) counting after the frame that called them; and what made the
+  values the deepest frame's line reads (:func:`.calls.feeders`), as a frame one below it;
 - ``test_frame``: the same, in a test file: the failing tests and their helpers;
 - ``words``: the task's words point at it (:mod:`codingagent.codemap.lexical`; the best 1),
   with the failing output's words and, as code, those of the failing tests' lines at their
-  frames; the words of names the task uses that were found count as ``named``, not here;
+  frames; the words of names the task uses that were found count as ``named``, not here,
+  save those it also says besides them ("RFC 2822" beside ``fromRFC2822``);
   in a file that holds a definition named, framed or tested (``NEAR_STRENGTH``), ``near``
   times as much (the function handling a report's own word beside the one it names);
 - ``tested``: the failing tests call it (a name called in a failing test's body, or around
-  its frame when the test is a callback, that the code under test defines; a method of a
-  class the test files build before one of another class), by how many failing tests do,
-  log-scaled, the most 1;
+  its frame when the test is a callback, that the code under test defines, and the
+  constructor of a class they build; a method of a class the test files build before one
+  of another class), by how many failing tests do, log-scaled, the most 1;
 - ``shared``: the most failing tests reach it, ``REACH_DEPTH`` calls below what they call,
   when two or more reach anything (one fault that fails them all is there); as strong as it
   leaves out much of all they reach;
-- and the call graph around all of these: a definition gets ``callee`` times the score of
-  each definition that calls it, over the square root of how many that calls, two calls
-  deep (a class is not followed: its methods are).
+- and the call graph around all of these (:mod:`.calls`): a definition gets ``callee``
+  times the score of each definition that calls it, over the square root of how many that
+  calls, two calls deep (a class is not followed: its methods are, and its constructor).
 
 A definition in a test file counts ``test_share`` of its score: tests are evidence of where
 the bug is, rarely where it is. Which definitions a name stands for is
@@ -41,9 +43,10 @@ from dataclasses import dataclass, field
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import CODE_WORD, Doc, is_test, query, scores, words
-from codingagent.prompt.copies import Copies, is_declaration
-from codingagent.prompt.definitions import DEFINERS_MOST, Definition, Tree, module_name
-from codingagent.prompt.frames import Frame, frames, raises
+from codingagent.prompt.pointing.calls import called, callees, feeders
+from codingagent.prompt.pointing.copies import Copies, is_declaration
+from codingagent.prompt.pointing.definitions import DEFINERS_MOST, Definition, Tree
+from codingagent.prompt.pointing.frames import Frame, frames, raises
 from codingagent.protocol.commands import file_lines
 
 READ_BYTES = 1_000_000  # bytes of source read to score the definitions' bodies
@@ -53,21 +56,19 @@ LEXICAL_FLOOR = 0.2  # ... those scoring at least this share of the best
 DEPTH_DECAY = 0.25  # a frame ``n`` above the deepest counts 1 / (1 + n * this)
 CALLBACK_LINES = 4  # lines around a failing test's frame read, when no definition holds it
 REACH_DEPTH = 3  # calls below what the failing tests call that ``shared`` follows
-CALLS_MOST = 40  # definitions one definition calls, followed at most
 FOLLOWED_MOST = 60  # definitions whose calls are followed, the strongest first
 NEAR_STRENGTH = 0.5  # a file holding a definition named, framed or tested this strongly
 HELPER_LINES = 20  # a definition this short whose frame's line raises is an error helper
 
 Key = tuple[str, int, int]  # a definition: its file, first line, last line
 
-# a call: ``name(``, and Babel's ``(0, _module.name)(`` (``(0, _module.default)(``: ``module``)
-_CALL = re.compile(r"\b([A-Za-z_$][\w$]*)\s*\(|([\w$]+)\.([A-Za-z_$][\w$]*)\)\(")
 _NAMED = re.compile(
     r"`([^`\n]+)`|\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\b"
     r"|\b([A-Za-z_$][\w$]*)\(|\b([A-Za-z$]*[a-z][\w$]*_[\w$]+|[a-z$]+[A-Z][\w$]*)\b"
 )
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")  # strings in code the task quotes: data, no names
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _PATH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4})\b")
 
 
@@ -119,13 +120,13 @@ def gather(tree: Tree, task: str, failure: str | None) -> Evidence:
     found = Evidence(copies=tree.copies)
     trace = frames(task) + frames(failure)
     found.files = _paths(tree, task)
+    tree.copies.entry()  # what runs: its copies of definitions are known before any is chosen
     tree.copies.reach(_reached(tree, trace) | set(found.files))
     tests = _frames(tree, trace, found)
     _named(tree, task, found)
     _shared(tree, _tested(tree, tests, found), found)
     extra = " ".join(_at_frames(tree, trace))
-    resolved = {word for name in found.resolved for word in words(name)}
-    for score, rel, definition in _lexical(tree, task, failure, extra, found.files, resolved):
+    for score, rel, definition in _lexical(tree, task, failure, extra, found.files, found.resolved):
         found.add("words", rel, definition, score)
     _follow(tree, found)
     return found
@@ -151,9 +152,9 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
     for _ in range(2):
         handed: defaultdict[Key, float] = defaultdict(float)
         for key, score in giving.items():
-            callees = found.calls.get(key, [])
-            for callee in callees:
-                handed[callee] += weights.callee * score / math.sqrt(len(callees))
+            below = found.calls.get(key, [])
+            for callee in below:
+                handed[callee] += weights.callee * score / math.sqrt(len(below))
         for key, score in handed.items():
             total[key] += score
         giving = handed
@@ -164,17 +165,6 @@ def rank(found: Evidence, weights: Weights = WEIGHTS) -> list[tuple[float, Key]]
     ]
     ranked.sort(key=lambda item: (-item[0], item[1]))
     return ranked
-
-
-def _called(text: str) -> list[str]:
-    """The names ``text`` calls, in order, each once (Babel's ``(0, _module.default)(`` calls
-    the module's own: ``module``)."""
-    return list(
-        dict.fromkeys(
-            name or (field if field != "default" else re.sub(r"\d+$", "", owner.lstrip("_")))
-            for name, owner, field in _CALL.findall(text)
-        )
-    )
 
 
 def _reached(tree: Tree, trace: list[Frame]) -> set[str]:
@@ -226,6 +216,11 @@ def _frames(tree: Tree, trace: list[Frame], found: Evidence) -> list[Key]:
             key = found.add(kind, rel, definition, 1.0 / (1.0 + DEPTH_DECAY * depth))
             if kind == "test_frame":
                 tests.append(key)
+    if placed and placed[0][0].line is not None and placed[0][2] and not is_test(placed[0][1]):
+        frame, rel, (definition,) = placed[0]
+        key = (rel, definition[3], definition[4])
+        for fed, made in feeders(tree, key, definition, frame.line or 0):  # one frame below
+            found.add("frame", fed[0], made, 1.0 / (1.0 + DEPTH_DECAY))
     return list(dict.fromkeys(tests))
 
 
@@ -296,7 +291,7 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> list[set[Key]]:
     failing test's calls, split over the definitions a name stands for; a method of a class
     the test files build before a method of another class. What each test calls."""
     counts: defaultdict[Key, float] = defaultdict(float)
-    called: list[set[Key]] = []
+    each: list[set[Key]] = []
     built: set[str] = set()
     bodies = []
     for rel, first, last in tests:
@@ -305,27 +300,29 @@ def _tested(tree: Tree, tests: list[Key], found: Evidence) -> list[set[Key]]:
             tree.text(path, parse=True)
         body = "\n".join(file_lines(text)[first - 1 : last])
         bodies.append((rel, text, body))
-        built.update(name for name in _called(text) if name[:1].isupper())
+        built.update(name for name in called(text) if name[:1].isupper())
     for rel, text, body in bodies:
-        called.append(set())
-        for name in _called(body):
+        each.append(set())
+        for name in called(body):
             pairs = [p for p in tree.definers(name, rel, text) if not is_test(p[0])]
             if not pairs:
                 continue
             found.names.add(name)
             mine = [p for p in pairs if p[1][1].rpartition(".")[0] in built] or pairs
             for path, definition in mine:
-                key = found.add("tested", path, definition, 0.0)
-                counts[key] += 1.0 / len(mine)
-                called[-1].add(key)
+                made = tree.constructor(path, definition)  # building a class runs it
+                for what in (definition, made) if made else (definition,):
+                    key = found.add("tested", path, what, 0.0)
+                    counts[key] += 1.0 / len(mine)
+                    each[-1].add(key)
     if counts:
         most = math.log1p(max(counts.values()))
         for key, count in counts.items():
             found.strength["tested"][key] = math.log1p(count) / most
-    return called
+    return each
 
 
-def _shared(tree: Tree, called: list[set[Key]], found: Evidence) -> None:
+def _shared(tree: Tree, each: list[set[Key]], found: Evidence) -> None:
     """What the most failing tests reach (``REACH_DEPTH`` calls below what they call), as
     ``shared`` evidence, when two or more reach any: one fault that fails them all is
     there. Its strength is how much of all they reach it leaves out."""
@@ -335,12 +332,12 @@ def _shared(tree: Tree, called: list[set[Key]], found: Evidence) -> None:
         if (key, depth) not in below:
             below[(key, depth)] = {key}
             if depth and found.defs[key][2] != "class":
-                for callee, definition in _callees(tree, key, found.defs[key], found):
+                for callee, definition in callees(tree, key, found.defs[key]):
                     found.defs.setdefault(callee, definition)
                     below[(key, depth)] |= reach(callee, depth - 1)
         return below[(key, depth)]
 
-    reached = [set().union(*(reach(key, REACH_DEPTH) for key in keys)) for keys in called]
+    reached = [set().union(*(reach(key, REACH_DEPTH) for key in keys)) for keys in each]
     reached = [keys for keys in reached if keys]
     counts = Counter(key for keys in reached for key in keys)
     if len(reached) < 2:
@@ -365,41 +362,12 @@ def _follow(tree: Tree, found: Evidence) -> None:
         for key in wave:
             if key in found.calls:
                 continue
-            callees = _callees(tree, key, found.defs[key], found)
-            found.calls[key] = [callee for callee, _ in callees]
-            for callee, definition in callees:
+            below = callees(tree, key, found.defs[key])
+            found.calls[key] = [callee for callee, _ in below]
+            for callee, definition in below:
                 found.defs.setdefault(callee, definition)
                 after.append(callee)
         wave = list(dict.fromkeys(after))[:FOLLOWED_MOST]
-
-
-def _callees(
-    tree: Tree, key: Key, definition: Definition, evidence: Evidence
-) -> list[tuple[Key, Definition]]:
-    """The definitions ``definition`` calls (:func:`definers` of each name), in order."""
-    rel = key[0]
-    text = tree.text(rel)
-    if text is None or definition[2] == "class":  # a class's methods call, not the class
-        return []
-    body = "\n".join(file_lines(text)[key[1] - 1 : key[2]])
-    found: dict[Key, Definition] = {}
-    called = _called(body)
-    for path in tree.imports(rel, text):  # the modules it imports by path that it calls
-        if module_name(path) in called:
-            tree.text(path, parse=True)
-    for name in called:
-        if name == definition[0]:
-            continue  # its own first line, or a call of itself
-        if name not in tree.by_name:
-            tree.parse_module(name, text, rel)
-        for path, callee in tree.definers(name, rel, text, definition)[:2]:
-            if callee[2] == "class":
-                continue  # a class built: too long to follow, its methods called are
-            path, callee = tree.copies.preferred(path, callee)
-            found.setdefault((path, callee[3], callee[4]), callee)
-        if len(found) >= CALLS_MOST:
-            break
-    return list(found.items())
 
 
 def _lexical(
@@ -409,9 +377,13 @@ def _lexical(
     failing tests' lines at their frames as code), best first, each as a share of the
     best."""
     wanted = query(task)
-    for word in named:  # the task's names found: evidence of their own, not words
-        if wanted.get(word) == CODE_WORD:
-            del wanted[word]
+    parts = {part for name in named for part in name.split(".")}
+    said = set(words(_IDENTIFIER.sub(lambda m: " " if m[0] in parts else m[0], task)))
+    for word in {word for name in named for word in words(name)}:
+        if wanted.get(word) == CODE_WORD:  # the task's names found: evidence of their own,
+            del wanted[word]  # not words ...
+            if word in said:  # ... but what it says besides them is
+                wanted[word] = 1
     for word in words(extra):
         wanted[word] = max(wanted.get(word, 0), CODE_WORD)
     if failure:
