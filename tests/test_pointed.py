@@ -353,3 +353,26 @@ def test_a_pasted_chat_s_first_prompt_stays_under_12000_tokens(tmp_path: Path) -
     assert whole(files["mail/part3.py"], "read_header_3", "mail/part3.py", section(prompt))
     listing = prompt.split("## Workspace Files\n", 1)[1].split("\n\n## ", 1)[0]
     assert 3000 < len(listing) <= 4000  # it gave up half of listing_chars, no more
+
+
+def test_a_pasted_first_prompt_of_text_beyond_ascii_stays_under_12000_tokens(
+    tmp_path: Path,
+) -> None:
+    """The section is filled by characters, the limit is in bytes (three a token): code whose
+    strings and comments are not ASCII (three bytes a character here) gets a smaller
+    section, so the prompt stays under the limit."""
+    words = "日本語の数字を言葉に変える" * 4
+    files = {
+        f"lang/lang_{n:02d}.py": "".join(
+            f"def to_words_{n}_{m}(number):\n"
+            + "".join(f"    # {words}\n" for _ in range(6))
+            + f"    return '{words}' + str(number)\n\n"
+            for m in range(12)
+        )
+        for n in range(40)
+    }
+    run = make_run(tmp_path, files)
+    start(run, "to_words_3_4 gives the wrong words for 2024, and so does to_words_3_5")
+    prompt = run.prompt()
+    assert estimate(prompt) <= 12_000, estimate(prompt)
+    assert "to_words_3_4" in section(prompt)

@@ -307,7 +307,7 @@ def _code_map(
     tokens = pointed_tokens(window, failing=state.check_failure is not None)
     pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
     if pointed.text is not None and window is None:  # a pasted chat: within its limit
-        prompt, fewer = _pasted_room(state, context, prompt, len(pointed.text.encode()))
+        prompt, fewer = _pasted_room(state, context, prompt, pointed.text)
         if fewer is not None:
             tokens = min(tokens, fewer)
             pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
@@ -317,13 +317,15 @@ def _code_map(
 
 
 def _pasted_room(
-    state: SessionState, context: OutboxContext, prompt: PromptOptions, section: int
+    state: SessionState, context: OutboxContext, prompt: PromptOptions, text: str
 ) -> tuple[PromptOptions, int | None]:
     """The options and the section's tokens (None: as it is) that keep a pasted chat's
     first prompt under ``PASTED_PROMPT_TOKENS`` by the window fitting's bound (three bytes a
-    token), its section ``section`` bytes: the listing gives up to half of its characters
-    first, then the section shrinks to what the rest leaves, to ``PASTED_LEAST_TOKENS`` at
-    the least."""
+    token), its section ``text``: the listing gives up to half of its characters first,
+    then the section shrinks to what the rest leaves, to ``PASTED_LEAST_TOKENS`` at the
+    least. The section is filled by characters (four a token) and measured here in bytes: a
+    section of text beyond ASCII (two or three bytes a character) gets as much fewer."""
+    section = len(text.encode("utf-8", "replace"))
     limit = PASTED_PROMPT_TOKENS * BYTES_PER_TOKEN - 2  # the section joins the map: "\n\n"
     over = _bytes(state, context, prompt) + section - limit
     if over <= 0:
@@ -333,7 +335,7 @@ def _pasted_room(
     room = limit - _bytes(state, context, prompt)
     if section <= room:
         return prompt, None
-    return prompt, max(PASTED_LEAST_TOKENS, room // CHARS_PER_TOKEN)
+    return prompt, max(PASTED_LEAST_TOKENS, room * len(text) // (section * CHARS_PER_TOKEN))
 
 
 def _bytes(state: SessionState, context: OutboxContext, prompt: PromptOptions) -> int:
