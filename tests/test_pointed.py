@@ -376,3 +376,30 @@ def test_a_pasted_first_prompt_of_text_beyond_ascii_stays_under_12000_tokens(
     prompt = run.prompt()
     assert estimate(prompt) <= 12_000, estimate(prompt)
     assert "to_words_3_4" in section(prompt)
+
+
+def test_a_source_with_one_long_data_line_is_not_taken_for_a_minified_bundle(
+    tmp_path: Path,
+) -> None:
+    """A parser's source holds a table of Unicode ranges on one long line; its functions
+    are still the code to fix when a traceback points into them (a minified bundle, most of
+    it in long lines, is not)."""
+    table = "var astral = [" + ", ".join(str(n) for n in range(1500)) + "];\n"
+    helpers = "".join(f"function helper{n}(x) {{\n  return x + {n};\n}}\n\n" for n in range(300))
+    source = (
+        table
+        + helpers
+        + "function pushComment(options, comment) {\n"
+        + "  options.onComment.push(comment);\n}\n"
+    )
+    line = source.split("\n").index("  options.onComment.push(comment);") + 1
+    run = make_run(tmp_path, {"dist/acorn.js": source, "package.json": '{"main": "dist/acorn.js"}'})
+    start(
+        run,
+        "parse throws on a comment:\n"
+        f"TypeError: options.onComment.push is not a function\n"
+        f"    at pushComment (/home/me/app/node_modules/acorn/dist/acorn.js:{line}:21)\n",
+    )
+    shown = section(run.prompt())
+    for number in (line - 1, line, line + 1):  # the function, whole, as READ_FILE numbers it
+        assert numbered([source.split("\n")[number - 1]], number)[0] in shown

@@ -41,7 +41,7 @@ from codingagent.workspace import Listing, PathRejected, Workspace
 from codingagent.workspace.text import decoded
 
 FILE_BYTES = 1024 * 1024
-MINIFIED_LINE = 2000  # a file with a longer line is minified
+MINIFIED_LINE = 2000  # a file whose bytes are mostly in longer lines is minified
 CONSTRUCTORS = ("__init__", "constructor")  # what building a class runs
 DEFINERS_MOST = 3  # files that may define a name, when the file saying it imports none of them
 _IMPORT = re.compile(r"^\s*(?:import|from)\b|\brequire\s*\(|^\s*export\b.*\bfrom\b")
@@ -243,9 +243,11 @@ class Tree:
 
 
 def _minified(data: bytes) -> bool:
-    """Whether a file is minified (a bundle, not the source to fix): a line of more than
-    ``MINIFIED_LINE`` bytes."""
-    return any(len(line) > MINIFIED_LINE for line in data.split(b"\n"))
+    """Whether a file is minified (a bundle, not the source to fix): most of its bytes in
+    lines of more than ``MINIFIED_LINE`` bytes. A source with a long line or two (a table
+    of Unicode ranges, an inlined data URL) is still a source."""
+    long = sum(len(line) for line in data.split(b"\n") if len(line) > MINIFIED_LINE)
+    return long * 2 > len(data)
 
 
 def module_name(path: str) -> str:
