@@ -38,7 +38,7 @@ from run import make_tree, turn_reply  # the latency benchmark's tree and reply
 # (depth, label, module, attribute): attributes of a class are "Class.method".
 STEPS = [
     (0, "the whole turn", "codingagent.session.turn", "apply_reply"),
-    (1, "reply decoded", "codingagent.session.turn", "decode"),
+    (1, "reply decoded", "codingagent.session.seams", "Received.of"),
     (1, "admission (echo, duplicate)", "codingagent.session.admission", "check"),
     (1, "turn opened (history, journal)", "codingagent.session.turn", "_journal"),
     (1, "reply parsed", "codingagent.session.turn", "_parse"),

@@ -436,3 +436,20 @@ def test_undo_restores_a_file_larger_than_the_in_memory_preimage(store, sid):
     assert (store.turn_dir(sid, 1) / "pre/0000").read_bytes() == big
     undo(store, sid)
     assert (ws(store) / "big.bin").read_bytes() == big
+
+
+def test_a_path_a_command_led_elsewhere_is_named_as_it_now_is(store, sid):
+    """A command that swapped a folder for a symlink to another between two file commands on
+    one path: the second writes where the path now leads, and the turn names that file (what
+    a path names is known again after a command, not kept from before it)."""
+    reply = (
+        '[CREATE_FILE path="a/x.txt"]\none\n[/CREATE_FILE]\n'
+        "[RUN_COMMAND]\nmv a b && ln -s b a\n[/RUN_COMMAND]\n"
+        '[EDIT_FILE path="a/x.txt" start_line="1" end_line="1"]\ntwo\n[/EDIT_FILE]\n'
+    )
+    report = step(store, sid, reply, shell=Shell(timeout=10, sandbox="none"))
+    assert [r.success for r in report.outcome.results] == [True, True, True], report.outcome
+    assert (store.workspace / "b" / "x.txt").read_text() == "two\n"
+    # What the model saw of the file (its own edit) is kept under the file the edit wrote.
+    assert "b/x.txt" in report.state.shown_files
+    assert "a/x.txt" not in report.state.shown_files

@@ -34,6 +34,7 @@ def run_command(cmd: RunCommand, turn: Turn) -> Success:
     watch = turn.watch
     layer = watch.before(f"RUN_COMMAND '{shown}'") if watch is not None else None
     result = turn.shell.run(cmd.command, root, hidden, layer)
+    turn.workspace.forget_paths()  # it may have made a symlink, or a folder one
     changes = watch.after() if watch is not None else CommandChanges()
     if layer is None:
         tree.drop()  # it wrote to the workspace: only a new walk knows what

@@ -77,6 +77,7 @@ def run_check(
     layer = watch.before(f"CHECK '{check.command}'") if watch is not None else None
     with check.running(check.command):
         ran = check.shell.run(check.command, root, hidden, layer)
+    ws.forget_paths()  # it may have made a symlink, or a folder one
     changed = watch.after().paths if watch is not None else []
     if layer is None:
         tree.drop()  # it may have written to the workspace: only a new walk knows what

@@ -47,6 +47,11 @@ class Workspace:
         # The one walk of the tree (:mod:`.tree`), made when first read, kept current by the
         # writes below: a Workspace lives for one turn (or one prompt) at most.
         self.tree = Tree(self._guard)
+        # What each path, as given, really names (relpath): a file command's writes and deletes
+        # never make a symlink nor change which folder a name leads to, so the answer holds
+        # until a command ran or files were put back (forget_paths). Only for naming and
+        # comparing paths: a file is acted on through the guard's walk, made each time.
+        self._real: dict[str, str] = {}
 
     @contextmanager
     def kept(self, keeper: Keeper | None) -> Iterator[None]:
@@ -65,9 +70,13 @@ class Workspace:
         if not self.tree.fresh:
             return  # not walked yet: the walk will see it
         try:
-            self.tree.touched([self._guard.relpath(rel)])
+            self.tree.touched([self.relpath(rel)])
         except (OSError, PathRejected):
             self.tree.drop()
+
+    def forget_paths(self) -> None:
+        """A command ran (or files were put back): a path may name another file now."""
+        self._real.clear()
 
     def resolve(self, rel: str, *, for_write: bool = False) -> Path:
         """The real path ``rel`` names inside the root, or :class:`PathRejected`."""
@@ -75,7 +84,10 @@ class Workspace:
 
     def relpath(self, rel: str) -> str:
         """The posix path, relative to the root, of the file ``rel`` really names."""
-        return self._guard.relpath(rel)
+        real = self._real.get(rel)
+        if real is None:
+            real = self._real[rel] = self._guard.relpath(rel)
+        return real
 
     def list_files(self, limit: int = 1000, sizes: int | None = None) -> Listing:
         """The regular files the LLM is shown: sorted, at most ``limit`` of them; the sizes
@@ -110,6 +122,7 @@ class Workspace:
 
     def restore_dirs(self, created: list[str], deleted: list[str]) -> list[str]:
         """Remove ``created`` folders that are empty, make ``deleted`` ones again."""
+        self.forget_paths()
         return snapshot.restore_dirs(self._guard, created, deleted)
 
     def read_layer(self, upper: Path) -> layer.Layer:
@@ -123,6 +136,7 @@ class Workspace:
         try:
             layer.commit(self._guard, upper, changes, each)
         finally:
+            self.forget_paths()
             self.tree.touched([path for _, path in changes.steps])
 
     def will_write(self, rels: Iterable[str]) -> None:
@@ -161,4 +175,5 @@ class Workspace:
     def restore(self, pre: PreImage) -> None:
         """Put a file back as ``pre`` says: its bytes and mode, or absent; and clean up."""
         self.tree.drop()
+        self.forget_paths()
         preimage.restore(self._guard, pre)
