@@ -28,7 +28,7 @@ from codingagent.protocol.commands import (
     RunCommand,
     Search,
 )
-from codingagent.protocol.parser import parse
+from codingagent.protocol.parser import MAX_ATTRIBUTES, parse
 from codingagent.protocol.scan import reply_echo
 
 
@@ -832,6 +832,23 @@ def test_curly_quotes_around_attribute_values(tag: str):
 
 def test_a_curly_apostrophe_inside_double_quotes_is_part_of_the_value():
     assert parse('[READ_FILE path="it\u2019s.txt"]') == [ReadFile(line=1, path="it\u2019s.txt")]
+
+
+def test_a_tag_of_more_attributes_than_any_command_takes_is_not_read_on():
+    """A model's own attributes are ignored, up to the cap; a tag with more (a hostile reply's
+    megabytes of them) is one error, and the commands after it are read."""
+    extra = " ".join(f'x{i}="v"' for i in range(MAX_ATTRIBUTES - 1))
+    assert parse(f'[READ_FILE path="a.py" {extra}]') == [ReadFile(line=1, path="a.py")]
+    flood = " ".join(f"x{i}=\u201cv\u201d" for i in range(100_000))
+    found = parse(f'[READ_FILE path="a.py" {flood}]\n[READ_FILE path="b.py"]')
+    assert found == [
+        ParseError(
+            line=1,
+            command="READ_FILE",
+            message=f"more than {MAX_ATTRIBUTES} attributes; a command takes a few",
+        ),
+        ReadFile(line=2, path="b.py"),
+    ]
 
 
 def test_markdown_escaped_tags():

@@ -74,6 +74,9 @@ _CLOSING_QUOTE = {opening: re.compile(f"[{closers}]") for opening, closers in _Q
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off"})
 _UNCLOSED = "no closing [/{name}] tag; this command and the rest of the reply were ignored"
+# No command takes more than a few attributes, and a model's own (why="...") are a few more: a
+# tag with more is not read on (a 10 MB tag of attributes would cost seconds, all to be refused).
+MAX_ATTRIBUTES = 64
 
 
 class TagError(Exception):
@@ -361,6 +364,8 @@ def scan_attributes(tag: str, pos: int) -> tuple[dict[str, str], str]:
             if after < len(tag) and tag[after] == "]":
                 return attributes, tag[after + 1 :]
             raise _malformed(tag, pos)
+        if len(attributes) == MAX_ATTRIBUTES:
+            raise TagError(f"more than {MAX_ATTRIBUTES} attributes; a command takes a few")
         key, value, pos = _scan_attribute(tag, pos)
         if key in attributes:
             raise TagError(f"attribute '{key}' is given twice")

@@ -33,6 +33,7 @@ it: its definitions are the copies that run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import posixpath
 import re
@@ -169,11 +170,12 @@ class Copies:
         only those read already are."""
         key = (rel, definition[3], read)
         if key not in self._chosen:
-            alike = [
+            candidates = (
                 (path, found)
                 for path, found in self.tree.by_name.get(definition[1], [])
                 if path != rel and not is_declaration(path) and _alike(definition, found)
-            ][:COMPARED_MOST]
+            )  # (a name a thousand files define: the first few alike, not all of them)
+            alike = list(itertools.islice(candidates, COMPARED_MOST))
             readable = [
                 pair
                 for pair in alike
