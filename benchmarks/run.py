@@ -1,7 +1,7 @@
 """Measure codingagent's own overhead and compare it with baselines measured in the same run.
 
     python benchmarks/run.py            # the full run (a few minutes)
-    python benchmarks/run.py --quick    # about a minute; smaller trees and fewer repeats
+    python benchmarks/run.py --quick    # about 90 s; smaller trees and fewer repeats
     python benchmarks/run.py --smoke    # seconds: tiny inputs, one repeat; checks the code runs
 
 Prints one markdown table. Every figure is the median of several runs; "ratio" divides it by a
@@ -296,11 +296,12 @@ def parse_time(text: str) -> float:
 
 
 def bench_parser(scale: Scale) -> list[Row]:
-    runs = scale.few
+    runs = max(scale.few, 5)  # (a ratio of two medians of 3 moved by 2 with the machine here)
     mb = scale.mb
     one = sized(REALISTIC, mb)
     ten = sized(REALISTIC, 10 * mb)
-    t1, t10 = paired_medians(runs, partial(parse_time, one), partial(parse_time, ten))
+    # (cheap, so repeated more: at 1 MB a run of 20 ms moves by a third with the machine)
+    t1, t10 = paired_medians(2 * runs, partial(parse_time, one), partial(parse_time, ten))
     rows = [
         Row(
             "parser throughput, realistic reply",
@@ -640,7 +641,7 @@ BENCHMARKS = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sizes = parser.add_mutually_exclusive_group()
-    sizes.add_argument("--quick", action="store_true", help="about a minute, smaller inputs")
+    sizes.add_argument("--quick", action="store_true", help="about 90 s, smaller inputs")
     sizes.add_argument("--smoke", action="store_true", help="seconds: tiny inputs, one repeat")
     parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="run one")
     args = parser.parse_args(argv)
