@@ -9,8 +9,6 @@ read and exits: once it has exited, the agent has read the text.
 from __future__ import annotations
 
 import os
-import pty
-import select
 import shutil
 import signal
 import socket
@@ -28,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invoking import run
 from sampling import examples
+from terminal import Terminal
 from xserver import clipboard_text, copy, xclip_servers
 
 from codingagent.records.store import SessionStore
@@ -399,30 +398,9 @@ def test_each_cause_of_no_clipboard_is_named_with_its_fix(
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run codingagent with its output on a pseudo-terminal, as over ssh; its exit code and what
     the terminal received."""
-    controller, terminal = pty.openpty()
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=terminal,
-        stderr=terminal,
-        env=env,
-    )
-    os.close(terminal)
-    received = b""
-    while True:
-        ready, _, _ = select.select([controller], [], [], 30)
-        if not ready:
-            agent.kill()
-            break
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # EIO: the terminal's other end is closed
-            break
-        if not chunk:
-            break
-        received += chunk
-    os.close(controller)
-    return agent.wait(), received.decode(errors="replace")
+    with Terminal(*args, stdin=subprocess.DEVNULL, env=env) as terminal:
+        code = terminal.wait()
+    return code, terminal.seen.decode(errors="replace")
 
 
 @pytest.mark.slow  # a whole agent process per case

@@ -5,9 +5,6 @@ and never without a terminal. Real X clipboard (Xvfb, xclip), real processes, a 
 
 from __future__ import annotations
 
-import os
-import pty
-import re
 import subprocess
 import sys
 import threading
@@ -16,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from terminal import Terminal
 from test_clipboard import (  # noqa: F401  (x_display is a fixture)
     copy_until_read,
     needs_x,
@@ -93,23 +91,8 @@ def test_a_copied_run_command_naming_no_session_never_runs_without_a_terminal(tm
 def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
     (tmp_path / "workspace" / "build").mkdir(parents=True)
     (tmp_path / "workspace" / "build" / "x").write_text("kept")
-    leader, follower = pty.openpty()
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", "start", "t", "--clipboard", *ALLOW, str(tmp_path)],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "200"},
-    )
-    os.close(follower)
-    seen = bytearray()
-
-    def read() -> None:
-        try:
-            while chunk := os.read(leader, 65536):
-                seen.extend(chunk)
-        except OSError:  # the terminal closed: the process is gone
-            pass
+    terminal = Terminal("start", "t", "--clipboard", *ALLOW, str(tmp_path))
+    seen, agent = terminal.seen, terminal.process
 
     def press(key: bytes) -> None:
         """Press ``key`` once the question reads it: the terminal is put in raw mode (which
@@ -118,7 +101,7 @@ def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
         echoed = b"to ignore it: " + key
         before = seen.count(echoed)
         for _ in range(100):
-            os.write(leader, key)
+            terminal.send(key)
             deadline = time.monotonic() + 1
             while time.monotonic() < deadline and seen.count(echoed) == before:
                 time.sleep(0.05)
@@ -126,9 +109,7 @@ def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
                 return
         raise AssertionError(f"the key {key!r} was never read")
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
+    with terminal:
         wait_for(lambda: "Sequence: 1\n" in clipboard_text(), "prompt 1 on the clipboard", agent)
         session = session_of(tmp_path)
         copy(f"{RM_BUILD}\n{unique()}\n")  # not a candidate claimed in a past run
@@ -139,14 +120,8 @@ def test_on_a_terminal_a_candidate_is_shown_and_applied_on_y_only(tmp_path):
         press(b"y")
         wait_for(lambda: "Sequence: 2\n" in clipboard_text(), "prompt 2 on the clipboard", agent)
         copy(f"Session: {session} Sequence: 2\n[DONE]\ncreated a.txt\n[/DONE]\n")
-        assert agent.wait(timeout=60) == 0
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
-        reader.join(timeout=10)
-        os.close(leader)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode(errors="replace").replace("\r\n", "\n"))
+        assert terminal.wait() == 0
+    text = terminal.text()
     assert "Copied text that names no session would do:\n  RUN_COMMAND: rm -rf build\n" in text
     assert "Copied text that names no session would do:\n  CREATE_FILE a.txt\n" in text
     assert (tmp_path / "workspace" / "build" / "x").read_text() == "kept"

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fake_apis import CopilotFake
 from scripted_model import Cut, Fail, Garbage, Say, ScriptedModel, Stall
+from terminal import Terminal
 
 from codingagent.frontends.cli import main
 from codingagent.protocol.manual import REMINDER, protocol_text
@@ -405,30 +406,13 @@ def test_a_base_url_without_a_scheme_is_one_clear_line(tmp_path):
 
 @pytest.mark.slow  # a whole agent process per case
 def test_a_terminal_shows_a_live_line_while_the_model_answers(tmp_path):
-    import pty
-
     with ScriptedModel(Say(DONE)) as model:
         profile(tmp_path, model.url)
-        leader, follower = pty.openpty()
         root = ("--root", str(tmp_path), "--commands", "deny")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "codingagent", "start", "t", *("--model", "scripted"), *root],
-            stdin=subprocess.DEVNULL,
-            stdout=follower,
-            stderr=follower,
-            env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "200"},
-        )
-        os.close(follower)
-        seen = b""
-        try:
-            while chunk := os.read(leader, 65536):
-                seen += chunk
-        except OSError:  # the terminal closed: the process is gone
-            pass
-        finally:
-            os.close(leader)
-        assert process.wait(timeout=20) == 0
-    text = seen.decode(errors="replace")
+        args = ("start", "t", "--model", "scripted", *root)
+        with Terminal(*args, stdin=subprocess.DEVNULL) as terminal:
+            assert terminal.wait(timeout=20) == 0
+    text = terminal.seen.decode(errors="replace")
     # The line is redrawn in place; when the answer is complete it shows its last state: the
     # tokens as the API counted them (8, sent in 5 chunks).
     assert re.search(r"\S scripted-1: 8 tokens received, \d+\.\d s\r", text)

@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 from scripted_model import Fail, Say, ScriptedModel, Stall
+from terminal import Terminal
 from test_clipboard import needs_x, running_agent, wait_for, x_display  # noqa: F401
 from xserver import clipboard_text, copy
 
@@ -338,48 +339,22 @@ def test_a_skip_with_no_task_running_is_refused(tmp_path):
 
 @pytest.mark.slow  # a whole agent process per case
 def test_ctrl_c_on_a_terminal_offers_to_skip_the_task_and_the_queue_goes_on(tmp_path):
-    import pty
-
     with ScriptedModel(Stall(WORK.format(1)), Say(DONE.format(2))) as model:
         profile(tmp_path, model.url)
-        leader, follower = pty.openpty()
-        process = subprocess.Popen(
-            [*AGENT, "start", "one", "two", *MODEL, "--root", str(tmp_path)],
-            stdin=follower,
-            stdout=follower,
-            stderr=follower,
-            env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "200"},
-        )
-        os.close(follower)
-        seen = b""
-
-        def until(text: bytes) -> None:
-            nonlocal seen
-            while text not in seen:
-                chunk = os.read(leader, 65536)
-                assert chunk, seen.decode(errors="replace")
-                seen += chunk
-
+        args = ("start", "one", "two", *MODEL, "--root", str(tmp_path))
         try:
-            deadline = time.monotonic() + 60
-            while not model.stalled.is_set() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert model.stalled.is_set()  # task 1's answer is half sent
-            process.send_signal(signal.SIGINT)
-            until(b"or stop the queue (q)?")
-            os.write(leader, b"s\n")
-            until(b"Task 2/2 completed")
-            try:
-                while os.read(leader, 65536):
-                    pass
-            except OSError:  # the terminal closed: the process is gone
-                pass
-            assert process.wait(timeout=20) == Exit.QUEUE_INCOMPLETE
+            with Terminal(*args) as terminal:
+                deadline = time.monotonic() + 60
+                while not model.stalled.is_set() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert model.stalled.is_set()  # task 1's answer is half sent
+                terminal.process.send_signal(signal.SIGINT)
+                terminal.wait_for(b"or stop the queue (q)?")
+                terminal.send(b"s\n")
+                assert terminal.wait(timeout=20) == Exit.QUEUE_INCOMPLETE
         finally:
-            os.close(leader)
-            process.kill()
             model.release.set()
-    text = seen.decode(errors="replace")
+    text = terminal.seen.decode(errors="replace")
     assert "Task 1/2 skipped: skipped with Ctrl-C" in text
     tasks = the_queue(tmp_path)["tasks"]
     assert [t["outcome"] for t in tasks] == ["skipped", "completed"]

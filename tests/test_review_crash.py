@@ -7,17 +7,14 @@ with SIGKILL at a named point (``CODINGAGENT_CRASH_AT``), and a real terminal (a
 from __future__ import annotations
 
 import os
-import pty
-import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from invoking import run
+from terminal import ANSI, Terminal
 from test_review import B_BEFORE, REPLY, started
 
 from codingagent.records.store import SessionStore
@@ -79,46 +76,13 @@ def test_killed_while_a_review_is_held_resume_offers_the_same_review(tmp_path: P
 def resume_on_terminal(root: Path, typed: bytes) -> str:
     """Run ``codingagent resume`` on a pty, type ``typed`` once it asks for the review, and
     stop it (Ctrl-C) once it offers the next prompt; all it printed."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "codingagent", "resume", "--root", str(root)],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "200"},
-    )
-    os.close(follower)
-    seen = bytearray()
-
-    def read() -> None:
-        try:
-            while chunk := os.read(leader, 65536):
-                seen.extend(chunk)
-        except OSError:  # the terminal closed: the process is gone
-            pass
-
-    def wait_for(what: bytes) -> None:
-        deadline = time.monotonic() + 60
-        while what not in seen:
-            assert process.poll() is None, seen.decode(errors="replace")
-            assert time.monotonic() < deadline, f"never saw {what!r}: {seen.decode()}"
-            time.sleep(0.05)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        wait_for(b"decide later [l]")
-        os.write(leader, typed)
-        wait_for(b"Next prompt:")
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 130
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(timeout=10)
-        os.close(leader)
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    with Terminal("resume", "--root", str(root)) as terminal:
+        terminal.wait_for(b"decide later [l]")
+        terminal.send(typed)
+        terminal.wait_for(b"Next prompt:")
+        terminal.process.send_signal(signal.SIGINT)
+        assert terminal.wait(timeout=30) == 130
+    return ANSI.sub("", terminal.seen.decode(errors="replace"))
 
 
 def test_killed_in_the_turn_of_a_decision_recovery_applies_it_as_decided(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ REPLY = (
 )
 
 
-def test_the_page_reviews_per_file_and_hunk_with_a_note(serve, tab, tmp_path: Path) -> None:
+def reply_held(serve, tab, tmp_path: Path) -> tuple[Page, str, Path]:
+    """A page session with review on, REPLY pasted and applied (so held): the page, the
+    session and the project folder."""
     page: Page = serve(review=True, commands="allow")
     session = start_on(page, tmp_path / "run")
     folder = tmp_path / "run" / "project"
@@ -33,6 +35,11 @@ def test_the_page_reviews_per_file_and_hunk_with_a_note(serve, tab, tmp_path: Pa
     open_page(tab, page)
     tab.fill("#reply", REPLY)
     tab.click("#apply")
+    return page, session, folder
+
+
+def test_the_page_reviews_per_file_and_hunk_with_a_note(serve, tab, tmp_path: Path) -> None:
+    page, session, folder = reply_held(serve, tab, tmp_path)
     review = tab.locator("#review")
     review.wait_for(state="visible")
     assert tab.locator("#steps").is_hidden()  # no pasting while a review waits
@@ -73,13 +80,7 @@ def test_the_page_reviews_per_file_and_hunk_with_a_note(serve, tab, tmp_path: Pa
 def test_reject_writes_nothing_and_runs_the_command_on_the_files_as_they_were(
     serve, tab, tmp_path: Path
 ) -> None:
-    page: Page = serve(review=True, commands="allow")
-    session = start_on(page, tmp_path / "run")
-    folder = tmp_path / "run" / "project"
-    (folder / "b.py").write_text(B_BEFORE)
-    open_page(tab, page)
-    tab.fill("#reply", REPLY)
-    tab.click("#apply")
+    page, session, folder = reply_held(serve, tab, tmp_path)
     tab.locator("#review").wait_for(state="visible")
     tab.fill("#review-note", "not now")
     tab.click("#review-reject")
