@@ -270,6 +270,34 @@ def test_the_page_lists_the_sessions_and_shows_the_one_clicked(serve, tab, tmp_p
     assert tab.inner_text("#meta") == f"Session {first} · workspace {tmp_path / 'one' / 'project'}"
 
 
+def test_a_view_that_comes_after_another_session_was_chosen_never_replaces_it(serve, tab, tmp_path):
+    """The page asks for the shown session's view (the event stream's reconnect does); the user
+    picks another session before it comes. The late view is of the session left, and the page
+    keeps the one chosen (it showed the one left, for good, until the next event)."""
+    page = serve()
+    first = start_on(page, tmp_path / "one", task="The first task")
+    second = start_on(page, tmp_path / "two", task="The second task")
+    tab.goto(page.url)
+    tab.wait_for_selector("#title:has-text('The second task')")
+    tab.evaluate(
+        """(second) => {
+            const real = window.fetch;  // the second session's view takes a second to come
+            window.fetch = (url, options) => String(url).endsWith(`api/sessions/${second}`)
+                ? new Promise((wait) => setTimeout(wait, 1000))
+                    .then(() => real(url, options))
+                    .finally(() => { window.lateViewCame = true; })
+                : real(url, options);
+            refresh();  // as on the event stream's reconnect: the second session's view
+        }""",
+        second,
+    )
+    tab.click(f"#sessions a[href='#{first}']")
+    tab.wait_for_selector("#title:has-text('The first task')")
+    tab.wait_for_function("() => window.lateViewCame === true")
+    tab.wait_for_timeout(200)  # (the page reads the late view's body and goes on)
+    assert tab.inner_text("#title") == "The first task"
+
+
 def test_no_answer_in_time_is_a_deny():
     hub = EventHub()
     approvals = Approvals(hub, timeout=0)

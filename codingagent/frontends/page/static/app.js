@@ -100,7 +100,12 @@ async function show(sessionId) {
 
 async function refresh() {
   if (!current) return;
-  view = await api(`api/sessions/${current}`);
+  const asked = current;
+  const seen = await api(`api/sessions/${asked}`);
+  // Another session chosen while this one's view was on its way: the view that came is stale
+  // (its own refresh shows the chosen one), and must not replace it.
+  if (asked !== current) return;
+  view = seen;
   render();
   await loadSessions();
 }
