@@ -22,8 +22,9 @@ from codingagent.prompt.pointing.pointed import (
     CHARS_PER_TOKEN,
     PASTED_LEAST_TOKENS,
     PASTED_PROMPT_TOKENS,
-    pointed_section,
+    Pointed,
     pointed_tokens,
+    pointer,
 )
 from codingagent.prompt.render import (
     VIEW_LINES,
@@ -305,12 +306,12 @@ def _code_map(
     context = replace(context, code_map=made)
     named = state.named_files if state.named_sequence == state.sequence_number else []
     tokens = pointed_tokens(window, failing=state.check_failure is not None)
-    pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
-    if pointed.text is not None and window is None:  # a pasted chat: within its limit
+    evidence = pointer(ws, listing, state, prompt.cache_dir) if tokens > 0 else None
+    pointed = evidence.section(tokens, named) if evidence is not None else Pointed(None)
+    if evidence is not None and pointed.text is not None and window is None:  # a pasted chat
         prompt, fewer = _pasted_room(state, context, prompt, pointed.text)
-        if fewer is not None:
-            tokens = min(tokens, fewer)
-            pointed = pointed_section(ws, listing, state, tokens, prompt.cache_dir, skip=named)
+        if fewer is not None:  # the same evidence, fitted to fewer tokens
+            pointed = evidence.section(min(tokens, fewer), named)
     shown.update(pointed.shown)
     text = "\n\n".join(part for part in (made, pointed.text) if part) or None
     return replace(context, code_map=text), prompt

@@ -43,10 +43,10 @@ from typing import Protocol
 
 from codingagent.codemap.grammars import language_of
 from codingagent.codemap.lexical import words
+from codingagent.codemap.ranking import Definition
 from codingagent.prompt.pointing.comments import uncommented
 from codingagent.protocol.commands import file_lines
 
-Definition = tuple[str, str, str, int, int, str]  # as :func:`.tags.definitions_of` gives
 Pair = tuple[str, Definition]
 
 

@@ -21,7 +21,8 @@ log`` sections (to the next section's rule or test's header), a warning as Pytho
 ``logging`` write (``WARNING  app.cache:cache.py:40 slow``).
 
 A frame's path is as the text wrote it (absolute, relative, inside a ``site-packages``);
-:func:`codingagent.prompt.pointing.pointed` finds the workspace file it names.
+:meth:`codingagent.prompt.pointing.definitions.Tree.resolve` finds the workspace file it
+names.
 """
 
 from __future__ import annotations

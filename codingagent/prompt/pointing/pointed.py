@@ -109,12 +109,39 @@ def pointed_section(
     prompt already shows whole (named with ``--file``)."""
     if tokens <= 0:
         return Pointed(None)
+    made = pointer(ws, listing, state, cache_dir, weights)
+    return made.section(tokens, skip) if made is not None else Pointed(None)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """The evidence for a task, gathered and ranked once: its section fitted to any budget
+    (a pasted chat's first prompt may ask again for fewer tokens)."""
+
+    tree: Tree
+    found: Evidence
+    ranked: list[tuple[float, Key]]
+
+    def section(self, tokens: int, skip: Iterable[str] = ()) -> Pointed:
+        if tokens <= 0:
+            return Pointed(None)
+        return section(self.tree, self.found, self.ranked, tokens * CHARS_PER_TOKEN, skip)
+
+
+def pointer(
+    ws: Workspace,
+    listing: Listing,
+    state: SessionState,
+    cache_dir: Path | None,
+    weights: Weights = WEIGHTS,
+) -> Pointer | None:
+    """The evidence for ``state``'s task in the workspace (None: the tree defines nothing)."""
     task = " ".join([state.task, *state.follow_ups])
     tree = Tree(ws, listing, cache_dir, task)
     if not tree.defs:
-        return Pointed(None)
+        return None
     found = gather(tree, task, state.check_failure)
-    return section(tree, found, rank(found, weights), tokens * CHARS_PER_TOKEN, skip)
+    return Pointer(tree, found, rank(found, weights))
 
 
 def section(
