@@ -26,6 +26,7 @@ from turns import step
 
 from codingagent.protocol.codeblocks import RENDERED_REFUSAL, code_blocks
 from codingagent.protocol.commands import CreateFile, ParseError, RunCommand
+from codingagent.protocol.replies import decode
 from codingagent.protocol.scan import commands_and_slips
 from codingagent.records.store import SessionStore
 from codingagent.sandbox.shell import Shell
@@ -487,3 +488,13 @@ def test_no_break_spaces_in_code_are_spaces_to_the_line_check():
 def test_an_exact_rendered_copy_is_kept_as_read():
     html = CHAT.render(files_reply("one block"))
     assert exact_text(read_copy(browser_text(html), html)) == answer_from_html(html)
+
+
+@pytest.mark.parametrize("data", [b"", b"  \n", b"a\0b", b"caf\xe9 [DONE]\n", b"[DONE]\n"])
+def test_a_reply_read_from_a_rendered_page_stays_so_whatever_its_bytes(data: bytes):
+    """Empty, binary, not UTF-8 or fine: the reply keeps its rendered mark (the turn's meta.json
+    says it), and its text and problem are as its bytes make them."""
+    decoded = decode(data, rendered=True)
+    assert decoded.rendered is True
+    assert decoded.text == data.decode("utf-8", errors="replace")
+    assert (decoded.problem is None) == (data == b"[DONE]\n")

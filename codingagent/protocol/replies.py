@@ -73,7 +73,13 @@ class DecodedReply:
     def read(self) -> tuple[list[Command], list[CommandResult]]:
         """The commands to run (at most ``MAX_COMMANDS``), and the problems with the reply
         itself, which the LLM sees first: then a note for each line that holds a tag but was
-        not taken as a command (:mod:`.scan`)."""
+        not taken as a command (:mod:`.scan`). Read once (a held review reads it before the
+        turn does); each call gets lists of its own."""
+        commands, problems = self._read
+        return list(commands), list(problems)
+
+    @functools.cached_property
+    def _read(self) -> tuple[list[Command], list[CommandResult]]:
         problems = [self.problem] if self.problem else []
         if not self.parsed:
             return [], problems
@@ -115,21 +121,23 @@ def decode(
             rendered=rendered,
             over_cap=True,
         )
-    text = data.decode("utf-8", errors="replace")
     if not data.strip():
-        return DecodedReply(data, text, _problem("Your reply was empty; nothing was run"), False)
+        empty = _problem("Your reply was empty; nothing was run")
+        return DecodedReply(data, data.decode("utf-8", errors="replace"), empty, False, rendered)
     if b"\0" in data:
         binary = "Your reply contained NUL bytes (binary data); nothing in it was run"
+        text = data.decode("utf-8", errors="replace")
         return DecodedReply(data, text, _problem(binary), False, rendered)
     try:
-        data.decode("utf-8")
+        return DecodedReply(data, data.decode("utf-8"), rendered=rendered)
     except UnicodeDecodeError as e:
         problem = _problem(
             f"Your reply was not valid UTF-8 (first bad byte at offset {e.start}); "
             "it was read with replacement characters"
         )
-        return DecodedReply(data, text, problem, rendered=rendered)
-    return DecodedReply(data, text, rendered=rendered)
+        return DecodedReply(
+            data, data.decode("utf-8", errors="replace"), problem, rendered=rendered
+        )
 
 
 def read_reply(

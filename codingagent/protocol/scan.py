@@ -34,7 +34,7 @@ from codingagent.protocol.parser import (
 from codingagent.protocol.reasoning import split_reasoning
 
 _ECHO_SEQUENCE = re.compile(r"\bSequence[*_]*:[*_`\s]*([0-9]{1,9})\b")
-_ECHO_CHARS = 20_000  # how far into the reply the session/sequence echo is looked for
+_ECHO_CHARS = 20_000  # how far from the Session line on the session/sequence echo is looked for
 _DIFF_INFO = frozenset({"diff", "patch", "udiff"})
 # A known tag written as the PROTOCOL writes it (upper case), anywhere in a line.
 _KNOWN_TAG = re.compile(r"\[/?(" + "|".join(sorted(TAGS, key=len, reverse=True)) + r")(?=[\s\]/])")

@@ -1,8 +1,8 @@
 """A turn's history folder, ``sessions/{id}/turns/{NNNN}/`` (:class:`TurnRecord`): the reply, the
 state before, the commands, results and meta, the digests of the files it left, and the
 pre-images of every file it changed, each written durably; the framed, checksummed lines of
-``preimages.jsonl`` (:func:`frame`, :func:`read_frames`); and :func:`turn_log`, what
-``codingagent log`` shows."""
+``preimages.jsonl`` (:func:`frame`, :func:`read_frames`); and :func:`turn_log`, each turn's
+outcome in short (a queue's summary rows)."""
 
 from __future__ import annotations
 

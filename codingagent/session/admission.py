@@ -27,16 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from codingagent.protocol.replies import reply_digest
 from codingagent.records.history import TurnRecord, keep_reply, turn_record
 from codingagent.records.store import SessionStore
 from codingagent.session.seams import Received, Refusal
 from codingagent.state import SessionState
-
-if TYPE_CHECKING:
-    pass
 
 REFUSED = "refused"  # the session's folder of replies not applied
 

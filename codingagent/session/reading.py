@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codingagent.protocol.reasoning import split_reasoning
 from codingagent.records import changeset
 from codingagent.records.history import TurnRecord
 from codingagent.records.store import SessionStore, open_workspace
@@ -117,6 +116,8 @@ class Turn:
             text = self.record.reply_path.read_bytes().decode("utf-8", "replace")
         except OSError:
             return ""
+        from codingagent.protocol.reasoning import split_reasoning  # (only `log` shows it)
+
         return split_reasoning(text).thinking
 
 

@@ -43,6 +43,7 @@ class Adapter(Protocol):
 
     def post_url(self) -> str:
         """Where a request is posted."""
+        raise NotImplementedError  # each model API's adapter says it
 
     def headers(self, http: httpx.Client) -> dict[str, str]:
         """The headers of a request: the key goes here and nowhere else (here, as a bearer
@@ -51,13 +52,16 @@ class Adapter(Protocol):
 
     def body(self, conversation: Conversation, stream: bool) -> dict[str, Any]:
         """The request's JSON body."""
+        raise NotImplementedError  # each model API's adapter says it
 
     def read_answer(self, body: dict[str, Any], started: float) -> Answer:
         """A whole (not streamed) answer."""
+        raise NotImplementedError  # each model API's adapter says it
 
     def read_event(self, data: str, into: Streamed) -> None:
         """One server-sent event's data, added to ``into`` (``into.ended`` at the API's end
         event). An error event raises :class:`~codingagent.sources.providers.wire.Transient`."""
+        raise NotImplementedError  # each model API's adapter says it
 
     def models_url(self) -> str | None:
         """Where the API lists its models (None: it lists none we can check against)."""
