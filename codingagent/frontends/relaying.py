@@ -82,7 +82,7 @@ def relay_source(
     pairing = Pairing(note=note or loop.listener.note)
     inbox = InboxSource(loop.store.inbox, settings.max_reply_bytes, poll=settings.poll)
     exchange = Exchange(loop.session_id, state.task, page)
-    held = current(loop.store, loop.session_id)
+    held = current(loop.store, loop.session_id, state)
     if held is not None:  # held when the agent last stopped: the loop puts it to the user
         exchange.reviewing(held.id, held.summary())
     source = open_relay(exchange, pairing, inbox, settings.relay_port, settings.max_reply_bytes)

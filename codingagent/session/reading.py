@@ -67,7 +67,7 @@ def standing(
         waiting = state.is_complete or state.question is not None or not with_prompt
         outbox = None if waiting else ensure_outbox(store, state, prompt or DEFAULT_PROMPT, held)
     interrupted = store.journal_path(session_id).exists()
-    return Standing(state, outbox, current(store, session_id), interrupted)
+    return Standing(state, outbox, current(store, session_id, state), interrupted)
 
 
 def full_prompt(store: SessionStore, state: SessionState, prompt: PromptOptions) -> str:

@@ -104,13 +104,16 @@ def held_report(store: SessionStore, held: HeldReview) -> TurnReport:
     return TurnReport(state, TurnOutcome(), None, folder, review=held)
 
 
-def current(store: SessionStore, session_id: str) -> HeldReview | None:
-    """The review the session holds for its current prompt, if any."""
+def current(
+    store: SessionStore, session_id: str, state: SessionState | None = None
+) -> HeldReview | None:
+    """The review the session holds for its current prompt, if any (``state``: the session's,
+    where the caller has read it already)."""
     if not store.review_path(session_id).exists():
         return None
     from codingagent.review import record
 
-    return record.current(store, store.load(session_id))
+    return record.current(store, state or store.load(session_id))
 
 
 def decide(
@@ -124,7 +127,7 @@ def decide(
     from codingagent.review.record import Decision
 
     state = store.load(session_id)
-    held = current(store, session_id)
+    held = current(store, session_id, state)
     if held is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     decision = Decision(accepted=accepted_hunks(held, choice.accepted), note=choice.note.strip())
@@ -149,7 +152,7 @@ def discard(store: SessionStore, session_id: str, prompt: PromptOptions) -> Turn
     from codingagent.review import record
 
     state = store.load(session_id)
-    if current(store, session_id) is None:
+    if current(store, session_id, state) is None:
         raise SessionError(f"Session {session_id} has no review waiting")
     kept = record.set_aside(store, session_id, "discarded")
     assert kept is not None
