@@ -116,6 +116,17 @@ def test_diff_colors_on_request_and_says_when_nothing_changed(tmp_path: Path) ->
     assert "\x1b[31m-    return (1, 2)\x1b[0m" in colored
 
 
+def test_diff_of_a_session_whose_workspace_is_gone_says_so(tmp_path: Path) -> None:
+    """Not a patch that deletes every file the session changed."""
+    run = started(tmp_path)
+    run.step(TURN_1.format(session=run.session), "--sandbox", "none")
+    shutil.rmtree(run.ws)
+    gone = run.cli("diff", run.session)
+    assert gone.exit_code == 1, gone.output
+    assert f"The workspace of session {run.session} is gone" in gone.output
+    assert "diff --git" not in gone.output
+
+
 lines = st.lists(st.sampled_from(["a", "b", "c", "", "  d", "é"]), max_size=8)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from codingagent.records.history import TurnRecord
 from codingagent.records.hunks import hunks, unified
-from codingagent.records.store import SessionStore
+from codingagent.records.store import SessionStore, open_workspace
 from codingagent.state import SessionError
 from codingagent.workspace import PathRejected, Workspace, display_name
 
@@ -82,9 +82,11 @@ def changes(store: SessionStore, session_id: str, turn: int | None = None) -> li
     if turn is not None and turn not in numbers:
         known = ", ".join(map(str, numbers)) or "none yet"
         raise SessionError(f"Session {session_id} has no turn {turn} (its turns: {known})")
-    ws = Workspace(Path(state.workspace), protected=store.protected)
-    per_turn = turn_changes(ws, folders)
-    chosen = per_turn if turn is None else [per_turn[numbers.index(turn)]]
+    ws = open_workspace(store, state)  # (a workspace gone is said, not a patch deleting all)
+    # A turn's "after" is the next turn's pre-image: the turns from it on are read, no earlier.
+    chosen = turn_changes(ws, folders if turn is None else folders[numbers.index(turn) :])
+    if turn is not None:
+        chosen = chosen[:1]
     whole: dict[str, FileChange] = {}  # the first turn's before, the last one's after
     for found in chosen:
         for change in found:
