@@ -68,82 +68,66 @@ def execute(
     and ``watch`` runs around each RUN_COMMAND to keep what it changes; without them nothing
     is kept (a review's preview).
     """
+    steps = steps or {}
     with workspace.kept(keeper):
-        return _run_all(
-            commands,
+        targets = [_target(command, workspace) for command in commands]
+        # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
+        # writes are known: their pre-images are recorded in one go, before the first command.
+        ahead = next(
+            (n for n, c in enumerate(commands) if isinstance(c, kinds.RunCommand)), len(commands)
+        )
+        workspace.will_write(
+            path for n, path in enumerate(targets[:ahead]) if path is not None and n not in steps
+        )
+        turn = Turn(
             workspace,
             shell,
-            on_result,
-            preceding,
-            shown,
-            session_id,
-            check,
-            steps or {},
-            watch,
+            TurnOutcome(results=list(preceding), shown=dict(shown or {})),
+            track_shown=shown is not None,
+            targets=targets,
+            last_writes={path: i for i, path in enumerate(targets) if path is not None},
+            session_id=session_id,
+            check=check,
+            watch=watch,
         )
+        for index, command in enumerate(commands):
+            turn.index = index
+            turn.remaining = len(commands) - index - 1
+            started = time.perf_counter()
+            success, summary, output = _run_one(command, turn, steps.get(index))
+            result = CommandResult(
+                command=command.name,
+                success=success,
+                summary=summary,
+                output=output,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+            turn.outcome.results.append(result)
+            if on_result is not None:
+                on_result(result)
+            if turn.outcome.question is not None:  # an ASK ends the turn
+                _not_run(commands[index + 1 :], command.line, turn.outcome, on_result)
+                break
+        return turn.outcome
 
 
-def _run_all(
-    commands: Sequence[kinds.Command],
-    workspace: Workspace,
-    shell: Shell,
+def _not_run(
+    later: Sequence[kinds.Command],
+    line: int,
+    outcome: TurnOutcome,
     on_result: Callable[[CommandResult], None] | None,
-    preceding: Sequence[CommandResult],
-    shown: Mapping[str, str] | None,
-    session_id: str,
-    check: Callable[[TurnOutcome], CommandResult] | None,
-    steps: Mapping[int, Callable[[Turn], Success]],
-    watch: CommandWatch | None,
-) -> TurnOutcome:
-    """:func:`execute` with its keeper lent to the workspace."""
-    targets = [_target(command, workspace) for command in commands]
-    # Up to the first RUN_COMMAND (which may change what a path names), the files the reply
-    # writes are known: their pre-images are recorded in one go, before the first command.
-    ahead = next(
-        (n for n, c in enumerate(commands) if isinstance(c, kinds.RunCommand)), len(commands)
-    )
-    workspace.will_write(
-        path for n, path in enumerate(targets[:ahead]) if path is not None and n not in steps
-    )
-    turn = Turn(
-        workspace,
-        shell,
-        TurnOutcome(results=list(preceding), shown=dict(shown or {})),
-        track_shown=shown is not None,
-        targets=targets,
-        last_writes={path: i for i, path in enumerate(targets) if path is not None},
-        session_id=session_id,
-        check=check,
-        watch=watch,
-    )
-    for index, command in enumerate(commands):
-        turn.index = index
-        turn.remaining = len(commands) - index - 1
-        started = time.perf_counter()
-        success, summary, output = _run_one(command, turn, steps.get(index))
-        result = CommandResult(
+) -> None:
+    """A result for each command after an [ASK] on reply line ``line``: not run."""
+    for command in later:
+        skipped = CommandResult(
             command=command.name,
-            success=success,
-            summary=summary,
-            output=output,
-            duration_ms=(time.perf_counter() - started) * 1000,
+            success=False,
+            summary=f"Not run: the turn ended at the [ASK] on reply line {line}; "
+            "send it again once you have the answer",
         )
-        turn.outcome.results.append(result)
+        outcome.results.append(skipped)
         if on_result is not None:
-            on_result(result)
-        if turn.outcome.question is not None:  # an ASK ends the turn
-            for later in commands[index + 1 :]:
-                skipped = CommandResult(
-                    command=later.name,
-                    success=False,
-                    summary=f"Not run: the turn ended at the [ASK] on reply line {command.line}; "
-                    "send it again once you have the answer",
-                )
-                turn.outcome.results.append(skipped)
-                if on_result is not None:
-                    on_result(skipped)
-            break
-    return turn.outcome
+            on_result(skipped)
 
 
 def _target(command: kinds.Command, workspace: Workspace) -> str | None:
