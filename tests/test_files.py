@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -83,16 +85,27 @@ def test_delete(layout: tuple[Path, Path]) -> None:
     assert (ws_dir / "d").is_dir()
 
 
+@dataclass
+class Hook:
+    """A keeper that hands each file's pre-image to ``record``, as the turn's journal does."""
+
+    record: Callable[[PreImage], None]
+
+    def record_all(self, pres: list[PreImage]) -> None:
+        for pre in pres:
+            self.record(pre)
+
+
 def test_before_change_sees_the_file_as_it_was(layout: tuple[Path, Path]) -> None:
     ws_dir, _ = layout
     (ws_dir / "old.txt").write_text("before")
     (ws_dir / "old.txt").chmod(0o640)
     ws = Workspace(ws_dir)
     seen: list[PreImage] = []
-    ws.before_change = seen.append
-    ws.write_text("old.txt", "after")
-    ws.write_text("new/deeper/f.txt", "x")
-    ws.delete("old.txt")
+    with ws.kept(Hook(seen.append)):
+        ws.write_text("old.txt", "after")
+        ws.write_text("new/deeper/f.txt", "x")
+        ws.delete("old.txt")
     assert seen == [
         PreImage("old.txt", b"before", 0o640),
         PreImage("new/deeper/f.txt", None, None, ("new", "new/deeper")),
@@ -107,8 +120,7 @@ def test_a_refused_hook_leaves_the_file_alone(layout: tuple[Path, Path]) -> None
     def refuse(pre: PreImage) -> None:
         raise RuntimeError("journal full")
 
-    ws.before_change = refuse
-    with pytest.raises(RuntimeError):
+    with ws.kept(Hook(refuse)), pytest.raises(RuntimeError):
         ws.write_text("a/b.txt", "x")
     assert not (ws_dir / "a").exists()  # not even the folder
 
@@ -117,10 +129,10 @@ def test_restore_puts_files_back_and_cleans_up(layout: tuple[Path, Path]) -> Non
     ws_dir, outside = layout
     ws = Workspace(ws_dir)
     seen: list[PreImage] = []
-    ws.before_change = seen.append
     (ws_dir / "kept.txt").write_text("v1")
-    ws.write_text("kept.txt", "v2")
-    ws.write_text("made/in/turn.txt", "x")
+    with ws.kept(Hook(seen.append)):
+        ws.write_text("kept.txt", "v2")
+        ws.write_text("made/in/turn.txt", "x")
     (ws_dir / "made" / "in" / ".turn.txt.1234abcd.tmp").write_text("torn")  # a crash's leftover
     for pre in reversed(seen):
         ws.restore(pre)

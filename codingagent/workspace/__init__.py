@@ -38,12 +38,11 @@ class Workspace:
     def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
         self._guard = Guard(root, protected)
         self.root = self._guard.root
-        # Called with the pre-image of every file just before it is written or deleted, and
-        # with those a reply's file commands will write, before the first runs (one durable
-        # record for all): set by :meth:`kept` for a turn's commands, so that a turn can be
-        # rolled back or undone.
-        self.before_change: Callable[[PreImage], None] | None = None
-        self.before_changes: Callable[[list[PreImage]], None] | None = None
+        # Handed the pre-image of every file just before it is written or deleted, and those
+        # a reply's file commands will write, before the first runs (one durable record for
+        # all): lent by :meth:`kept` for a turn's commands, so that a turn can be rolled back
+        # or undone.
+        self._keeper: Keeper | None = None
         # The one walk of the tree (:mod:`.tree`), made when first read, kept current by the
         # writes below: a Workspace lives for one turn (or one prompt) at most.
         self.tree = Tree(self._guard)
@@ -57,14 +56,15 @@ class Workspace:
     def kept(self, keeper: Keeper | None) -> Iterator[None]:
         """For the block, every write and delete hands ``keeper`` its file's pre-image first
         (:meth:`will_write`: those of several files at once); None: nothing is kept."""
-        if keeper is None:
-            yield
-            return
-        self.before_change, self.before_changes = keeper.record, keeper.record_all
+        self._keeper = keeper
         try:
             yield
         finally:
-            self.before_change = self.before_changes = None
+            self._keeper = None
+
+    @property
+    def _before_change(self) -> Callable[[PreImage], None] | None:
+        return self._keeper.record if self._keeper is not None else None
 
     def _touched(self, rel: str) -> None:
         if not self.tree.fresh:
@@ -140,10 +140,10 @@ class Workspace:
             self.tree.touched([path for _, path in changes.steps])
 
     def will_write(self, rels: Iterable[str]) -> None:
-        """Hand ``before_changes`` the pre-images of the files at ``rels`` (real relative
-        paths) at once, before any is written: those a write would refuse, or too big to
-        hold in memory, are left to the write (whose ``before_change`` records them)."""
-        if self.before_changes is None:
+        """Hand the keeper the pre-images of the files at ``rels`` (real relative paths) at
+        once, before any is written: those a write would refuse, or too big to hold in
+        memory, are left to the write (which hands the keeper its own)."""
+        if self._keeper is None:
             return
         pres = []
         for rel in dict.fromkeys(rels):
@@ -154,7 +154,7 @@ class Workspace:
             if pre is not None:
                 pres.append(pre)
         if pres:
-            self.before_changes(pres)
+            self._keeper.record_all(pres)
 
     def exists_for_write(self, rel: str) -> bool:
         """Whether a write of ``rel`` would replace a file (False: create one); raises as the
@@ -163,13 +163,13 @@ class Workspace:
 
     def write_text(self, rel: str, text: str) -> bool:
         """Write ``text`` atomically, creating parent folders; True if the file is new."""
-        created = files.write_text(self._guard, rel, text, self.before_change)
+        created = files.write_text(self._guard, rel, text, self._before_change)
         self._touched(rel)
         return created
 
     def delete(self, rel: str) -> None:
         """Remove one file; folders are refused with :class:`IsADirectoryError`."""
-        files.delete(self._guard, rel, self.before_change)
+        files.delete(self._guard, rel, self._before_change)
         self._touched(rel)
 
     def restore(self, pre: PreImage) -> None:
