@@ -77,9 +77,18 @@ def wait_for_start(store: SessionStore, process: subprocess.Popen) -> None:
     """Until the reply's command has made its file ``started``: in the workspace, or (where
     the command runs on an overlay, bubblewrap's) in its layer under ``sessions/``, which
     reaches the workspace only when the command is done."""
-    while not ((store.workspace / "started").exists() or any(store.sessions.rglob("started"))):
+    while not ((store.workspace / "started").exists() or _in_a_layer(store, "started")):
         assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
         time.sleep(0.01)
+
+
+def _in_a_layer(store: SessionStore, name: str) -> bool:
+    """Whether a file ``name`` is under ``sessions/``, where the agent makes and removes its
+    folders (the sandbox's probe, a command's layer) while it is looked for."""
+    try:
+        return any(store.sessions.rglob(name))
+    except FileNotFoundError:  # a folder removed while the walk was in it: look again
+        return False
 
 
 def killed(process: subprocess.Popen) -> None:
